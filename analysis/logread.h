@@ -1,0 +1,43 @@
+/* agefence log reader and schema checker: opens a log with a clear one-line error for every
+ * kind of bad file, reads attributes and columns, and validates a file against the schema of
+ * sim/log_schema.h (agefence-report --check, and the tests on every log they produce). */
+#ifndef AF_LOGREAD_H
+#define AF_LOGREAD_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "../sim/af_result.h"
+
+typedef struct af_logfile {
+    int64_t file; /* hid_t */
+    int64_t schema_version;
+    char path[512];
+} af_logfile_t;
+
+/* Opens read-only. AF_ERR_USAGE with one line in err for: a missing or unreadable file, a file
+ * that is not HDF5 (or is truncated), an HDF5 file that is not an agefence log, and a log of a
+ * newer schema than this reader knows. */
+af_result_t af_logfile_open(af_logfile_t *lf, const char *path, char *err, size_t errlen);
+void af_logfile_close(af_logfile_t *lf);
+
+/* Attributes of an object ("/", "/final", ...). AF_ERR_IO when absent or of another kind. */
+af_result_t af_logfile_attr_str(const af_logfile_t *lf, const char *obj, const char *name,
+                                char *out, size_t n);
+af_result_t af_logfile_attr_i64(const af_logfile_t *lf, const char *obj, const char *name,
+                                int64_t *out);
+af_result_t af_logfile_attr_f64(const af_logfile_t *lf, const char *obj, const char *name,
+                                double *out);
+
+/* Shape of a dataset: rank and dims (up to 2). AF_ERR_IO when absent. */
+af_result_t af_logfile_shape(const af_logfile_t *lf, const char *path, int *rank, int64_t *dims);
+/* Reads a whole dataset converted to double or int64 (n elements, as its shape says). */
+af_result_t af_logfile_read_f64(const af_logfile_t *lf, const char *path, double *out, size_t n);
+af_result_t af_logfile_read_i64(const af_logfile_t *lf, const char *path, int64_t *out, size_t n);
+
+/* Validates the file against the schema; prints each violation as "PATH: problem" to out and
+ * returns how many there were (0: valid). */
+int af_logfile_check(const af_logfile_t *lf, FILE *out);
+
+#endif

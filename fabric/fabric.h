@@ -1,0 +1,92 @@
+/* agefence fabric: how ranks talk. A backend is a const table of function pointers (after
+ * NCCL's transport.h); sim/ sees only this header. Only fabric/ includes <mpi.h>.
+ *
+ * Every operation is collective over all ranks of the launch unless its comment says
+ * otherwise, blocks until its buffers may be reused, and leaves ownership of the buffers with
+ * the caller. `mem` says where the buffers handed to a backend live: host memory for "mpi",
+ * device memory for "nccl". */
+#ifndef AF_FABRIC_H
+#define AF_FABRIC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../sim/af_result.h"
+
+typedef enum af_mem { AF_MEM_HOST = 0, AF_MEM_DEVICE = 1 } af_mem_t;
+
+typedef struct af_fabric af_fabric_t;
+
+/* One half of a point-to-point transfer; a batch of them is posted together by exchange(). */
+typedef struct af_p2p {
+    int peer;     /* the other rank */
+    int is_send;  /* 1: send buf to peer; 0: receive into buf from peer */
+    void *buf;    /* `bytes` bytes in the backend's memory space */
+    size_t bytes;
+} af_p2p_t;
+
+typedef struct af_fabric_ops {
+    const char *name;
+    af_mem_t mem;
+    /* Exact all-reduce of bit patterns: buf[i] becomes the unsigned maximum over ranks. With
+     * non-owners contributing 0, every bit of the owner's value (-0.0, NaN payloads, denormals)
+     * arrives unchanged everywhere. In place, n elements. */
+    af_result_t (*allreduce_max_u64)(af_fabric_t *f, uint64_t *buf, size_t n);
+    /* Integer sum over ranks, in place (counters: exact and order-independent). */
+    af_result_t (*allreduce_sum_i64)(af_fabric_t *f, int64_t *buf, size_t n);
+    /* Copies `bytes` bytes from root's buf into every other rank's buf. */
+    af_result_t (*bcast)(af_fabric_t *f, void *buf, size_t bytes, int root);
+    /* Root receives every rank's `bytes` bytes into recv, rank-major (recv only read on root,
+     * sized size*bytes there). */
+    af_result_t (*gather)(af_fabric_t *f, const void *send, size_t bytes, void *recv, int root);
+    /* As gather, with a byte count per rank known to root (counts[] only read on root). */
+    af_result_t (*gatherv)(af_fabric_t *f, const void *send, size_t bytes, void *recv,
+                           const size_t *counts, int root);
+    /* Posts every transfer of the batch at once and waits for all, so any order of sends and
+     * receives is deadlock-free. Not collective: only the ranks named in the batch take part.
+     * At most AF_FABRIC_MAX_P2P entries. */
+    af_result_t (*exchange)(af_fabric_t *f, const af_p2p_t *ops, int n);
+    af_result_t (*barrier)(af_fabric_t *f);
+    /* Frees the backend's state; does not finalize MPI. */
+    void (*destroy)(af_fabric_t *f);
+} af_fabric_ops_t;
+
+#define AF_FABRIC_MAX_P2P 4096
+
+struct af_fabric {
+    const af_fabric_ops_t *ops;
+    int rank;
+    int size;
+    /* Communicators created after start-up (must stay 0: the fleet is never reshaped). */
+    int64_t comms_created;
+    void *impl;
+};
+
+/* The launch, as MPI sees it. */
+typedef struct af_world {
+    int rank;
+    int size;
+    int local_rank; /* rank among the ranks of the same node */
+    int local_size;
+    char hostname[64];
+} af_world_t;
+
+/* MPI_Init and the node-local split. Must be called before any other function here. */
+af_result_t af_world_init(int *argc, char ***argv, af_world_t *world);
+void af_world_finalize(void);
+/* Ends every rank of the launch with `code` (the last resort when ranks disagree). */
+void af_world_abort(int code);
+/* Root gets every rank's hostname, 64 bytes each, rank-major (size*64 bytes). */
+af_result_t af_world_hostnames(const af_world_t *world, char *out);
+/* Library versions as text, for the log. */
+void af_world_versions(char *out, size_t size);
+
+/* Creates the MPI backend over a private duplicate of MPI_COMM_WORLD. */
+af_result_t af_fabric_mpi_create(af_fabric_t **out);
+/* NCCL backend (device buffers), bootstrapped over MPI. AF_ERR_UNSUPPORTED when built without
+ * CUDA. `cuda_device` is the GPU this rank drives. */
+af_result_t af_fabric_nccl_create(af_fabric_t **out, int cuda_device);
+/* Frees the fabric and sets *f to NULL. */
+void af_fabric_destroy(af_fabric_t **f);
+
+#endif

@@ -1,0 +1,157 @@
+/* agefence shared arithmetic: the per-cell Burgers update, the fault-injection hash, the
+ * containment test and the fixed-order diagnostics. Compiled as C by the CPU backend, the serial
+ * reference and the tests, and as CUDA by kernels/kernels_cuda.cu, so that every backend produces the same
+ * bits. Build flags keep it so: -ffp-contract=off for C, -fmad=false for nvcc (no fused
+ * multiply-add may change a rounding). */
+#ifndef AF_BURGERS_H
+#define AF_BURGERS_H
+
+#include <stdint.h>
+
+#ifdef __CUDACC__
+#define AF_HD __host__ __device__ __forceinline__
+#else
+#define AF_HD static inline
+#endif
+
+/* Number of interleaved partial sums in a block diagnostic (one per lane of a CUDA warp). */
+#define AF_LANES 32
+
+/* Coefficients of the explicit scheme for u_t + (u^2/2)_x = nu u_xx on a periodic grid of
+ * spacing dx, time step dt: central flux difference and central second difference (FTCS).
+ * First order in time, second order in space; with dt proportional to dx^2 (constant
+ * diffusion number) the error falls as dx^2. */
+typedef struct af_coeffs {
+    double c_adv;  /* dt / (4 dx): multiplies (u_r^2 - u_l^2) */
+    double c_diff; /* nu dt / dx^2: the diffusion number, at most 1/2 for stability */
+} af_coeffs_t;
+
+/* The update of one cell from its left, own and right values. The expression order is part of
+ * agefence's contract: every backend and the reference evaluate exactly this. */
+AF_HD double af_burgers_cell(double ul, double uc, double ur, af_coeffs_t k)
+{
+    double flux = (ur * ur - ul * ul) * k.c_adv;
+    double diff = (ur - 2.0 * uc + ul) * k.c_diff;
+    return uc - flux + diff;
+}
+
+AF_HD uint64_t af_bits(double x)
+{
+    union {
+        double d;
+        uint64_t u;
+    } v;
+    v.d = x;
+    return v.u;
+}
+
+AF_HD double af_double(uint64_t u)
+{
+    union {
+        double d;
+        uint64_t u;
+    } v;
+    v.u = u;
+    return v.d;
+}
+
+/* Containment test: 1 when x is NaN or +-Inf (exponent all ones), on the bit pattern so that
+ * no compiler flag can fold it away. */
+AF_HD int af_nonfinite(double x)
+{
+    return (af_bits(x) & 0x7ff0000000000000ULL) == 0x7ff0000000000000ULL;
+}
+
+/* Masking by select: keeps `old` where keep_new is 0, whatever `new_value` holds (NaN too). */
+AF_HD double af_mask_select(int keep_new, double new_value, double old)
+{
+    return keep_new ? new_value : old;
+}
+
+/* Masking by multiplication, kept only to show why agefence never uses it: NaN * 0 = NaN, so a
+ * fenced NaN leaks into the result (tests/test_kernels.c keeps this as a regression test). */
+AF_HD double af_mask_multiply(int keep_new, double new_value, double old)
+{
+    double m = keep_new ? 1.0 : 0.0;
+    return m * new_value + (1.0 - m) * old;
+}
+
+/* Counter-based RNG: a stateless hash of (seed, stream, counter) into 64 random bits
+ * (SplitMix64's finaliser over a mixed key). The same counters give the same bits on every
+ * rank and backend, whatever the launch's shape. */
+AF_HD uint64_t af_mix64(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+AF_HD uint64_t af_hash4(uint64_t seed, uint64_t a, uint64_t b, uint64_t c)
+{
+    uint64_t h = af_mix64(seed + 0x9e3779b97f4a7c15ULL);
+    h = af_mix64(h ^ (a + 0x632be59bd9b4e019ULL));
+    h = af_mix64(h ^ (b + 0x8cb92ba72f3d8dd7ULL));
+    return af_mix64(h ^ (c + 0x5851f42d4c957f2dULL));
+}
+
+/* Uniform in [0, 1) from the top 53 bits. */
+AF_HD double af_u01(uint64_t h)
+{
+    return (double)(h >> 11) * (1.0 / 9007199254740992.0);
+}
+
+/* Kinds of injected corruption (also the /events `detail` of a corruption). */
+enum { AF_CORRUPT_NONE = 0, AF_CORRUPT_NAN = 1, AF_CORRUPT_PINF = 2, AF_CORRUPT_NINF = 3,
+       AF_CORRUPT_BITFLIP = 4 };
+
+/* Fault injection on a FADING unit's output: with probability p per element (keyed by seed,
+ * step, logical block and element, so it does not depend on where the block runs), replaces
+ * the value by a NaN with a payload, +Inf, -Inf, or the value with one bit flipped (which may
+ * stay finite: silent data corruption). Sets *kind to what was injected. */
+AF_HD double af_inject(double v, double p, uint64_t seed, uint64_t step, uint64_t block,
+                       uint64_t elem, int *kind)
+{
+    *kind = AF_CORRUPT_NONE;
+    if (p <= 0.0) {
+        return v;
+    }
+    uint64_t h = af_hash4(seed, step, block, elem);
+    if (af_u01(h) >= p) {
+        return v;
+    }
+    uint64_t h2 = af_mix64(h);
+    switch (h2 & 3U) {
+    case 0:
+        *kind = AF_CORRUPT_NAN;
+        return af_double(0x7ff8000000000000ULL | ((h2 >> 8) & 0x0007ffffffffffffULL) | 1ULL);
+    case 1:
+        *kind = AF_CORRUPT_PINF;
+        return af_double(0x7ff0000000000000ULL);
+    case 2:
+        *kind = AF_CORRUPT_NINF;
+        return af_double(0xfff0000000000000ULL);
+    default:
+        *kind = AF_CORRUPT_BITFLIP;
+        return af_double(af_bits(v) ^ (1ULL << ((h2 >> 2) % 64U)));
+    }
+}
+
+/* The fixed-order block diagnostics: AF_LANES interleaved partial sums (element i goes to
+ * partial i % AF_LANES, in increasing i), then a butterfly over the partials, exactly as a CUDA
+ * warp does it with __shfl_xor_sync. Addition is commutative bit for bit in IEEE 754, so every
+ * lane of the butterfly ends with the same value, and so does this loop. */
+AF_HD double af_lane_tree(double *partial)
+{
+    for (int o = AF_LANES / 2; o >= 1; o /= 2) {
+        for (int l = 0; l < AF_LANES; ++l) {
+            if ((l & o) == 0) {
+                double s = partial[l] + partial[l + o];
+                partial[l] = s;
+                partial[l + o] = s;
+            }
+        }
+    }
+    return partial[0];
+}
+
+#endif

@@ -1,0 +1,118 @@
+/* agefence compute backends. A backend owns the shard: every slot's two state buffers (the
+ * committed one and the one being computed), its block diagnostics, and the per-slot control
+ * and result arrays. sim/ writes control arrays through the host views below and calls
+ * upload_control(); the CUDA backend mirrors them in device memory, so a failure only changes
+ * values, never shapes or launches.
+ *
+ * Slot s of the shard belongs to local device s / (units*capacity), unit (s / capacity) % units.
+ * Memory: "cpu" keeps everything in host memory; "cuda" in device memory, with host views of the
+ * control and result arrays. The exchange vector handed to pack() and compute() lives in the
+ * memory space of the fabric (kernels_xchg_mem). */
+#ifndef AF_KERNELS_H
+#define AF_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../sim/af_result.h"
+#include "../fabric/fabric.h"
+#include "af_burgers.h"
+
+/* Health of the unit a slot lives on, as the kernels see it. */
+enum { AF_MODE_HEALTHY = 0, AF_MODE_FADING = 1, AF_MODE_DEAD = 2 };
+
+/* The exchange vector of one step, combined across ranks with the exact max all-reduce:
+ * [0, 2B) the edge cells of every block (left, right) by logical id; [2B, 3B) block mass;
+ * [3B, 4B) block energy; then AF_XCHG_FLAGS words of flags (stop request, ...). */
+#define AF_XCHG_FLAGS 1
+#define AF_XCHG_STOP  0
+static inline size_t af_xchg_len(int blocks)
+{
+    return (size_t)4 * (size_t)blocks + AF_XCHG_FLAGS;
+}
+
+typedef struct af_shard_desc {
+    int n_slots;   /* local slots: local devices x units x capacity */
+    int block_len; /* T, cells per block */
+    int blocks;    /* B, blocks of the whole problem (edge array indexing) */
+    af_coeffs_t coeffs;
+    uint64_t seed; /* fault-injection key */
+    int cuda_device;
+} af_shard_desc_t;
+
+typedef struct af_kernels af_kernels_t;
+
+/* compute() flags. */
+enum {
+    AF_COMPUTE_UNMASKED = 1 /* benchmark only: every slot computed, no containment count */
+};
+
+typedef struct af_kernels_ops {
+    const char *name;
+    /* Allocates the whole shard (both buffers of every slot, diagnostics, control and result
+     * arrays). Called once at start-up; nothing else allocates. */
+    af_result_t (*create)(const af_shard_desc_t *desc, af_kernels_t **out);
+    void (*destroy)(af_kernels_t *k);
+    /* Copies the control host views (slot_block, slot_mode, slot_p, commit) to where the
+     * kernels read them. Asynchronous on CUDA (stream-ordered). */
+    af_result_t (*upload_control)(af_kernels_t *k);
+    /* Writes T host doubles into the committed buffer of a slot and refreshes its diagnostics.
+     * Blocking. Start-up and tests only. */
+    af_result_t (*write_slot)(af_kernels_t *k, int slot, const double *host);
+    /* Reads the committed buffer of a slot into T host doubles. Blocking. */
+    af_result_t (*read_slot)(af_kernels_t *k, int slot, double *host);
+    /* Writes the edge cells, mass and energy of every occupied slot into xchg at its logical
+     * block's place; every other entry of xchg is zeroed (flags too). */
+    af_result_t (*pack)(af_kernels_t *k, uint64_t *xchg);
+    /* The masked Burgers step over the full static grid: every occupied, non-dead slot reads
+     * its committed buffer and its neighbours' edges from xchg and writes the other buffer;
+     * FADING slots get fault injection keyed by (seed, step, block, element); per-slot counts of
+     * non-finite outputs and injected corruptions go to the result arrays. Nothing is
+     * committed. */
+    af_result_t (*compute)(af_kernels_t *k, uint64_t step, const uint64_t *xchg, int flags);
+    /* Makes the result arrays (nonfinite, injected) readable through the host views. Blocking. */
+    af_result_t (*download_results)(af_kernels_t *k);
+    /* Commits the computed buffer of every slot whose commit[] is 1 (a parity flip: no copy). */
+    af_result_t (*commit)(af_kernels_t *k);
+    /* Copies the committed buffer and diagnostics of slot src into slot dst (same shard). */
+    af_result_t (*copy_slot)(af_kernels_t *k, int src, int dst);
+    /* Address of a slot's committed buffer, T doubles, in the fabric's memory space: the
+     * source or destination of a cross-rank move. */
+    double *(*slot_data)(af_kernels_t *k, int slot);
+    /* Recomputes a slot's diagnostics after its committed buffer was written from outside. */
+    af_result_t (*refresh_slot)(af_kernels_t *k, int slot);
+    /* Overwrites both buffers of a slot with a NaN pattern: what a dead unit's memory holds. */
+    af_result_t (*poison_slot)(af_kernels_t *k, int slot);
+    /* Waits for everything enqueued. */
+    af_result_t (*sync)(af_kernels_t *k);
+} af_kernels_ops_t;
+
+struct af_kernels {
+    const af_kernels_ops_t *ops;
+    af_shard_desc_t desc;
+    /* Control, written by sim/ then upload_control(). */
+    int32_t *slot_block; /* logical block of each slot, -1 when empty */
+    uint8_t *slot_mode;  /* AF_MODE_* of the slot's unit */
+    double *slot_p;      /* corruption probability per element (FADING slots) */
+    uint8_t *commit;     /* 1: commit this slot's computed buffer */
+    /* Results, valid after download_results(). */
+    int32_t *nonfinite;  /* non-finite outputs of the last compute */
+    int32_t *injected;   /* corruptions injected by the last compute */
+    int32_t *bitflips;   /* of which bit flips (may stay finite) */
+    size_t bytes;        /* bytes the backend allocated for the shard */
+    void *impl;
+};
+
+extern const af_kernels_ops_t af_kernels_cpu;
+/* NULL when built without CUDA. */
+extern const af_kernels_ops_t *const af_kernels_cuda;
+
+/* 1 when this build has CUDA and at least one GPU is visible; never fails. */
+int af_cuda_visible_devices(void);
+
+void af_kernels_destroy(af_kernels_t **k);
+
+/* Host helpers shared by the CPU backend and the reference: the diagnostics of T values. */
+void af_block_diag(const double *u, int len, double *mass, double *energy);
+
+#endif

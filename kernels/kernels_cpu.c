@@ -1,0 +1,307 @@
+/* agefence CPU compute backend: the reference implementation of the masked step, and the one
+ * CI runs. Every buffer is allocated in create(); the step functions only index. */
+#include "kernels.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "../sim/af_alloc.h"
+
+typedef struct af_cpu {
+    double *state;   /* n_slots x 2 x T: both buffers of every slot */
+    uint8_t *parity; /* which buffer of a slot is committed */
+    double *diag;    /* n_slots x 2 x 2: (mass, energy) of each buffer */
+} af_cpu_t;
+
+static inline double *cpu_buf(const af_kernels_t *k, const af_cpu_t *c, int slot, int which)
+{
+    return c->state + ((size_t)slot * 2 + (size_t)which) * (size_t)k->desc.block_len;
+}
+
+static inline double *cpu_diag(const af_cpu_t *c, int slot, int which)
+{
+    return c->diag + ((size_t)slot * 2 + (size_t)which) * 2;
+}
+
+void af_block_diag(const double *u, int len, double *mass, double *energy)
+{
+    double pm[AF_LANES];
+    double pe[AF_LANES];
+    for (int l = 0; l < AF_LANES; ++l) {
+        pm[l] = 0.0;
+        pe[l] = 0.0;
+    }
+    int i = 0;
+    for (; i + AF_LANES <= len; i += AF_LANES) {
+        for (int l = 0; l < AF_LANES; ++l) {
+            double v = u[i + l];
+            pm[l] += v;
+            pe[l] += 0.5 * v * v;
+        }
+    }
+    for (int l = 0; i + l < len; ++l) {
+        double v = u[i + l];
+        pm[l] += v;
+        pe[l] += 0.5 * v * v;
+    }
+    *mass = af_lane_tree(pm);
+    *energy = af_lane_tree(pe);
+}
+
+static void cpu_destroy(af_kernels_t *k)
+{
+    if (k == NULL) {
+        return;
+    }
+    af_cpu_t *c = k->impl;
+    if (c != NULL) {
+        af_free(c->state);
+        af_free(c->parity);
+        af_free(c->diag);
+        af_free(c);
+    }
+    af_free(k->slot_block);
+    af_free(k->slot_mode);
+    af_free(k->slot_p);
+    af_free(k->commit);
+    af_free(k->nonfinite);
+    af_free(k->injected);
+    af_free(k->bitflips);
+    af_free(k);
+}
+
+static af_result_t cpu_create(const af_shard_desc_t *desc, af_kernels_t **out)
+{
+    af_result_t rc = AF_OK;
+    size_t n = (size_t)desc->n_slots;
+    af_kernels_t *k = af_alloc(sizeof *k);
+    AF_REQUIRE_GOTO(k != NULL, AF_ERR_NOMEM, rc, fail);
+    k->ops = &af_kernels_cpu;
+    k->desc = *desc;
+    af_cpu_t *c = af_alloc(sizeof *c);
+    k->impl = c;
+    AF_REQUIRE_GOTO(c != NULL, AF_ERR_NOMEM, rc, fail);
+    size_t state_bytes = n * 2 * (size_t)desc->block_len * sizeof(double);
+    c->state = af_alloc(state_bytes);
+    c->parity = af_alloc(n);
+    c->diag = af_alloc(n * 4 * sizeof(double));
+    k->slot_block = af_alloc(n * sizeof(int32_t));
+    k->slot_mode = af_alloc(n);
+    k->slot_p = af_alloc(n * sizeof(double));
+    k->commit = af_alloc(n);
+    k->nonfinite = af_alloc(n * sizeof(int32_t));
+    k->injected = af_alloc(n * sizeof(int32_t));
+    k->bitflips = af_alloc(n * sizeof(int32_t));
+    AF_REQUIRE_GOTO(c->state && c->parity && c->diag && k->slot_block && k->slot_mode &&
+                        k->slot_p && k->commit && k->nonfinite && k->injected && k->bitflips,
+                    AF_ERR_NOMEM, rc, fail);
+    for (size_t s = 0; s < n; ++s) {
+        k->slot_block[s] = -1;
+    }
+    k->bytes = state_bytes + n * (1 + 4 * sizeof(double) + sizeof(int32_t) * 4 + 1 + 8 + 1);
+    *out = k;
+    return AF_OK;
+fail:
+    af_error_set("cpu backend: cannot allocate the shard (%d slots of %d cells)", desc->n_slots,
+                 desc->block_len);
+    cpu_destroy(k);
+    return rc;
+}
+
+static af_result_t cpu_upload_control(af_kernels_t *k)
+{
+    (void)k; /* the host views are the live arrays */
+    return AF_OK;
+}
+
+static af_result_t cpu_write_slot(af_kernels_t *k, int slot, const double *host)
+{
+    af_cpu_t *c = k->impl;
+    double *dst = cpu_buf(k, c, slot, c->parity[slot]);
+    memcpy(dst, host, sizeof(double) * (size_t)k->desc.block_len);
+    double *d = cpu_diag(c, slot, c->parity[slot]);
+    af_block_diag(dst, k->desc.block_len, &d[0], &d[1]);
+    return AF_OK;
+}
+
+static af_result_t cpu_read_slot(af_kernels_t *k, int slot, double *host)
+{
+    af_cpu_t *c = k->impl;
+    memcpy(host, cpu_buf(k, c, slot, c->parity[slot]), sizeof(double) * (size_t)k->desc.block_len);
+    return AF_OK;
+}
+
+static af_result_t cpu_pack(af_kernels_t *k, uint64_t *xchg)
+{
+    af_cpu_t *c = k->impl;
+    const int B = k->desc.blocks;
+    const int T = k->desc.block_len;
+    memset(xchg, 0, sizeof(uint64_t) * af_xchg_len(B));
+    for (int s = 0; s < k->desc.n_slots; ++s) {
+        int b = k->slot_block[s];
+        if (b < 0 || k->slot_mode[s] == AF_MODE_DEAD) {
+            continue;
+        }
+        const double *u = cpu_buf(k, c, s, c->parity[s]);
+        const double *d = cpu_diag(c, s, c->parity[s]);
+        xchg[2 * (size_t)b] = af_bits(u[0]);
+        xchg[2 * (size_t)b + 1] = af_bits(u[T - 1]);
+        xchg[2 * (size_t)B + (size_t)b] = af_bits(d[0]);
+        xchg[3 * (size_t)B + (size_t)b] = af_bits(d[1]);
+    }
+    return AF_OK;
+}
+
+/* One slot's update: cells 1..T-2 read only the slot, the two ends read the neighbours' edges.
+ * Returns the number of non-finite outputs. */
+static void cpu_slot_update(const double *u, double *un, int T, double ul, double ur,
+                            af_coeffs_t kc)
+{
+    if (T == 1) {
+        un[0] = af_burgers_cell(ul, u[0], ur, kc);
+        return;
+    }
+    un[0] = af_burgers_cell(ul, u[0], u[1], kc);
+    for (int i = 1; i < T - 1; ++i) {
+        un[i] = af_burgers_cell(u[i - 1], u[i], u[i + 1], kc);
+    }
+    un[T - 1] = af_burgers_cell(u[T - 2], u[T - 1], ur, kc);
+}
+
+static af_result_t cpu_compute(af_kernels_t *k, uint64_t step, const uint64_t *xchg, int flags)
+{
+    af_cpu_t *c = k->impl;
+    const int B = k->desc.blocks;
+    const int T = k->desc.block_len;
+    const af_coeffs_t kc = k->desc.coeffs;
+    const int unmasked = (flags & AF_COMPUTE_UNMASKED) != 0;
+    for (int s = 0; s < k->desc.n_slots; ++s) {
+        int b = k->slot_block[s];
+        k->nonfinite[s] = 0;
+        k->injected[s] = 0;
+        k->bitflips[s] = 0;
+        if (!unmasked && (b < 0 || k->slot_mode[s] == AF_MODE_DEAD)) {
+            continue; /* empty or lost: masked out, nothing written */
+        }
+        if (b < 0) {
+            b = 0; /* unmasked benchmark variant: empty slots compute with block 0's halo */
+        }
+        const double *u = cpu_buf(k, c, s, c->parity[s]);
+        double *un = cpu_buf(k, c, s, c->parity[s] ^ 1);
+        int left = (b + B - 1) % B;
+        int right = (b + 1) % B;
+        double ul = af_double(xchg[2 * (size_t)left + 1]);
+        double ur = af_double(xchg[2 * (size_t)right]);
+        cpu_slot_update(u, un, T, ul, ur, kc);
+        if (!unmasked && k->slot_mode[s] == AF_MODE_FADING && k->slot_p[s] > 0.0) {
+            int inj = 0;
+            int flips = 0;
+            for (int i = 0; i < T; ++i) {
+                int kind = AF_CORRUPT_NONE;
+                un[i] = af_inject(un[i], k->slot_p[s], k->desc.seed, step, (uint64_t)b,
+                                  (uint64_t)i, &kind);
+                inj += kind != AF_CORRUPT_NONE;
+                flips += kind == AF_CORRUPT_BITFLIP;
+            }
+            k->injected[s] = inj;
+            k->bitflips[s] = flips;
+        }
+        double *d = cpu_diag(c, s, c->parity[s] ^ 1);
+        af_block_diag(un, T, &d[0], &d[1]);
+        if (!unmasked) {
+            int nf = 0;
+            for (int i = 0; i < T; ++i) {
+                nf += af_nonfinite(un[i]);
+            }
+            k->nonfinite[s] = nf;
+        }
+    }
+    return AF_OK;
+}
+
+static af_result_t cpu_download_results(af_kernels_t *k)
+{
+    (void)k;
+    return AF_OK;
+}
+
+static af_result_t cpu_commit(af_kernels_t *k)
+{
+    af_cpu_t *c = k->impl;
+    for (int s = 0; s < k->desc.n_slots; ++s) {
+        c->parity[s] ^= (uint8_t)(k->commit[s] != 0);
+    }
+    return AF_OK;
+}
+
+static af_result_t cpu_copy_slot(af_kernels_t *k, int src, int dst)
+{
+    af_cpu_t *c = k->impl;
+    memcpy(cpu_buf(k, c, dst, c->parity[dst]), cpu_buf(k, c, src, c->parity[src]),
+           sizeof(double) * (size_t)k->desc.block_len);
+    memcpy(cpu_diag(c, dst, c->parity[dst]), cpu_diag(c, src, c->parity[src]),
+           2 * sizeof(double));
+    return AF_OK;
+}
+
+static double *cpu_slot_data(af_kernels_t *k, int slot)
+{
+    af_cpu_t *c = k->impl;
+    return cpu_buf(k, c, slot, c->parity[slot]);
+}
+
+static af_result_t cpu_refresh_slot(af_kernels_t *k, int slot)
+{
+    af_cpu_t *c = k->impl;
+    double *d = cpu_diag(c, slot, c->parity[slot]);
+    af_block_diag(cpu_buf(k, c, slot, c->parity[slot]), k->desc.block_len, &d[0], &d[1]);
+    return AF_OK;
+}
+
+static af_result_t cpu_poison_slot(af_kernels_t *k, int slot)
+{
+    af_cpu_t *c = k->impl;
+    const uint64_t pattern = 0x7ff8dead0000deadULL; /* a quiet NaN with a recognisable payload */
+    for (int w = 0; w < 2; ++w) {
+        double *u = cpu_buf(k, c, slot, w);
+        for (int i = 0; i < k->desc.block_len; ++i) {
+            u[i] = af_double(pattern);
+        }
+        double *d = cpu_diag(c, slot, w);
+        d[0] = af_double(pattern);
+        d[1] = af_double(pattern);
+    }
+    return AF_OK;
+}
+
+static af_result_t cpu_sync(af_kernels_t *k)
+{
+    (void)k;
+    return AF_OK;
+}
+
+const af_kernels_ops_t af_kernels_cpu = {
+    .name = "cpu",
+    .create = cpu_create,
+    .destroy = cpu_destroy,
+    .upload_control = cpu_upload_control,
+    .write_slot = cpu_write_slot,
+    .read_slot = cpu_read_slot,
+    .pack = cpu_pack,
+    .compute = cpu_compute,
+    .download_results = cpu_download_results,
+    .commit = cpu_commit,
+    .copy_slot = cpu_copy_slot,
+    .slot_data = cpu_slot_data,
+    .refresh_slot = cpu_refresh_slot,
+    .poison_slot = cpu_poison_slot,
+    .sync = cpu_sync,
+};
+
+void af_kernels_destroy(af_kernels_t **k)
+{
+    if (k != NULL && *k != NULL) {
+        (*k)->ops->destroy(*k);
+        *k = NULL;
+    }
+}

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# agefence setup: installs the Debian packages agefence needs, when any is missing.
+# Idempotent and silent when everything is present; needs root (or sudo) only to install.
+#   scripts/setup.sh            build, run and test dependencies
+#   scripts/setup.sh --slurm    also Slurm and munge (for the slurm tests)
+set -euo pipefail
+
+pkgs=(cmake make gcc pkg-config libopenmpi-dev openmpi-bin libhdf5-openmpi-dev hdf5-tools
+      libcmocka-dev libinih-dev python3 python3-h5py python3-matplotlib python3-numpy
+      clang-format)
+for arg in "$@"; do
+  case "$arg" in
+    --slurm) pkgs+=(slurm-wlm munge) ;;
+    *) echo "setup.sh: unknown option '$arg' (expected --slurm)" >&2; exit 2 ;;
+  esac
+done
+
+missing=()
+for p in "${pkgs[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+    SUDO=sudo
+  else
+    echo "setup.sh: missing Debian packages: ${missing[*]}" >&2
+    echo "setup.sh: run as root (or: sudo apt-get install ${missing[*]})" >&2
+    exit 1
+  fi
+else
+  SUDO=
+fi
+echo "setup.sh: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq >&2
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2

@@ -1,0 +1,25 @@
+/* agefence: the counting allocator. Everything the step loop touches is allocated through
+ * af_alloc before af_alloc_seal(); any allocation after the seal is counted, logged per step
+ * as allocs_after_init, and asserted to be zero by the tests. */
+#ifndef AF_ALLOC_H
+#define AF_ALLOC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Zeroed, 64-byte aligned memory; NULL on failure. Free with af_free. */
+void *af_alloc(size_t bytes);
+void af_free(void *p);
+
+/* Marks the end of start-up. */
+void af_alloc_seal(void);
+int af_alloc_sealed(void);
+
+/* Allocations made through af_alloc since the seal, and bytes held now. */
+int64_t af_alloc_after_seal(void);
+int64_t af_alloc_bytes_live(void);
+int64_t af_alloc_count_total(void);
+/* Called by backends that allocate outside af_alloc (cudaMalloc), so the same counter sees them. */
+void af_alloc_note_external(size_t bytes);
+
+#endif

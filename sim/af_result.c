@@ -1,0 +1,78 @@
+#include "af_result.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define AF_MAX_CRUMBS 16
+
+static char af_message[512];
+static char af_crumbs[AF_MAX_CRUMBS][160];
+static int af_ncrumbs;
+
+const char *af_result_str(af_result_t rc)
+{
+    switch (rc) {
+    case AF_OK:
+        return "ok";
+    case AF_ERR_USAGE:
+        return "bad input";
+    case AF_ERR_NOMEM:
+        return "out of memory";
+    case AF_ERR_IO:
+        return "input/output error";
+    case AF_ERR_FABRIC:
+        return "fabric error";
+    case AF_ERR_DEVICE:
+        return "device error";
+    case AF_ERR_HDF5:
+        return "HDF5 error";
+    case AF_ERR_CAPACITY:
+        return "capacity exhausted";
+    case AF_ERR_INTERNAL:
+        return "internal error";
+    case AF_ERR_UNSUPPORTED:
+        return "not supported by this build";
+    }
+    return "unknown error";
+}
+
+void af_error_breadcrumb(af_result_t rc, const char *expr, const char *file, int line)
+{
+    if (af_ncrumbs < AF_MAX_CRUMBS) {
+        snprintf(af_crumbs[af_ncrumbs++], sizeof af_crumbs[0], "%s:%d %s -> %s", file, line, expr,
+                 af_result_str(rc));
+    }
+}
+
+void af_error_set(const char *fmt, ...)
+{
+    if (af_message[0] != '\0') {
+        return; /* the first error is the one that explains the others */
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(af_message, sizeof af_message, fmt, ap);
+    va_end(ap);
+}
+
+const char *af_error_message(void)
+{
+    return af_message;
+}
+
+void af_error_clear(void)
+{
+    af_message[0] = '\0';
+    af_ncrumbs = 0;
+}
+
+void af_error_trace(FILE *f)
+{
+    if (getenv("AGEFENCE_DEBUG") == NULL) {
+        return;
+    }
+    for (int i = 0; i < af_ncrumbs; ++i) {
+        fprintf(f, "agefence: trace: %s\n", af_crumbs[i]);
+    }
+}

@@ -1,0 +1,798 @@
+/* agefence configuration: a key table drives parsing, range checks, printing and the key
+ * documentation, so the four never disagree. */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <ini.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { T_INT, T_REAL, T_STR, T_ENUM };
+
+typedef struct key_def {
+    const char *section;
+    const char *key;
+    int type;
+    size_t offset;
+    size_t size; /* T_STR: buffer size */
+    double min;
+    double max;
+    const char *choices; /* T_ENUM: "a|b|c", value = index */
+    const char *def;     /* built-in default, as text */
+    const char *unit;
+    const char *doc;
+} key_def_t;
+
+#define OFF(f) offsetof(af_config_t, f)
+#define BIG    9.0e15
+
+/* Every key of a scenario. Order is the order of `agefence config` output. */
+static const key_def_t KEYS[] = {
+    {"scenario", "name", T_STR, OFF(name), AF_NAME_LEN, 0, 0, NULL, "default", "",
+     "scenario name, copied into the log"},
+    {"scenario", "seed", T_INT, OFF(seed), 0, 0, BIG, NULL, "20261129", "",
+     "seed of every random draw (lifetimes, sudden failures, corruption)"},
+    {"scenario", "steps", T_INT, OFF(steps), 0, 1, 1e9, NULL, "2000", "steps",
+     "time steps to run"},
+    {"scenario", "devices", T_INT, OFF(devices), 0, 0, 1e7, NULL, "8", "devices",
+     "fleet size D (0: one device per rank); ranks split it in contiguous ranges"},
+    {"scenario", "units_per_device", T_INT, OFF(units_per_device), 0, 1, 4096, NULL, "16",
+     "units", "compute units U per device (the grain of failure; think SMs)"},
+    {"scenario", "blocks", T_INT, OFF(blocks), 0, 1, 1e9, NULL, "256", "blocks",
+     "blocks B of the global problem (never reshaped)"},
+    {"scenario", "block_len", T_INT, OFF(block_len), 0, 3, 1 << 24, NULL, "256", "cells",
+     "cells T per block"},
+    {"scenario", "max_blackout", T_REAL, OFF(max_blackout), 0, 0.0, 0.95, NULL, "0.85", "fraction",
+     "largest fraction of dead units the static capacity is sized for"},
+    {"workload", "nu", T_REAL, OFF(nu), 0, 1e-12, 1e6, NULL, "0.05", "length^2/time",
+     "viscosity of Burgers' equation on the unit periodic domain"},
+    {"workload", "dt", T_REAL, OFF(dt), 0, 1e-300, 1e6, NULL, "2e-9", "time",
+     "time step (checked against the explicit scheme's stability limits)"},
+    {"workload", "amplitude", T_REAL, OFF(amplitude), 0, -1e6, 1e6, NULL, "1.0", "",
+     "initial condition u0(x) = offset + amplitude * sin(2 pi x)"},
+    {"workload", "offset", T_REAL, OFF(offset), 0, -1e6, 1e6, NULL, "0.5", "", "see amplitude"},
+    {"backend", "compute", T_ENUM, OFF(compute), 0, 0, 0, "auto|cpu|cuda", "auto", "",
+     "compute backend; auto = cuda when built with CUDA and a GPU is visible, else cpu"},
+    {"backend", "fabric", T_ENUM, OFF(fabric), 0, 0, 0, "auto|mpi|nccl", "auto", "",
+     "fabric backend; auto = nccl with the cuda backend, else mpi"},
+    {"log", "path", T_STR, OFF(log_path), AF_PATH_LEN, 0, 0, NULL, "agefence-run.h5", "",
+     "HDF5 log written by rank 0 (-o overrides)"},
+    {"log", "flush_interval", T_INT, OFF(flush_interval), 0, 1, 1e9, NULL, "50", "steps",
+     "steps between flushes of the log to disk"},
+    {"aging", "sim_hours_per_step", T_REAL, OFF(sim_hours_per_step), 0, 0.0, 1e9, NULL, "30",
+     "hours", "time compression: simulated hours of service per step"},
+    {"aging", "weibull_shape", T_REAL, OFF(weibull_shape), 0, 0.1, 20, NULL, "3.0", "",
+     "Weibull shape k of unit lifetimes (k > 1: wear-out, hazard rising with age)"},
+    {"aging", "weibull_scale_hours", T_REAL, OFF(weibull_scale_hours), 0, 1.0, 1e9, NULL,
+     "43800", "hours", "Weibull scale eta at the reference temperature (characteristic life)"},
+    {"aging", "fade_window", T_REAL, OFF(fade_window), 0, 0.0, 0.9, NULL, "0.05", "fraction",
+     "precursor window w: FADING from age (1-w)*lifetime until death"},
+    {"aging", "p_max", T_REAL, OFF(p_max), 0, 0.0, 1.0, NULL, "2e-4", "per element",
+     "corruption probability per output element reached at the end of the fade window"},
+    {"aging", "sudden_rate_per_hour", T_REAL, OFF(sudden_rate_per_hour), 0, 0.0, 1.0, NULL,
+     "1e-7", "1/hour", "rate of sudden (exponential, no precursor) unit deaths"},
+    {"aging", "t_ambient_k", T_REAL, OFF(t_ambient_k), 0, 200, 500, NULL, "318.15", "K",
+     "ambient (coolant-side) die temperature"},
+    {"aging", "t_ref_k", T_REAL, OFF(t_ref_k), 0, 200, 500, NULL, "343.15", "K",
+     "reference temperature at which lifetimes have scale eta (acceleration 1)"},
+    {"aging", "ea_ev", T_REAL, OFF(ea_ev), 0, 0.0, 3.0, NULL, "0.7", "eV",
+     "Arrhenius activation energy of the wear-out mechanism"},
+    {"aging", "hotspot_device_k", T_REAL, OFF(hotspot_device_k), 0, 0.0, 100, NULL, "6", "K",
+     "spread of per-device temperature offsets (uniform in [0, value])"},
+    {"aging", "hotspot_unit_k", T_REAL, OFF(hotspot_unit_k), 0, 0.0, 100, NULL, "4", "K",
+     "spread of per-unit temperature offsets (uniform in [0, value])"},
+    {"aging", "load_delta_k", T_REAL, OFF(load_delta_k), 0, 0.0, 200, NULL, "30", "K",
+     "temperature rise of a fully loaded unit (load = occupied-slot fraction)"},
+    {"recovery", "max_moves_per_step", T_INT, OFF(max_moves_per_step), 0, 1, 65536, NULL, "8",
+     "moves", "drain moves planned per step at most (restores and retries are not capped)"},
+    {"recovery", "replica_interval", T_INT, OFF(replica_interval), 0, 1, 1e9, NULL, "20",
+     "steps", "steps between refreshes of every block's replica on a buddy device"},
+    {"recovery", "detect", T_ENUM, OFF(detect), 0, 0, 0, "finite|dmr", "finite", "",
+     "finite: fence non-finite outputs; dmr: also recompute FADING units' blocks on a healthy "
+     "buddy and compare bitwise"},
+    {"recovery", "drain", T_ENUM, OFF(drain), 0, 0, 0, "off|on", "on", "",
+     "move blocks off FADING units before they die"},
+};
+#define NKEYS ((int)(sizeof KEYS / sizeof KEYS[0]))
+
+static const char *EVENT_KEYS[] = {"step", "action", "device", "units"};
+
+typedef struct parse_ctx {
+    af_config_t *cfg;
+    const char *origin; /* file name, "--set" or "default" */
+    const char *text;   /* string being read, for the line reader */
+    size_t pos;
+    int line;
+    char *err;
+    size_t errlen;
+    int failed;
+} parse_ctx_t;
+
+static void ctx_fail(parse_ctx_t *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void ctx_fail(parse_ctx_t *c, const char *fmt, ...)
+{
+    if (c->failed) {
+        return;
+    }
+    c->failed = 1;
+    char msg[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (strcmp(c->origin, "--set") == 0) {
+        snprintf(c->err, c->errlen, "--set: %s", msg);
+    } else {
+        snprintf(c->err, c->errlen, "%s:%d: %s", c->origin, c->line, msg);
+    }
+}
+
+static int find_key(const char *section, const char *key)
+{
+    for (int i = 0; i < NKEYS; ++i) {
+        if (strcmp(KEYS[i].section, section) == 0 && strcmp(KEYS[i].key, key) == 0) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+static int section_known(const char *s)
+{
+    for (int i = 0; i < NKEYS; ++i) {
+        if (strcmp(KEYS[i].section, s) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* "event.N" with N a non-negative integer: returns N, else -1. */
+static int event_section(const char *s)
+{
+    if (strncmp(s, "event.", 6) != 0 || s[6] == '\0') {
+        return -1;
+    }
+    long n = 0;
+    for (const char *p = s + 6; *p; ++p) {
+        if (!isdigit((unsigned char)*p) || n > 1000000) {
+            return -1;
+        }
+        n = n * 10 + (*p - '0');
+    }
+    return (int)n;
+}
+
+static int parse_int(const char *v, int64_t *out)
+{
+    char *end = NULL;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (errno != 0 || end == v || *end != '\0') {
+        return 0;
+    }
+    *out = x;
+    return 1;
+}
+
+static int parse_real(const char *v, double *out)
+{
+    char *end = NULL;
+    errno = 0;
+    double x = strtod(v, &end);
+    if (errno != 0 || end == v || *end != '\0' || !isfinite(x)) {
+        return 0;
+    }
+    *out = x;
+    return 1;
+}
+
+static void range_text(const key_def_t *k, char *out, size_t n)
+{
+    if (k->type == T_INT) {
+        if (k->max >= BIG) {
+            snprintf(out, n, "an integer >= %.0f", k->min);
+        } else {
+            snprintf(out, n, "an integer in [%.0f, %.0f]", k->min, k->max);
+        }
+    } else if (k->type == T_REAL) {
+        snprintf(out, n, "a number in [%g, %g]", k->min, k->max);
+    } else if (k->type == T_ENUM) {
+        snprintf(out, n, "one of %s", k->choices);
+    } else {
+        snprintf(out, n, "text of at most %zu characters", k->size - 1);
+    }
+}
+
+static int enum_index(const char *choices, const char *v)
+{
+    int idx = 0;
+    const char *p = choices;
+    size_t vl = strlen(v);
+    while (*p) {
+        const char *bar = strchr(p, '|');
+        size_t len = bar ? (size_t)(bar - p) : strlen(p);
+        if (len == vl && strncmp(p, v, len) == 0) {
+            return idx;
+        }
+        idx++;
+        if (!bar) {
+            break;
+        }
+        p = bar + 1;
+    }
+    return -1;
+}
+
+static const char *enum_name(const char *choices, int idx, char *buf, size_t n)
+{
+    const char *p = choices;
+    for (int i = 0; i < idx && p; ++i) {
+        p = strchr(p, '|');
+        if (p) {
+            p++;
+        }
+    }
+    if (!p) {
+        return "?";
+    }
+    const char *bar = strchr(p, '|');
+    size_t len = bar ? (size_t)(bar - p) : strlen(p);
+    if (len >= n) {
+        len = n - 1;
+    }
+    memcpy(buf, p, len);
+    buf[len] = '\0';
+    return buf;
+}
+
+/* Sets one key from text; returns 0 and fills the context's error when the value is bad. */
+static int set_value(parse_ctx_t *c, int ki, const char *value)
+{
+    const key_def_t *k = &KEYS[ki];
+    char *base = (char *)c->cfg;
+    char range[96];
+    range_text(k, range, sizeof range);
+    switch (k->type) {
+    case T_INT: {
+        int64_t x = 0;
+        if (!parse_int(value, &x) || (double)x < k->min || (double)x > k->max) {
+            ctx_fail(c, "%s.%s = '%s' is invalid: expected %s", k->section, k->key, value, range);
+            return 0;
+        }
+        memcpy(base + k->offset, &x, sizeof x);
+        break;
+    }
+    case T_REAL: {
+        double x = 0;
+        if (!parse_real(value, &x) || x < k->min || x > k->max) {
+            ctx_fail(c, "%s.%s = '%s' is invalid: expected %s", k->section, k->key, value, range);
+            return 0;
+        }
+        memcpy(base + k->offset, &x, sizeof x);
+        break;
+    }
+    case T_ENUM: {
+        int x = enum_index(k->choices, value);
+        if (x < 0) {
+            ctx_fail(c, "%s.%s = '%s' is invalid: expected %s", k->section, k->key, value, range);
+            return 0;
+        }
+        memcpy(base + k->offset, &x, sizeof x);
+        break;
+    }
+    default: {
+        size_t len = strlen(value);
+        if (len + 1 > k->size) {
+            ctx_fail(c, "%s.%s is too long: expected %s", k->section, k->key, range);
+            return 0;
+        }
+        for (size_t i = 0; i < len; ++i) {
+            if (!isprint((unsigned char)value[i])) {
+                ctx_fail(c, "%s.%s holds a non-printable character", k->section, k->key);
+                return 0;
+            }
+        }
+        memcpy(base + k->offset, value, len + 1);
+        break;
+    }
+    }
+    if (strcmp(c->origin, "--set") == 0 || c->line == 0) {
+        snprintf(c->cfg->where[ki], sizeof c->cfg->where[ki], "%s", c->origin);
+    } else {
+        snprintf(c->cfg->where[ki], sizeof c->cfg->where[ki], "%s:%d", c->origin, c->line);
+    }
+    return 1;
+}
+
+static af_event_cfg_t *event_slot(parse_ctx_t *c, int n)
+{
+    af_config_t *cfg = c->cfg;
+    for (int i = 0; i < cfg->n_events; ++i) {
+        if (cfg->events[i].index == n) {
+            return &cfg->events[i];
+        }
+    }
+    if (cfg->n_events >= AF_MAX_EVENTS) {
+        ctx_fail(c, "[event.%d]: at most %d scripted events", n, AF_MAX_EVENTS);
+        return NULL;
+    }
+    af_event_cfg_t *e = &cfg->events[cfg->n_events++];
+    memset(e, 0, sizeof *e);
+    e->index = n;
+    return e;
+}
+
+static int set_event(parse_ctx_t *c, int n, const char *key, const char *value)
+{
+    af_event_cfg_t *e = event_slot(c, n);
+    if (e == NULL) {
+        return 0;
+    }
+    int64_t x = 0;
+    if (strcmp(key, "step") == 0) {
+        if (!parse_int(value, &x) || x < 1) {
+            ctx_fail(c, "event.%d.step = '%s' is invalid: expected an integer >= 1", n, value);
+            return 0;
+        }
+        e->step = x;
+        e->set_mask |= 1;
+    } else if (strcmp(key, "action") == 0) {
+        int a = enum_index("kill|fade", value);
+        if (a < 0) {
+            ctx_fail(c, "event.%d.action = '%s' is invalid: expected one of kill|fade", n, value);
+            return 0;
+        }
+        e->action = a;
+        e->set_mask |= 2;
+    } else if (strcmp(key, "device") == 0) {
+        if (!parse_int(value, &x) || x < 0) {
+            ctx_fail(c, "event.%d.device = '%s' is invalid: expected an integer >= 0", n, value);
+            return 0;
+        }
+        e->device = x;
+        e->set_mask |= 4;
+    } else if (strcmp(key, "units") == 0) {
+        /* "A" or "A-B", inclusive */
+        int64_t lo = 0;
+        int64_t hi = 0;
+        char buf[64];
+        snprintf(buf, sizeof buf, "%s", value);
+        char *dash = strchr(buf, '-');
+        int ok;
+        if (dash) {
+            *dash = '\0';
+            ok = parse_int(buf, &lo) && parse_int(dash + 1, &hi);
+        } else {
+            ok = parse_int(buf, &lo);
+            hi = lo;
+        }
+        if (!ok || lo < 0 || hi < lo) {
+            ctx_fail(c, "event.%d.units = '%s' is invalid: expected a unit or a range A-B with "
+                        "0 <= A <= B", n, value);
+            return 0;
+        }
+        e->unit_lo = lo;
+        e->unit_hi = hi;
+        e->set_mask |= 8;
+    } else {
+        ctx_fail(c, "unknown key '%s' in [event.%d]: expected step, action, device or units", key,
+                 n);
+        return 0;
+    }
+    return 1;
+}
+
+static int handler(void *user, const char *section, const char *name, const char *value)
+{
+    parse_ctx_t *c = user;
+    if (c->failed) {
+        return 0;
+    }
+    int n = event_section(section);
+    if (n >= 0) {
+        return set_event(c, n, name, value);
+    }
+    if (!section_known(section)) {
+        ctx_fail(c, "unknown section [%s]: expected scenario, workload, backend, log, aging, "
+                    "recovery or event.N", section);
+        return 0;
+    }
+    int ki = find_key(section, name);
+    if (ki < 0) {
+        ctx_fail(c, "unknown key '%s' in [%s] (agefence config --keys lists them)", name,
+                 section);
+        return 0;
+    }
+    return set_value(c, ki, value);
+}
+
+/* Line reader for ini_parse_stream: counts lines, so errors name them, and checks section
+ * headers (inih does not report a section with no keys). */
+static char *reader(char *str, int num, void *stream)
+{
+    parse_ctx_t *c = stream;
+    const char *t = c->text + c->pos;
+    if (*t == '\0' || num < 2) {
+        return NULL;
+    }
+    int i = 0;
+    while (t[i] != '\0' && i < num - 1) {
+        str[i] = t[i];
+        if (t[i++] == '\n') {
+            break;
+        }
+    }
+    str[i] = '\0';
+    if (c->pos == 0 || c->text[c->pos - 1] == '\n') {
+        c->line++;
+        const char *p = str;
+        while (*p == ' ' || *p == '\t') {
+            p++;
+        }
+        if (*p == '[' && !c->failed) {
+            char sec[96];
+            const char *close = strchr(p, ']');
+            size_t len = close ? (size_t)(close - p - 1) : 0;
+            if (close && len < sizeof sec) {
+                memcpy(sec, p + 1, len);
+                sec[len] = '\0';
+                if (!section_known(sec) && event_section(sec) < 0) {
+                    ctx_fail(c,
+                             "unknown section [%s]: expected scenario, workload, backend, log, "
+                             "aging, recovery or event.N",
+                             sec);
+                }
+            }
+        }
+    }
+    c->pos += (size_t)i;
+    return str;
+}
+
+static af_result_t parse_text(af_config_t *cfg, const char *text, const char *origin, char *err,
+                              size_t errlen)
+{
+    parse_ctx_t c = {cfg, origin, text, 0, 0, err, errlen, 0};
+    int rc = ini_parse_stream(reader, &c, handler, &c);
+    if (c.failed) {
+        return AF_ERR_USAGE;
+    }
+    if (rc != 0) {
+        snprintf(err, errlen, "%s:%d: not a valid INI line (expected [section] or key = value)",
+                 origin, rc > 0 ? rc : 0);
+        return AF_ERR_USAGE;
+    }
+    for (int i = 0; i < cfg->n_events; ++i) {
+        const af_event_cfg_t *e = &cfg->events[i];
+        if (e->set_mask != 15) {
+            for (int k = 0; k < 4; ++k) {
+                if (!(e->set_mask & (1 << k))) {
+                    snprintf(err, errlen, "%s: [event.%d] lacks '%s' (each event needs step, "
+                                          "action, device and units)",
+                             origin, e->index, EVENT_KEYS[k]);
+                    return AF_ERR_USAGE;
+                }
+            }
+        }
+    }
+    return AF_OK;
+}
+
+static void set_defaults(af_config_t *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    char err[8];
+    parse_ctx_t c = {cfg, "default", "", 0, 0, err, sizeof err, 0};
+    for (int i = 0; i < NKEYS; ++i) {
+        (void)set_value(&c, i, KEYS[i].def);
+    }
+}
+
+af_result_t af_config_parse_text(af_config_t *cfg, const char *text, const char *origin, char *err,
+                                 size_t errlen)
+{
+    set_defaults(cfg);
+    return parse_text(cfg, text, origin, err, errlen);
+}
+
+static char *read_file(const char *path, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        snprintf(err, errlen, "%s: cannot open the scenario file: %s", path, strerror(errno));
+        return NULL;
+    }
+    char *buf = NULL;
+    size_t len = 0;
+    size_t cap = 0;
+    char chunk[4096];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
+        if (len + n + 1 > cap) {
+            cap = (len + n + 1) * 2;
+            char *nb = realloc(buf, cap);
+            if (nb == NULL) {
+                free(buf);
+                fclose(f);
+                snprintf(err, errlen, "%s: out of memory reading the scenario file", path);
+                return NULL;
+            }
+            buf = nb;
+        }
+        memcpy(buf + len, chunk, n);
+        len += n;
+        if (len > (1U << 20)) {
+            free(buf);
+            fclose(f);
+            snprintf(err, errlen, "%s: larger than 1 MiB: not a scenario file", path);
+            return NULL;
+        }
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        free(buf);
+        snprintf(err, errlen, "%s: cannot read the scenario file", path);
+        return NULL;
+    }
+    if (buf == NULL) {
+        buf = malloc(1);
+        if (buf == NULL) {
+            return NULL;
+        }
+    }
+    buf[len] = '\0';
+    if (strlen(buf) != len) {
+        free(buf);
+        snprintf(err, errlen, "%s: holds a NUL byte: not a scenario file", path);
+        return NULL;
+    }
+    return buf;
+}
+
+af_result_t af_config_load(af_config_t *cfg, const char *file, const char *const *sets, int nsets,
+                           char *err, size_t errlen)
+{
+    set_defaults(cfg);
+    af_result_t rc;
+    if (file == NULL) {
+        rc = parse_text(cfg, af_default_ini, "default.ini (embedded)", err, errlen);
+    } else {
+        char *text = read_file(file, err, errlen);
+        if (text == NULL) {
+            return AF_ERR_USAGE;
+        }
+        rc = parse_text(cfg, text, file, err, errlen);
+        free(text);
+    }
+    if (rc != AF_OK) {
+        return rc;
+    }
+    for (int i = 0; i < nsets; ++i) {
+        const char *s = sets[i];
+        const char *eq = strchr(s, '=');
+        const char *dot = strchr(s, '.');
+        if (eq == NULL || dot == NULL || dot > eq) {
+            snprintf(err, errlen, "--set '%s': expected section.key=value", s);
+            return AF_ERR_USAGE;
+        }
+        char section[96];
+        char key[96];
+        const char *lastdot = dot;
+        /* event.N.key: the section holds a dot itself */
+        if (strncmp(s, "event.", 6) == 0) {
+            lastdot = strchr(dot + 1, '.');
+            if (lastdot == NULL || lastdot > eq) {
+                snprintf(err, errlen, "--set '%s': expected event.N.key=value", s);
+                return AF_ERR_USAGE;
+            }
+        }
+        size_t sl = (size_t)(lastdot - s);
+        size_t kl = (size_t)(eq - lastdot - 1);
+        if (sl >= sizeof section || kl >= sizeof key || kl == 0) {
+            snprintf(err, errlen, "--set '%s': expected section.key=value", s);
+            return AF_ERR_USAGE;
+        }
+        memcpy(section, s, sl);
+        section[sl] = '\0';
+        memcpy(key, lastdot + 1, kl);
+        key[kl] = '\0';
+        parse_ctx_t c = {cfg, "--set", "", 0, 0, err, errlen, 0};
+        if (!handler(&c, section, key, eq + 1)) {
+            return AF_ERR_USAGE;
+        }
+    }
+    for (int i = 0; i < cfg->n_events; ++i) {
+        if (cfg->events[i].set_mask != 15) {
+            snprintf(err, errlen, "--set: [event.%d] needs step, action, device and units",
+                     cfg->events[i].index);
+            return AF_ERR_USAGE;
+        }
+    }
+    return AF_OK;
+}
+
+int64_t af_config_devices(const af_config_t *cfg, int nranks)
+{
+    return cfg->devices == 0 ? nranks : cfg->devices;
+}
+
+double af_config_dx(const af_config_t *cfg)
+{
+    return 1.0 / ((double)cfg->blocks * (double)cfg->block_len);
+}
+
+static const char *where(const af_config_t *cfg, const char *section, const char *key)
+{
+    int ki = find_key(section, key);
+    return (ki >= 0 && cfg->where[ki][0]) ? cfg->where[ki] : "default";
+}
+
+af_result_t af_config_validate(const af_config_t *cfg, int nranks, char *err, size_t errlen)
+{
+    int64_t D = af_config_devices(cfg, nranks);
+    if (D < nranks) {
+        snprintf(err, errlen,
+                 "%s: scenario.devices = %lld is smaller than the %d ranks of this launch: "
+                 "expected devices >= ranks (or 0 for one per rank)",
+                 where(cfg, "scenario", "devices"), (long long)D, nranks);
+        return AF_ERR_USAGE;
+    }
+    if (cfg->blocks < D) {
+        snprintf(err, errlen,
+                 "%s: scenario.blocks = %lld is smaller than the fleet of %lld devices: expected "
+                 "blocks >= devices",
+                 where(cfg, "scenario", "blocks"), (long long)cfg->blocks, (long long)D);
+        return AF_ERR_USAGE;
+    }
+    double cells = (double)cfg->blocks * (double)cfg->block_len;
+    if (cells > 4e9) {
+        snprintf(err, errlen, "%s: blocks x block_len = %.0f cells: expected at most 4e9",
+                 where(cfg, "scenario", "blocks"), cells);
+        return AF_ERR_USAGE;
+    }
+    double dx = af_config_dx(cfg);
+    double r = cfg->nu * cfg->dt / (dx * dx);
+    if (r > 0.5) {
+        snprintf(err, errlen,
+                 "%s: workload.dt = %g violates the diffusion stability limit: nu*dt/dx^2 = %g > "
+                 "0.5; expected dt <= %g for %.0f cells",
+                 where(cfg, "workload", "dt"), cfg->dt, r, 0.5 * dx * dx / cfg->nu, cells);
+        return AF_ERR_USAGE;
+    }
+    double umax = fabs(cfg->offset) + fabs(cfg->amplitude);
+    if (umax > 0 && cfg->dt > 2.0 * cfg->nu / (umax * umax)) {
+        snprintf(err, errlen,
+                 "%s: workload.dt = %g violates the advection stability limit dt <= 2*nu/umax^2 "
+                 "= %g (umax = |offset| + |amplitude| = %g)",
+                 where(cfg, "workload", "dt"), cfg->dt, 2.0 * cfg->nu / (umax * umax), umax);
+        return AF_ERR_USAGE;
+    }
+    if (cfg->t_ref_k <= 0 || cfg->t_ambient_k <= 0) {
+        snprintf(err, errlen, "%s: temperatures must be positive (kelvin)",
+                 where(cfg, "aging", "t_ambient_k"));
+        return AF_ERR_USAGE;
+    }
+    for (int i = 0; i < cfg->n_events; ++i) {
+        const af_event_cfg_t *e = &cfg->events[i];
+        if (e->device >= D) {
+            snprintf(err, errlen,
+                     "[event.%d]: device = %lld is outside the fleet: expected 0..%lld", e->index,
+                     (long long)e->device, (long long)D - 1);
+            return AF_ERR_USAGE;
+        }
+        if (e->unit_hi >= cfg->units_per_device) {
+            snprintf(err, errlen, "[event.%d]: units = %lld-%lld: expected units within 0..%lld",
+                     e->index, (long long)e->unit_lo, (long long)e->unit_hi,
+                     (long long)cfg->units_per_device - 1);
+            return AF_ERR_USAGE;
+        }
+        if (e->step > cfg->steps) {
+            snprintf(err, errlen, "[event.%d]: step = %lld is after the last step (%lld)",
+                     e->index, (long long)e->step, (long long)cfg->steps);
+            return AF_ERR_USAGE;
+        }
+    }
+    return AF_OK;
+}
+
+static int cmp_events(const void *a, const void *b)
+{
+    const af_event_cfg_t *x = a;
+    const af_event_cfg_t *y = b;
+    return (x->index > y->index) - (x->index < y->index);
+}
+
+size_t af_config_format(const af_config_t *cfg, char *out, size_t size)
+{
+    size_t n = 0;
+#define EMIT(...)                                                                                  \
+    do {                                                                                           \
+        int w_ = snprintf(size > n ? out + n : NULL, size > n ? size - n : 0, __VA_ARGS__);        \
+        if (w_ > 0) {                                                                              \
+            n += (size_t)w_;                                                                       \
+        }                                                                                          \
+    } while (0)
+    const char *section = "";
+    const char *base = (const char *)cfg;
+    EMIT("# agefence resolved scenario (agefence config)\n");
+    for (int i = 0; i < NKEYS; ++i) {
+        const key_def_t *k = &KEYS[i];
+        if (strcmp(section, k->section) != 0) {
+            EMIT("%s[%s]\n", i ? "\n" : "", k->section);
+            section = k->section;
+        }
+        switch (k->type) {
+        case T_INT: {
+            int64_t v;
+            memcpy(&v, base + k->offset, sizeof v);
+            EMIT("%s = %lld\n", k->key, (long long)v);
+            break;
+        }
+        case T_REAL: {
+            double v;
+            memcpy(&v, base + k->offset, sizeof v);
+            EMIT("%s = %.17g\n", k->key, v);
+            break;
+        }
+        case T_ENUM: {
+            int v;
+            char buf[32];
+            memcpy(&v, base + k->offset, sizeof v);
+            EMIT("%s = %s\n", k->key, enum_name(k->choices, v, buf, sizeof buf));
+            break;
+        }
+        default:
+            EMIT("%s = %s\n", k->key, base + k->offset);
+            break;
+        }
+    }
+    af_event_cfg_t ev[AF_MAX_EVENTS];
+    memcpy(ev, cfg->events, sizeof(af_event_cfg_t) * (size_t)cfg->n_events);
+    qsort(ev, (size_t)cfg->n_events, sizeof ev[0], cmp_events);
+    for (int i = 0; i < cfg->n_events; ++i) {
+        EMIT("\n[event.%d]\nstep = %lld\naction = %s\ndevice = %lld\nunits = %lld-%lld\n",
+             ev[i].index, (long long)ev[i].step, ev[i].action == AF_EVENT_KILL ? "kill" : "fade",
+             (long long)ev[i].device, (long long)ev[i].unit_lo, (long long)ev[i].unit_hi);
+    }
+#undef EMIT
+    return n;
+}
+
+const char *af_backend_name(int compute)
+{
+    return compute == AF_BACKEND_CUDA ? "cuda" : compute == AF_BACKEND_CPU ? "cpu" : "auto";
+}
+
+const char *af_fabric_name(int fabric)
+{
+    return fabric == AF_FABRIC_NCCL ? "nccl" : fabric == AF_FABRIC_MPI ? "mpi" : "auto";
+}
+
+void af_config_print_keys(void)
+{
+    const char *section = "";
+    for (int i = 0; i < NKEYS; ++i) {
+        const key_def_t *k = &KEYS[i];
+        char range[96];
+        range_text(k, range, sizeof range);
+        if (strcmp(section, k->section) != 0) {
+            printf("[%s]\n", k->section);
+            section = k->section;
+        }
+        printf("  %-22s %-12s default %-16s %s%s%s; %s\n", k->key, k->unit[0] ? k->unit : "-",
+               k->def, k->doc, "", "", range);
+    }
+    printf("[event.N]  (scripted failures, any number up to %d)\n", AF_MAX_EVENTS);
+    printf("  step                   steps        step at which the event happens (>= 1)\n");
+    printf("  action                 -            kill (death, memory lost) or fade (precursor)\n");
+    printf("  device                 -            device index in the fleet (0..devices-1)\n");
+    printf("  units                  -            a unit or an inclusive range A-B\n");
+}

@@ -1,0 +1,111 @@
+/* agefence configuration: INI scenario files (libinih), --set overrides, validation with the
+ * file, line and allowed range of every bad value, and the resolved scenario printed back in
+ * the same INI form. configs/README.md documents every key. */
+#ifndef AF_CONFIG_H
+#define AF_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "af_result.h"
+
+#define AF_MAX_EVENTS 64
+#define AF_NAME_LEN   64
+#define AF_PATH_LEN   512
+
+enum { AF_BACKEND_AUTO = 0, AF_BACKEND_CPU = 1, AF_BACKEND_CUDA = 2 };
+enum { AF_FABRIC_AUTO = 0, AF_FABRIC_MPI = 1, AF_FABRIC_NCCL = 2 };
+enum { AF_DETECT_FINITE = 0, AF_DETECT_DMR = 1 };
+enum { AF_EVENT_KILL = 0, AF_EVENT_FADE = 1 };
+
+/* A scripted failure: at `step`, units [unit_lo, unit_hi] of `device` die or start fading. */
+typedef struct af_event_cfg {
+    int64_t step;
+    int action; /* AF_EVENT_* */
+    int64_t device;
+    int64_t unit_lo;
+    int64_t unit_hi;
+    int set_mask; /* which of step/action/device/units were given (all four are required) */
+    int index;    /* N of [event.N] */
+} af_event_cfg_t;
+
+typedef struct af_config {
+    /* [scenario] */
+    char name[AF_NAME_LEN];
+    int64_t seed;
+    int64_t steps;
+    int64_t devices; /* 0: one per rank */
+    int64_t units_per_device;
+    int64_t blocks;
+    int64_t block_len;
+    double max_blackout;
+    /* [workload] */
+    double nu;
+    double dt;
+    double amplitude;
+    double offset;
+    /* [backend] */
+    int compute;
+    int fabric;
+    /* [log] */
+    char log_path[AF_PATH_LEN];
+    int64_t flush_interval;
+    /* [aging] */
+    double sim_hours_per_step;
+    double weibull_shape;
+    double weibull_scale_hours;
+    double fade_window;
+    double p_max;
+    double sudden_rate_per_hour;
+    double t_ambient_k;
+    double t_ref_k;
+    double ea_ev;
+    double hotspot_device_k;
+    double hotspot_unit_k;
+    double load_delta_k;
+    /* [recovery] */
+    int64_t max_moves_per_step;
+    int64_t replica_interval;
+    int detect;
+    int drain;
+    /* [event.N] */
+    int n_events;
+    af_event_cfg_t events[AF_MAX_EVENTS];
+
+    /* Where each key's value came from ("FILE:LINE", "--set", "default"), for error messages;
+     * indexed like the key table. */
+    char where[64][AF_PATH_LEN + 16];
+} af_config_t;
+
+/* The embedded default scenario (configs/default.ini, compiled in). */
+extern const char af_default_ini[];
+
+/* Loads a scenario: the built-in key defaults, then `file` (or the embedded default scenario
+ * when file is NULL), then each "section.key=value" of sets[] in order. Checks each value's type
+ * and range on the way. On error returns AF_ERR_USAGE with one line in err naming the file, line,
+ * key and allowed range. */
+af_result_t af_config_load(af_config_t *cfg, const char *file, const char *const *sets, int nsets,
+                           char *err, size_t errlen);
+
+/* Parses INI text (already resolved, e.g. received from rank 0) over the key defaults. */
+af_result_t af_config_parse_text(af_config_t *cfg, const char *text, const char *origin, char *err,
+                                 size_t errlen);
+
+/* Cross-key checks that need the launch: devices vs ranks, blocks vs devices, stability of the
+ * time step, events inside the fleet. */
+af_result_t af_config_validate(const af_config_t *cfg, int nranks, char *err, size_t errlen);
+
+/* Writes the fully resolved scenario as INI (every key, events last). Returns the length that
+ * the whole text needs, like snprintf. */
+size_t af_config_format(const af_config_t *cfg, char *out, size_t size);
+
+/* Derived values. */
+int64_t af_config_devices(const af_config_t *cfg, int nranks); /* resolves devices = 0 */
+double af_config_dx(const af_config_t *cfg);
+const char *af_backend_name(int compute);
+const char *af_fabric_name(int fabric);
+
+/* Prints the documented key table (used by `agefence config --keys`). */
+void af_config_print_keys(void);
+
+#endif

@@ -1,0 +1,442 @@
+/* agefence HDF5 log writer (rank 0 only). */
+#include "log.h"
+
+#include <hdf5.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "af_alloc.h"
+
+#define AF_EVENT_BUFFER 4096
+
+_Static_assert(sizeof(af_step_row_t) == 8 * AF_NCOLUMNS, "step rows are packed 8-byte columns");
+
+struct af_log {
+    hid_t file;
+    int nranks;
+    int64_t flush_interval;
+    int64_t rows_written;
+    int64_t rows_buffered;
+    int64_t events_written;
+    int events_buffered;
+    hid_t col[AF_NCOLUMNS];
+    hid_t phase[AF_NPHASES];
+    hid_t events;
+    hid_t event_type;
+    af_step_row_t *rows;   /* flush_interval rows */
+    double *phase_buf;     /* flush_interval x AF_NPHASES x nranks */
+    double *colbuf;        /* flush_interval values of one column */
+    double *phase_tmp;     /* flush_interval x nranks values of one phase */
+    af_event_row_t *ev_buf;
+};
+
+static const char *COL_NAMES[] = {
+#define AF_X(name, type, doc) #name,
+    AF_STEP_COLUMNS(AF_X)
+#undef AF_X
+};
+static const int COL_IS_INT[] = {
+#define AF_X(name, type, doc) AF_ISINT_##type,
+    AF_STEP_COLUMNS(AF_X)
+#undef AF_X
+};
+static const char *COL_DOCS[] = {
+#define AF_X(name, type, doc) doc,
+    AF_STEP_COLUMNS(AF_X)
+#undef AF_X
+};
+static const char *PHASE_NAMES[] = {
+#define AF_X(name, doc) #name,
+    AF_PHASES(AF_X)
+#undef AF_X
+};
+static const char *PHASE_DOCS[] = {
+#define AF_X(name, doc) doc,
+    AF_PHASES(AF_X)
+#undef AF_X
+};
+
+#define H5_CHECK(expr)                                                                             \
+    do {                                                                                           \
+        if ((expr) < 0) {                                                                          \
+            af_error_set("HDF5: %s failed", #expr);                                                \
+            af_error_breadcrumb(AF_ERR_HDF5, #expr, __FILE__, __LINE__);                           \
+            return AF_ERR_HDF5;                                                                    \
+        }                                                                                          \
+    } while (0)
+
+static hid_t make_extendible(hid_t loc, const char *name, hid_t type, int rank, hsize_t cols,
+                             hsize_t chunk_rows)
+{
+    hsize_t dims[2] = {0, cols};
+    hsize_t maxdims[2] = {H5S_UNLIMITED, cols};
+    hsize_t chunk[2] = {chunk_rows, cols};
+    hid_t space = H5Screate_simple(rank, dims, maxdims);
+    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    H5Pset_chunk(dcpl, rank, chunk);
+    hid_t d = H5Dcreate2(loc, name, type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    H5Pclose(dcpl);
+    H5Sclose(space);
+    return d;
+}
+
+static hid_t event_mem_type(void)
+{
+    hid_t str = H5Tcopy(H5T_C_S1);
+    H5Tset_size(str, 16);
+    H5Tset_strpad(str, H5T_STR_NULLTERM);
+    hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(af_event_row_t));
+    H5Tinsert(t, "step", HOFFSET(af_event_row_t, step), H5T_NATIVE_INT64);
+    H5Tinsert(t, "kind", HOFFSET(af_event_row_t, kind), str);
+    H5Tinsert(t, "block", HOFFSET(af_event_row_t, block), H5T_NATIVE_INT64);
+    H5Tinsert(t, "from_device", HOFFSET(af_event_row_t, from_device), H5T_NATIVE_INT64);
+    H5Tinsert(t, "from_unit", HOFFSET(af_event_row_t, from_unit), H5T_NATIVE_INT64);
+    H5Tinsert(t, "from_slot", HOFFSET(af_event_row_t, from_slot), H5T_NATIVE_INT64);
+    H5Tinsert(t, "to_device", HOFFSET(af_event_row_t, to_device), H5T_NATIVE_INT64);
+    H5Tinsert(t, "to_unit", HOFFSET(af_event_row_t, to_unit), H5T_NATIVE_INT64);
+    H5Tinsert(t, "to_slot", HOFFSET(af_event_row_t, to_slot), H5T_NATIVE_INT64);
+    H5Tinsert(t, "detail", HOFFSET(af_event_row_t, detail), H5T_NATIVE_INT64);
+    H5Tclose(str);
+    return t;
+}
+
+static void log_free(af_log_t *log)
+{
+    if (log == NULL) {
+        return;
+    }
+    for (int i = 0; i < AF_NCOLUMNS; ++i) {
+        if (log->col[i] > 0) {
+            H5Dclose(log->col[i]);
+        }
+    }
+    for (int i = 0; i < AF_NPHASES; ++i) {
+        if (log->phase[i] > 0) {
+            H5Dclose(log->phase[i]);
+        }
+    }
+    if (log->events > 0) {
+        H5Dclose(log->events);
+    }
+    if (log->event_type > 0) {
+        H5Tclose(log->event_type);
+    }
+    if (log->file > 0) {
+        H5Fclose(log->file);
+    }
+    af_free(log->rows);
+    af_free(log->phase_buf);
+    af_free(log->colbuf);
+    af_free(log->phase_tmp);
+    af_free(log->ev_buf);
+    af_free(log);
+}
+
+static af_result_t attr_str(hid_t loc, const char *name, const char *value)
+{
+    hid_t t = H5Tcopy(H5T_C_S1);
+    H5Tset_size(t, H5T_VARIABLE);
+    H5Tset_cset(t, H5T_CSET_UTF8);
+    hid_t s = H5Screate(H5S_SCALAR);
+    if (H5Aexists(loc, name) > 0) {
+        H5Adelete(loc, name);
+    }
+    hid_t a = H5Acreate2(loc, name, t, s, H5P_DEFAULT, H5P_DEFAULT);
+    herr_t w = a < 0 ? -1 : H5Awrite(a, t, &value);
+    if (a >= 0) {
+        H5Aclose(a);
+    }
+    H5Sclose(s);
+    H5Tclose(t);
+    H5_CHECK(w);
+    return AF_OK;
+}
+
+af_result_t af_log_create(af_log_t **out, const char *path, int nranks, int64_t flush_interval)
+{
+    af_result_t rc = AF_OK;
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    af_log_t *log = af_alloc(sizeof *log);
+    AF_REQUIRE_GOTO(log != NULL, AF_ERR_NOMEM, rc, fail);
+    log->nranks = nranks;
+    log->flush_interval = flush_interval;
+    log->rows = af_alloc(sizeof(af_step_row_t) * (size_t)flush_interval);
+    log->phase_buf = af_alloc(sizeof(double) * (size_t)flush_interval * AF_NPHASES * (size_t)nranks);
+    log->colbuf = af_alloc(sizeof(double) * (size_t)flush_interval);
+    log->phase_tmp = af_alloc(sizeof(double) * (size_t)flush_interval * (size_t)nranks);
+    log->ev_buf = af_alloc(sizeof(af_event_row_t) * AF_EVENT_BUFFER);
+    AF_REQUIRE_GOTO(log->rows && log->phase_buf && log->colbuf && log->phase_tmp && log->ev_buf,
+                    AF_ERR_NOMEM, rc, fail);
+    log->file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    if (log->file < 0) {
+        af_error_set("%s: cannot create the log file (is the folder there and writable?)", path);
+        rc = AF_ERR_IO;
+        goto fail;
+    }
+    hsize_t chunk = (hsize_t)(flush_interval < 64 ? 64 : flush_interval > 4096 ? 4096
+                                                                             : flush_interval);
+    const char *groups[] = {"/steps", "/ranks", "/calibration", "/final", "/units", "/host"};
+    for (size_t i = 0; i < sizeof groups / sizeof groups[0]; ++i) {
+        hid_t g = H5Gcreate2(log->file, groups[i], H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+        AF_REQUIRE_GOTO(g >= 0, AF_ERR_HDF5, rc, fail);
+        H5Gclose(g);
+    }
+    hid_t steps = H5Gopen2(log->file, "/steps", H5P_DEFAULT);
+    for (int i = 0; i < AF_NCOLUMNS; ++i) {
+        log->col[i] = make_extendible(steps, COL_NAMES[i],
+                                      COL_IS_INT[i] ? H5T_STD_I64LE : H5T_IEEE_F64LE, 1, 1, chunk);
+        if (log->col[i] >= 0) {
+            attr_str(log->col[i], "doc", COL_DOCS[i]);
+        }
+    }
+    H5Gclose(steps);
+    hid_t ranks = H5Gopen2(log->file, "/ranks", H5P_DEFAULT);
+    for (int i = 0; i < AF_NPHASES; ++i) {
+        log->phase[i] = make_extendible(ranks, PHASE_NAMES[i], H5T_IEEE_F64LE, 2,
+                                        (hsize_t)nranks, chunk);
+        if (log->phase[i] >= 0) {
+            attr_str(log->phase[i], "doc", PHASE_DOCS[i]);
+            attr_str(log->phase[i], "units", "microseconds");
+        }
+    }
+    H5Gclose(ranks);
+    for (int i = 0; i < AF_NCOLUMNS; ++i) {
+        AF_REQUIRE_GOTO(log->col[i] >= 0, AF_ERR_HDF5, rc, fail);
+    }
+    for (int i = 0; i < AF_NPHASES; ++i) {
+        AF_REQUIRE_GOTO(log->phase[i] >= 0, AF_ERR_HDF5, rc, fail);
+    }
+    log->event_type = event_mem_type();
+    log->events = make_extendible(log->file, "/events", log->event_type, 1, 1, 256);
+    AF_REQUIRE_GOTO(log->events >= 0, AF_ERR_HDF5, rc, fail);
+    *out = log;
+    return AF_OK;
+fail:
+    log_free(log);
+    return rc;
+}
+
+static hid_t open_obj(af_log_t *log, const char *obj)
+{
+    return H5Oopen(log->file, obj, H5P_DEFAULT);
+}
+
+af_result_t af_log_attr_str(af_log_t *log, const char *obj, const char *name, const char *value)
+{
+    hid_t o = open_obj(log, obj);
+    H5_CHECK(o);
+    af_result_t rc = attr_str(o, name, value);
+    H5Oclose(o);
+    return rc;
+}
+
+static af_result_t attr_scalar(af_log_t *log, const char *obj, const char *name, hid_t ftype,
+                               hid_t mtype, const void *v)
+{
+    hid_t o = open_obj(log, obj);
+    H5_CHECK(o);
+    if (H5Aexists(o, name) > 0) {
+        H5Adelete(o, name);
+    }
+    hid_t s = H5Screate(H5S_SCALAR);
+    hid_t a = H5Acreate2(o, name, ftype, s, H5P_DEFAULT, H5P_DEFAULT);
+    herr_t w = a < 0 ? -1 : H5Awrite(a, mtype, v);
+    if (a >= 0) {
+        H5Aclose(a);
+    }
+    H5Sclose(s);
+    H5Oclose(o);
+    H5_CHECK(w);
+    return AF_OK;
+}
+
+af_result_t af_log_attr_i64(af_log_t *log, const char *obj, const char *name, int64_t value)
+{
+    return attr_scalar(log, obj, name, H5T_STD_I64LE, H5T_NATIVE_INT64, &value);
+}
+
+af_result_t af_log_attr_f64(af_log_t *log, const char *obj, const char *name, double value)
+{
+    return attr_scalar(log, obj, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &value);
+}
+
+static af_result_t write_fixed(af_log_t *log, const char *path, hid_t ftype, hid_t mtype,
+                               const void *v, size_t n)
+{
+    hsize_t dims[1] = {(hsize_t)n};
+    hid_t s = H5Screate_simple(1, dims, NULL);
+    hid_t lcpl = H5Pcreate(H5P_LINK_CREATE);
+    H5Pset_create_intermediate_group(lcpl, 1);
+    hid_t d = H5Dcreate2(log->file, path, ftype, s, lcpl, H5P_DEFAULT, H5P_DEFAULT);
+    herr_t w = d < 0 ? -1 : (n ? H5Dwrite(d, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) : 0);
+    if (d >= 0) {
+        H5Dclose(d);
+    }
+    H5Pclose(lcpl);
+    H5Sclose(s);
+    if (w < 0) {
+        af_error_set("HDF5: cannot write %s", path);
+        return AF_ERR_HDF5;
+    }
+    return AF_OK;
+}
+
+af_result_t af_log_write_f64(af_log_t *log, const char *path, const double *v, size_t n)
+{
+    return write_fixed(log, path, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, v, n);
+}
+
+af_result_t af_log_write_i64(af_log_t *log, const char *path, const int64_t *v, size_t n)
+{
+    return write_fixed(log, path, H5T_STD_I64LE, H5T_NATIVE_INT64, v, n);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a;
+    double y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+void af_sort_doubles(double *v, size_t n)
+{
+    qsort(v, n, sizeof(double), cmp_double);
+}
+
+double af_percentile_sorted(const double *s, size_t n, double p)
+{
+    if (n == 0) {
+        return 0.0;
+    }
+    double pos = (p / 100.0) * (double)(n - 1);
+    size_t lo = (size_t)pos;
+    if (lo >= n - 1) {
+        return s[n - 1];
+    }
+    double frac = pos - (double)lo;
+    return s[lo] + (s[lo + 1] - s[lo]) * frac;
+}
+
+af_result_t af_log_calibration(af_log_t *log, const char *name, const double *samples_us, int n)
+{
+    char path[128];
+    snprintf(path, sizeof path, "/calibration/%s", name);
+    AF_CHECK(af_log_write_f64(log, path, samples_us, (size_t)n));
+    double *sorted = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
+    if (sorted == NULL) {
+        return AF_ERR_NOMEM;
+    }
+    memcpy(sorted, samples_us, sizeof(double) * (size_t)n);
+    af_sort_doubles(sorted, (size_t)n);
+    af_result_t rc = AF_OK;
+    AF_CHECK_GOTO(af_log_attr_f64(log, path, "min", n ? sorted[0] : 0), rc, out);
+    AF_CHECK_GOTO(af_log_attr_f64(log, path, "p10", af_percentile_sorted(sorted, (size_t)n, 10)),
+                  rc, out);
+    AF_CHECK_GOTO(af_log_attr_f64(log, path, "p50", af_percentile_sorted(sorted, (size_t)n, 50)),
+                  rc, out);
+    AF_CHECK_GOTO(af_log_attr_f64(log, path, "p90", af_percentile_sorted(sorted, (size_t)n, 90)),
+                  rc, out);
+    AF_CHECK_GOTO(af_log_attr_str(log, path, "units", "microseconds"), rc, out);
+out:
+    free(sorted);
+    return rc;
+}
+
+/* Extends a dataset along axis 0 by n rows and writes buf there. */
+static af_result_t extend_write(hid_t d, int rank, hsize_t cols, int64_t at, int64_t n,
+                                hid_t mtype, const void *buf)
+{
+    hsize_t size[2] = {(hsize_t)(at + n), cols};
+    H5_CHECK(H5Dset_extent(d, size));
+    hid_t fs = H5Dget_space(d);
+    hsize_t start[2] = {(hsize_t)at, 0};
+    hsize_t count[2] = {(hsize_t)n, cols};
+    H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL);
+    hid_t ms = H5Screate_simple(rank, count, NULL);
+    herr_t w = H5Dwrite(d, mtype, ms, fs, H5P_DEFAULT, buf);
+    H5Sclose(ms);
+    H5Sclose(fs);
+    H5_CHECK(w);
+    return AF_OK;
+}
+
+static af_result_t write_pending(af_log_t *log)
+{
+    int64_t n = log->rows_buffered;
+    if (n > 0) {
+        for (int c = 0; c < AF_NCOLUMNS; ++c) {
+            /* Column c of each buffered row: rows are structs of 8-byte fields in column order. */
+            for (int64_t r = 0; r < n; ++r) {
+                memcpy(&log->colbuf[r], (const char *)&log->rows[r] + (size_t)c * 8, 8);
+            }
+            AF_CHECK(extend_write(log->col[c], 1, 1, log->rows_written, n,
+                                  COL_IS_INT[c] ? H5T_NATIVE_INT64 : H5T_NATIVE_DOUBLE,
+                                  log->colbuf));
+        }
+        size_t R = (size_t)log->nranks;
+        for (int p = 0; p < AF_NPHASES; ++p) {
+            for (int64_t r = 0; r < n; ++r) {
+                memcpy(&log->phase_tmp[(size_t)r * R],
+                       &log->phase_buf[((size_t)r * AF_NPHASES + (size_t)p) * R],
+                       sizeof(double) * R);
+            }
+            AF_CHECK(extend_write(log->phase[p], 2, (hsize_t)R, log->rows_written, n,
+                                  H5T_NATIVE_DOUBLE, log->phase_tmp));
+        }
+        log->rows_written += n;
+        log->rows_buffered = 0;
+    }
+    if (log->events_buffered > 0) {
+        AF_CHECK(extend_write(log->events, 1, 1, log->events_written, log->events_buffered,
+                              log->event_type, log->ev_buf));
+        log->events_written += log->events_buffered;
+        log->events_buffered = 0;
+    }
+    return AF_OK;
+}
+
+af_result_t af_log_append(af_log_t *log, const af_step_row_t *row, const double *phases)
+{
+    if (log->rows_buffered == log->flush_interval) {
+        AF_CHECK(write_pending(log));
+    }
+    log->rows[log->rows_buffered] = *row;
+    memcpy(&log->phase_buf[(size_t)log->rows_buffered * AF_NPHASES * (size_t)log->nranks], phases,
+           sizeof(double) * AF_NPHASES * (size_t)log->nranks);
+    log->rows_buffered++;
+    return AF_OK;
+}
+
+af_result_t af_log_event(af_log_t *log, const af_event_row_t *ev)
+{
+    if (log->events_buffered == AF_EVENT_BUFFER) {
+        AF_CHECK(write_pending(log));
+    }
+    log->ev_buf[log->events_buffered++] = *ev;
+    return AF_OK;
+}
+
+af_result_t af_log_flush(af_log_t *log)
+{
+    AF_CHECK(write_pending(log));
+    H5_CHECK(H5Fflush(log->file, H5F_SCOPE_GLOBAL));
+    return AF_OK;
+}
+
+int64_t af_log_rows(const af_log_t *log)
+{
+    return log->rows_written + log->rows_buffered;
+}
+
+af_result_t af_log_close(af_log_t **plog)
+{
+    if (plog == NULL || *plog == NULL) {
+        return AF_OK;
+    }
+    af_log_t *log = *plog;
+    af_result_t rc = af_log_flush(log);
+    log_free(log);
+    *plog = NULL;
+    return rc;
+}

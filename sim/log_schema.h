@@ -1,0 +1,85 @@
+/* agefence log schema: the one list of per-step columns and per-rank phases, shared by the
+ * writer (sim/log.c), the reader and checker (analysis/) and the tests. Bump AF_SCHEMA_VERSION
+ * when a reader of the old schema would misread the new one. */
+#ifndef AF_LOG_SCHEMA_H
+#define AF_LOG_SCHEMA_H
+
+#include <stdint.h>
+
+#define AF_SCHEMA_VERSION 1
+
+/* /steps/<name>: one value per step. X(name, type, doc) with type I64 or F64. */
+#define AF_STEP_COLUMNS(X)                                                                         \
+    X(step, I64, "step number, from 1, contiguous")                                                \
+    X(sim_hours, F64, "simulated hours of service at the end of the step")                        \
+    X(mass, F64, "sum of u*dx after the step, reduced in logical block order")                    \
+    X(energy, F64, "sum of u^2/2*dx after the step, reduced in logical block order")              \
+    X(healthy_units, I64, "units HEALTHY after the step")                                          \
+    X(fading_units, I64, "units FADING after the step")                                            \
+    X(dead_units, I64, "units DEAD after the step")                                                \
+    X(blackout_frac, F64, "dead_units / all units")                                                \
+    X(corrupt_injected, I64, "corrupted output elements injected on FADING units")                 \
+    X(corrupt_detected, I64, "injected corruptions caught (non-finite count, or DMR mismatch)")    \
+    X(fenced, I64, "slot results not committed because they failed containment")                  \
+    X(retried, I64, "blocks recomputed on a healthy unit within the step")                         \
+    X(nonfinite_leaked, I64, "non-finite values committed to state (must be 0)")                   \
+    X(sdc_undetected, I64, "finite corruptions committed (silent data corruption)")                \
+    X(moves_drain, I64, "blocks moved off FADING units")                                           \
+    X(moves_restore, I64, "blocks restored from replicas after a death")                           \
+    X(moves_retry, I64, "blocks re-homed after being fenced")                                      \
+    X(rollbacks, I64, "coordinated rollbacks to the replica step")                                 \
+    X(replayed_steps, I64, "steps recomputed because of a rollback (lost work)")                   \
+    X(allocs_after_init, I64, "allocations after start-up, cumulative over ranks (must be 0)")     \
+    X(comms_after_init, I64, "communicators created after start-up (must be 0)")
+
+/* /ranks/<name>: step x rank wall times in microseconds. */
+#define AF_PHASES(X)                                                                               \
+    X(step_us, "whole step, from its start to the start of the next")                            \
+    X(kernel_us, "masked compute, containment, retries and commit")                               \
+    X(halo_us, "edge pack and exact all-reduce of edges and diagnostics")                        \
+    X(coord_us, "coordinator: aging model, planning and broadcast")                               \
+    X(moves_us, "applying the move list (slot copies and cross-rank transfers)")                 \
+    X(replica_us, "replica refresh")                                                               \
+    X(log_us, "gathering the row to rank 0 and writing the log")
+
+#define AF_CTYPE_I64 int64_t
+#define AF_CTYPE_F64 double
+#define AF_ISINT_I64 1
+#define AF_ISINT_F64 0
+
+typedef struct af_step_row {
+#define AF_X(name, type, doc) AF_CTYPE_##type name;
+    AF_STEP_COLUMNS(AF_X)
+#undef AF_X
+} af_step_row_t;
+
+enum {
+#define AF_X(name, doc) AF_PHASE_##name,
+    AF_PHASES(AF_X)
+#undef AF_X
+        AF_NPHASES
+};
+
+enum {
+#define AF_X(name, type, doc) AF_COL_##name,
+    AF_STEP_COLUMNS(AF_X)
+#undef AF_X
+        AF_NCOLUMNS
+};
+
+/* One /events row. kind is one of "fade", "death", "sudden", "drain", "restore", "retry",
+ * "rollback", "replica", "capacity". */
+typedef struct af_event_row {
+    int64_t step;
+    char kind[16];
+    int64_t block;
+    int64_t from_device;
+    int64_t from_unit;
+    int64_t from_slot;
+    int64_t to_device;
+    int64_t to_unit;
+    int64_t to_slot;
+    int64_t detail;
+} af_event_row_t;
+
+#endif

@@ -1,0 +1,155 @@
+#include "placement.h"
+
+#include <math.h>
+
+#include "af_alloc.h"
+
+int64_t af_capacity(int64_t blocks, int64_t devices, int64_t units, double max_blackout)
+{
+    double surviving = (double)devices * (double)units * (1.0 - max_blackout);
+    /* Round the surviving unit count down: a fraction of a unit holds nothing. */
+    int64_t alive = (int64_t)floor(surviving + 1e-9);
+    if (alive < 1) {
+        alive = 1;
+    }
+    int64_t need = (blocks + alive - 1) / alive;
+    int64_t c = 1;
+    while (c < need) {
+        c *= 2;
+    }
+    return c;
+}
+
+void af_rank_devices(int64_t devices, int nranks, int rank, int64_t *lo, int64_t *hi)
+{
+    int64_t q = devices / nranks;
+    int64_t r = devices % nranks;
+    *lo = rank * q + (rank < r ? rank : r);
+    *hi = *lo + q + (rank < r ? 1 : 0);
+}
+
+int af_device_rank(int64_t devices, int nranks, int64_t device)
+{
+    int64_t q = devices / nranks;
+    int64_t r = devices % nranks;
+    /* The first r ranks own q+1 devices each. */
+    if (device < r * (q + 1)) {
+        return (int)(device / (q + 1));
+    }
+    return (int)(r + (device - r * (q + 1)) / q);
+}
+
+int64_t af_placement_local_slots(const af_placement_t *p)
+{
+    return (p->dev_hi - p->dev_lo) * p->units * p->capacity;
+}
+
+void af_placement_destroy(af_placement_t *p)
+{
+    af_free(p->block_slot);
+    af_free(p->slot_block);
+    af_free(p->unit_load);
+    p->block_slot = NULL;
+    p->slot_block = NULL;
+    p->unit_load = NULL;
+}
+
+af_result_t af_placement_init(af_placement_t *p, int64_t devices, int64_t units, int64_t blocks,
+                              double max_blackout, int nranks, int rank)
+{
+    p->devices = devices;
+    p->units = units;
+    p->blocks = blocks;
+    p->capacity = af_capacity(blocks, devices, units, max_blackout);
+    p->nranks = nranks;
+    p->rank = rank;
+    af_rank_devices(devices, nranks, rank, &p->dev_lo, &p->dev_hi);
+    int64_t nslots = devices * units * p->capacity;
+    if (nslots > INT32_MAX) {
+        af_error_set("placement: %lld slots exceed the 2^31 table limit",
+                     (long long)nslots);
+        return AF_ERR_USAGE;
+    }
+    p->block_slot = af_alloc(sizeof(int32_t) * (size_t)blocks);
+    p->slot_block = af_alloc(sizeof(int32_t) * (size_t)nslots);
+    p->unit_load = af_alloc(sizeof(int32_t) * (size_t)(devices * units));
+    if (!p->block_slot || !p->slot_block || !p->unit_load) {
+        af_placement_destroy(p);
+        af_error_set("placement: cannot allocate the tables for %lld slots", (long long)nslots);
+        return AF_ERR_NOMEM;
+    }
+    for (int64_t g = 0; g < nslots; ++g) {
+        p->slot_block[g] = -1;
+    }
+    for (int64_t d = 0; d < devices; ++d) {
+        int64_t b0 = (d * blocks) / devices;
+        int64_t b1 = ((d + 1) * blocks) / devices;
+        for (int64_t b = b0; b < b1; ++b) {
+            int64_t j = b - b0;
+            int64_t unit = d * units + j % units;
+            int64_t g = unit * p->capacity + j / units;
+            p->block_slot[b] = (int32_t)g;
+            p->slot_block[g] = (int32_t)b;
+            p->unit_load[unit]++;
+        }
+    }
+    return AF_OK;
+}
+
+void af_placement_move(af_placement_t *p, int32_t block, int32_t dst_slot)
+{
+    int32_t src = p->block_slot[block];
+    if (src >= 0) {
+        p->slot_block[src] = -1;
+        p->unit_load[af_slot_unit(p, src)]--;
+    }
+    p->slot_block[dst_slot] = block;
+    p->block_slot[block] = dst_slot;
+    p->unit_load[af_slot_unit(p, dst_slot)]++;
+}
+
+int32_t af_placement_free_slot(const af_placement_t *p, int64_t unit)
+{
+    int64_t g0 = unit * p->capacity;
+    for (int64_t c = 0; c < p->capacity; ++c) {
+        if (p->slot_block[g0 + c] < 0) {
+            return (int32_t)(g0 + c);
+        }
+    }
+    return -1;
+}
+
+af_result_t af_placement_check(const af_placement_t *p)
+{
+    int64_t nslots = p->devices * p->units * p->capacity;
+    int64_t occupied = 0;
+    for (int64_t g = 0; g < nslots; ++g) {
+        int32_t b = p->slot_block[g];
+        if (b < 0) {
+            continue;
+        }
+        occupied++;
+        if (b >= p->blocks || p->block_slot[b] != g) {
+            af_error_set("placement: slot %lld holds block %d whose table says slot %d",
+                         (long long)g, b, b < p->blocks ? p->block_slot[b] : -1);
+            return AF_ERR_INTERNAL;
+        }
+    }
+    if (occupied != p->blocks) {
+        af_error_set("placement: %lld slots occupied for %lld blocks", (long long)occupied,
+                     (long long)p->blocks);
+        return AF_ERR_INTERNAL;
+    }
+    for (int64_t u = 0; u < p->devices * p->units; ++u) {
+        int32_t n = 0;
+        for (int64_t c = 0; c < p->capacity; ++c) {
+            n += p->slot_block[u * p->capacity + c] >= 0;
+        }
+        if (n != p->unit_load[u]) {
+            af_error_set("placement: unit %lld holds %d blocks, its load says %d", (long long)u, n,
+                         p->unit_load[u]);
+            return AF_ERR_INTERNAL;
+        }
+    }
+    return AF_OK;
+}

@@ -1,0 +1,69 @@
+/* agefence placement: the table block -> (device, unit, slot) and its inverse, sized once from
+ * the static capacity. Every rank holds the whole table and applies the same move list, so all
+ * agree on where each block lives without asking. A global slot index is
+ * g = (device * units + unit) * capacity + slot. */
+#ifndef AF_PLACEMENT_H
+#define AF_PLACEMENT_H
+
+#include <stdint.h>
+
+#include "af_result.h"
+
+typedef struct af_placement {
+    int64_t devices;  /* D */
+    int64_t units;    /* U per device */
+    int64_t capacity; /* C slots per unit */
+    int64_t blocks;   /* B */
+    int nranks;
+    int rank;
+    int64_t dev_lo; /* this rank's devices: [dev_lo, dev_hi) */
+    int64_t dev_hi;
+    int32_t *block_slot; /* B entries: global slot of each block */
+    int32_t *slot_block; /* D*U*C entries: block in each slot, -1 when empty */
+    int32_t *unit_load;  /* D*U entries: occupied slots of each unit */
+} af_placement_t;
+
+/* C = next_pow2(ceil(B / (D*U*(1 - max_blackout)))): the power-of-two bucket that holds every
+ * block when only 1 - max_blackout of the units survive. */
+int64_t af_capacity(int64_t blocks, int64_t devices, int64_t units, double max_blackout);
+
+/* The contiguous range of devices owned by `rank` (sizes differ by at most one). */
+void af_rank_devices(int64_t devices, int nranks, int rank, int64_t *lo, int64_t *hi);
+int af_device_rank(int64_t devices, int nranks, int64_t device);
+
+/* Allocates the tables and places block b on device floor(b*D/B)'s share, round-robin over
+ * its units. Deterministic and independent of the number of ranks. */
+af_result_t af_placement_init(af_placement_t *p, int64_t devices, int64_t units, int64_t blocks,
+                              double max_blackout, int nranks, int rank);
+void af_placement_destroy(af_placement_t *p);
+
+static inline int64_t af_slot_unit(const af_placement_t *p, int64_t g)
+{
+    return g / p->capacity; /* global unit index d*U + u */
+}
+static inline int64_t af_slot_device(const af_placement_t *p, int64_t g)
+{
+    return g / (p->capacity * p->units);
+}
+static inline int af_slot_is_local(const af_placement_t *p, int64_t g)
+{
+    int64_t d = af_slot_device(p, g);
+    return d >= p->dev_lo && d < p->dev_hi;
+}
+/* Index of a global slot within this rank's shard (only for local slots). */
+static inline int af_slot_local(const af_placement_t *p, int64_t g)
+{
+    return (int)(g - p->dev_lo * p->units * p->capacity);
+}
+int64_t af_placement_local_slots(const af_placement_t *p);
+
+/* Moves a block into an empty slot, keeping both tables and the loads consistent. */
+void af_placement_move(af_placement_t *p, int32_t block, int32_t dst_slot);
+/* First empty slot of a unit, or -1. */
+int32_t af_placement_free_slot(const af_placement_t *p, int64_t unit);
+
+/* Checks the invariants: every block in exactly one slot, tables inverse of each other, loads
+ * equal to occupancy. Returns AF_OK or AF_ERR_INTERNAL (tests and debug builds). */
+af_result_t af_placement_check(const af_placement_t *p);
+
+#endif

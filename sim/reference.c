@@ -1,0 +1,76 @@
+#include "reference.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../kernels/af_burgers.h"
+
+af_coeffs_t af_scheme_coeffs(const af_config_t *cfg)
+{
+    double dx = af_config_dx(cfg);
+    af_coeffs_t k = {cfg->dt / (4.0 * dx), cfg->nu * cfg->dt / (dx * dx)};
+    return k;
+}
+
+void af_initial_cells(const af_config_t *cfg, int64_t first, int64_t n, double *out)
+{
+    const double dx = af_config_dx(cfg);
+    const double two_pi = 6.283185307179586476925286766559;
+    for (int64_t i = 0; i < n; ++i) {
+        double x = (double)(first + i) * dx;
+        out[i] = cfg->offset + cfg->amplitude * sin(two_pi * x);
+    }
+}
+
+void af_reference_step(const double *u, double *un, int64_t n, double c_adv, double c_diff)
+{
+    af_coeffs_t k = {c_adv, c_diff};
+    if (n == 1) {
+        un[0] = af_burgers_cell(u[0], u[0], u[0], k);
+        return;
+    }
+    un[0] = af_burgers_cell(u[n - 1], u[0], u[1], k);
+    for (int64_t i = 1; i < n - 1; ++i) {
+        un[i] = af_burgers_cell(u[i - 1], u[i], u[i + 1], k);
+    }
+    un[n - 1] = af_burgers_cell(u[n - 2], u[n - 1], u[0], k);
+}
+
+af_result_t af_reference_run(const af_config_t *cfg, int64_t steps, double *u)
+{
+    int64_t n = cfg->blocks * cfg->block_len;
+    double *tmp = malloc(sizeof(double) * (size_t)n);
+    if (tmp == NULL) {
+        af_error_set("reference: cannot allocate %lld cells", (long long)n);
+        return AF_ERR_NOMEM;
+    }
+    af_coeffs_t k = af_scheme_coeffs(cfg);
+    af_initial_cells(cfg, 0, n, u);
+    double *a = u;
+    double *b = tmp;
+    for (int64_t s = 0; s < steps; ++s) {
+        af_reference_step(a, b, n, k.c_adv, k.c_diff);
+        double *t = a;
+        a = b;
+        b = t;
+    }
+    if (a != u) {
+        memcpy(u, a, sizeof(double) * (size_t)n);
+    }
+    free(tmp);
+    return AF_OK;
+}
+
+uint64_t af_checksum(const double *u, int64_t n)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (int64_t i = 0; i < n; ++i) {
+        uint64_t v = af_bits(u[i]);
+        for (int byte = 0; byte < 8; ++byte) {
+            h ^= (v >> (8 * byte)) & 0xffU;
+            h *= 0x100000001b3ULL;
+        }
+    }
+    return h;
+}
