@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Bad input to `agefence run` under mpirun: each case must exit 2, print exactly one line
+# (from rank 0 only) naming the problem and where, and leave no log behind.
+#   bad_input.sh AGEFENCE MPIEXEC WORKDIR FIXTURES
+set -uo pipefail
+agefence=$1 mpiexec=$2 work=$3 fixtures=$4
+rm -rf "$work" && mkdir -p "$work"
+cd "$work"
+failed=0
+n=0
+# case NAME EXPECTED_FRAGMENT [agefence run args...]
+case_() {
+  local name=$1 want=$2
+  shift 2
+  n=$((n + 1))
+  rm -f out.h5
+  "$mpiexec" -n 3 --oversubscribe "$agefence" run -q -o out.h5 "$@" >stdout 2>stderr
+  local rc=$?
+  local lines
+  lines=$(grep -c '^agefence' stderr)
+  if [ "$rc" != 2 ]; then
+    echo "FAIL $name: exit $rc, expected 2"; cat stderr; failed=$((failed + 1)); return
+  fi
+  if [ "$lines" != 1 ]; then
+    echo "FAIL $name: $lines agefence lines on stderr, expected 1 (rank 0 only)"; cat stderr
+    failed=$((failed + 1)); return
+  fi
+  if ! grep -q -- "$want" stderr; then
+    echo "FAIL $name: message lacks '$want':"; cat stderr; failed=$((failed + 1)); return
+  fi
+  if [ -e out.h5 ]; then
+    echo "FAIL $name: a log was left behind"; failed=$((failed + 1)); return
+  fi
+  echo "ok   $name: $(grep '^agefence' stderr)"
+}
+cat >unknown_key.ini <<'INI'
+[scenario]
+steps = 10
+colour = blue
+INI
+cat >unknown_section.ini <<'INI'
+[scenario]
+steps = 10
+
+[fleet]
+devices = 4
+INI
+cat >wrong_type.ini <<'INI'
+[scenario]
+steps = ten
+INI
+printf '[scenario]\nsteps = 10\nmax_blackout = 0.97\n' >range.ini
+printf '[scenario]\nsteps = 10\nblock_len = 2\n' >block_len.ini
+printf '[scenario]\nsteps = 10\n[workload]\ndt = 1e-3\n' >unstable.ini
+printf '[scenario]\nsteps = 10\ndevices = 2\n' >devices.ini
+printf '[scenario]\nsteps = 10\ndevices = 8\nblocks = 4\n' >blocks.ini
+printf '[scenario]\nsteps = 10\n[event.1]\nstep = 3\naction = kill\ndevice = 99\nunits = 0-1\n' >event.ini
+printf 'this is not ini\n' >garbage.ini
+chmod 000 garbage.ini 2>/dev/null
+printf '[scenario]\nsteps = 10\n' >unreadable.ini
+chmod 000 unreadable.ini
+
+case_ unknown_key "unknown_key.ini:3: unknown key 'colour'" -c unknown_key.ini
+case_ unknown_section "unknown_section.ini:4: unknown section \[fleet\]" -c unknown_section.ini
+case_ wrong_type "wrong_type.ini:2: scenario.steps = 'ten' is invalid: expected an integer" -c wrong_type.ini
+case_ out_of_range "range.ini:3: scenario.max_blackout = '0.97' is invalid: expected a number in \[0, 0.95\]" -c range.ini
+case_ negative_blackout "--set: scenario.max_blackout = '-0.1' is invalid" --set scenario.max_blackout=-0.1
+case_ block_len "block_len.ini:3: scenario.block_len = '2' is invalid: expected an integer in \[3," -c block_len.ini
+case_ unstable "unstable.ini:4: workload.dt = 0.001 violates the diffusion stability limit" -c unstable.ini
+case_ devices_lt_ranks "devices.ini:3: scenario.devices = 2 is smaller than the 3 ranks" -c devices.ini
+case_ blocks_lt_devices "blocks.ini:4: scenario.blocks = 4 is smaller than the fleet of 8 devices" -c blocks.ini
+case_ event_device "\[event.1\]: device = 99 is outside the fleet" -c event.ini
+case_ missing_file "nosuch.ini: cannot open the scenario file" -c nosuch.ini
+if [ "$(id -u)" != 0 ]; then
+  case_ unreadable_file "unreadable.ini: cannot open the scenario file" -c unreadable.ini
+fi
+case_ bad_set "--set 'steps=3': expected section.key=value" --set steps=3
+case_ unknown_set_key "--set: unknown key 'nope' in \[scenario\]" --set scenario.nope=1
+case_ unknown_option "unknown option '--frobnicate'" --frobnicate
+# An unwritable output path is refused before the run starts.
+n=$((n + 1))
+"$mpiexec" -n 2 --oversubscribe "$agefence" run -q -o /nonexistent-dir/x.h5 >stdout 2>stderr
+rc=$?
+if [ "$rc" = 2 ] && grep -q "/nonexistent-dir/x.h5: cannot create the log file" stderr &&
+   [ "$(grep -c '^agefence' stderr)" = 1 ]; then
+  echo "ok   unwritable_output: $(grep '^agefence' stderr)"
+else
+  echo "FAIL unwritable_output: exit $rc"; cat stderr; failed=$((failed + 1))
+fi
+chmod 644 garbage.ini unreadable.ini 2>/dev/null
+echo "$((n - failed)) passed, $failed failed"
+[ "$failed" = 0 ]

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# SIGTERM mid-run: the ranks finish the current step, flush and close the log, and exit with
+# status 5; the log is readable, passes the schema check, says exit_reason = signal, and holds
+# exactly steps_completed rows.
+#   sigterm.sh AGEFENCE REPORT MPIEXEC WORKDIR
+set -uo pipefail
+agefence=$1 report=$2 mpiexec=$3 work=$4
+rm -rf "$work" && mkdir -p "$work"
+log=$work/run.h5
+fail() { echo "FAIL: $*" >&2; exit 1; }
+"$mpiexec" -n 2 --oversubscribe "$agefence" run -q -o "$log" --set scenario.steps=100000000 \
+  --set log.flush_interval=10 >"$work/stdout" 2>"$work/stderr" &
+launcher=$!
+# Wait until the run is stepping (the log exists and the ranks are up), then signal rank 0.
+for _ in $(seq 1 100); do
+  pids=$(pgrep -f "$agefence run -q -o $log" | grep -v "^$launcher$" || true)
+  [ -f "$log" ] && [ -n "$pids" ] && break
+  sleep 0.1
+done
+sleep 1.5
+pids=$(pgrep -P "$launcher" -f "$agefence" || true)
+[ -n "$pids" ] || pids=$(pgrep -f "$agefence run -q -o $log" | grep -v "^$launcher$" || true)
+[ -n "$pids" ] || fail "no agefence ranks found"
+first=$(echo "$pids" | head -n 1)
+kill -TERM "$first"
+wait "$launcher"
+rc=$?
+cat "$work/stderr"
+[ "$rc" = 5 ] || fail "exit status $rc, expected 5 (stopped by a signal)"
+"$report" --check "$log" || fail "the log is not valid after SIGTERM"
+reason=$("$report" --attr /final exit_reason "$log")
+[ "$reason" = signal ] || fail "exit_reason = $reason, expected signal"
+done_steps=$("$report" --attr /final steps_completed "$log")
+[ "$done_steps" -gt 0 ] || fail "no step completed"
+/usr/bin/env python3 - "$log" "$done_steps" <<'PY' 2>/dev/null || true
+PY
+echo "PASS: stopped after $done_steps steps, log valid, exit_reason=signal"
