@@ -100,6 +100,10 @@ AF_HD double af_u01(uint64_t h)
     return (double)(h >> 11) * (1.0 / 9007199254740992.0);
 }
 
+/* Mixed into the injection counter of a DMR twin, so that a twin on another FADING unit draws
+ * its corruption independently of the primary it checks. */
+#define AF_TWIN_SALT 0x5a17000000000000ULL
+
 /* Kinds of injected corruption (also the /events `detail` of a corruption). */
 enum { AF_CORRUPT_NONE = 0, AF_CORRUPT_NAN = 1, AF_CORRUPT_PINF = 2, AF_CORRUPT_NINF = 3,
        AF_CORRUPT_BITFLIP = 4 };

@@ -19,16 +19,26 @@
 #include "af_burgers.h"
 
 /* Health of the unit a slot lives on, as the kernels see it. */
-enum { AF_MODE_HEALTHY = 0, AF_MODE_FADING = 1, AF_MODE_DEAD = 2 };
+enum {
+    AF_MODE_HEALTHY = 0, /* computed, committed, published */
+    AF_MODE_FADING = 1,  /* computed with fault injection */
+    AF_MODE_DEAD = 2,    /* lost: never computed, never published */
+    AF_MODE_SHADOW = 3   /* DMR twin of a FADING slot's block: computed, never published; with
+                            slot_p > 0 (a twin on a FADING unit) injected under the key
+                            step ^ AF_TWIN_SALT */
+};
 
 /* The exchange vector of one step, combined across ranks with the exact max all-reduce:
  * [0, 2B) the edge cells of every block (left, right) by logical id; [2B, 3B) block mass;
- * [3B, 4B) block energy; then AF_XCHG_FLAGS words of flags (stop request, ...). */
+ * [3B, 4B) block energy; [4B, 5B) block status: bit 0 set when its owner fenced this step's
+ * result (the committed state is still the previous step's), bits 1.. the number of NaN/Inf
+ * values in the committed state (counted when the buffer was written; must be 0); then
+ * AF_XCHG_FLAGS words of flags. */
 #define AF_XCHG_FLAGS 1
 #define AF_XCHG_STOP  0
 static inline size_t af_xchg_len(int blocks)
 {
-    return (size_t)4 * (size_t)blocks + AF_XCHG_FLAGS;
+    return (size_t)5 * (size_t)blocks + AF_XCHG_FLAGS;
 }
 
 typedef struct af_shard_desc {
@@ -44,7 +54,8 @@ typedef struct af_kernels af_kernels_t;
 
 /* compute() flags. */
 enum {
-    AF_COMPUTE_UNMASKED = 1 /* benchmark only: every slot computed, no containment count */
+    AF_COMPUTE_UNMASKED = 1, /* benchmark only: every slot computed, no containment count */
+    AF_COMPUTE_SELECTED = 2  /* only slots whose select[] is 1 (within-step retries) */
 };
 
 typedef struct af_kernels_ops {
@@ -61,12 +72,15 @@ typedef struct af_kernels_ops {
     af_result_t (*write_slot)(af_kernels_t *k, int slot, const double *host);
     /* Reads the committed buffer of a slot into T host doubles. Blocking. */
     af_result_t (*read_slot)(af_kernels_t *k, int slot, double *host);
-    /* Writes the edge cells, mass and energy of every occupied slot into xchg at its logical
-     * block's place; every other entry of xchg is zeroed (flags too). */
+    /* Writes the edge cells, mass and energy of every occupied, published (HEALTHY or FADING)
+     * slot into xchg at its logical block's place, and its status word (bit 0: commit[] is 0,
+     * the step's result was fenced; bits 1..: non-finite values in the committed buffer);
+     * every other entry of xchg is zeroed (flags too). */
     af_result_t (*pack)(af_kernels_t *k, uint64_t *xchg);
     /* The masked Burgers step over the full static grid: every occupied, non-dead slot reads
      * its committed buffer and its neighbours' edges from xchg and writes the other buffer;
-     * FADING slots get fault injection keyed by (seed, step, block, element); per-slot counts of
+     * FADING slots get fault injection keyed by (seed, step, block, element), SHADOW slots with
+     * slot_p > 0 by (seed, step ^ AF_TWIN_SALT, block, element); per-slot counts of
      * non-finite outputs and injected corruptions go to the result arrays. Nothing is
      * committed. */
     af_result_t (*compute)(af_kernels_t *k, uint64_t step, const uint64_t *xchg, int flags);
@@ -79,6 +93,11 @@ typedef struct af_kernels_ops {
     /* Address of a slot's committed buffer, T doubles, in the fabric's memory space: the
      * source or destination of a cross-rank move. */
     double *(*slot_data)(af_kernels_t *k, int slot);
+    /* Reads / overwrites the computed (not yet committed) buffer of a slot: DMR compares a
+     * FADING slot's result with its healthy twin's and adopts the twin's on a mismatch.
+     * Blocking. write_next refreshes that buffer's diagnostics. */
+    af_result_t (*read_next)(af_kernels_t *k, int slot, double *host);
+    af_result_t (*write_next)(af_kernels_t *k, int slot, const double *host);
     /* Recomputes a slot's diagnostics after its committed buffer was written from outside. */
     af_result_t (*refresh_slot)(af_kernels_t *k, int slot);
     /* Overwrites both buffers of a slot with a NaN pattern: what a dead unit's memory holds. */
@@ -95,11 +114,12 @@ struct af_kernels {
     uint8_t *slot_mode;  /* AF_MODE_* of the slot's unit */
     double *slot_p;      /* corruption probability per element (FADING slots) */
     uint8_t *commit;     /* 1: commit this slot's computed buffer */
+    uint8_t *select;     /* 1: compute this slot under AF_COMPUTE_SELECTED */
     /* Results, valid after download_results(). */
-    int32_t *nonfinite;  /* non-finite outputs of the last compute */
-    int32_t *injected;   /* corruptions injected by the last compute */
-    int32_t *bitflips;   /* of which bit flips (may stay finite) */
-    size_t bytes;        /* bytes the backend allocated for the shard */
+    int32_t *nonfinite; /* non-finite outputs of the last compute */
+    int32_t *injected;  /* corruptions injected by the last compute */
+    int32_t *bitflips;  /* of which bit flips (may stay finite) */
+    size_t bytes;       /* bytes the backend allocated for the shard */
     void *impl;
 };
 
@@ -107,8 +127,18 @@ extern const af_kernels_ops_t af_kernels_cpu;
 /* NULL when built without CUDA. */
 extern const af_kernels_ops_t *const af_kernels_cuda;
 
-/* 1 when this build has CUDA and at least one GPU is visible; never fails. */
+/* The number of GPUs this process sees: 0 when built without CUDA, and 0 when CUDA reports
+ * an error (no driver, no device); never fails. */
 int af_cuda_visible_devices(void);
+
+/* Device memory on the current GPU for buffers the driver hands to the cuda kernels and the
+ * nccl fabric alike (the exchange vector), and blocking copies between it and host memory that
+ * come after all work enqueued on the device before them. Counted by af_alloc_note_external.
+ * AF_ERR_UNSUPPORTED when built without CUDA. */
+af_result_t af_cuda_alloc(void **out, size_t bytes);
+void af_cuda_free(void *p);
+af_result_t af_cuda_copy_to_host(void *host, const void *dev, size_t bytes);
+af_result_t af_cuda_copy_to_device(void *dev, const void *host, size_t bytes);
 
 void af_kernels_destroy(af_kernels_t **k);
 

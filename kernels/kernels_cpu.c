@@ -10,7 +10,7 @@
 typedef struct af_cpu {
     double *state;   /* n_slots x 2 x T: both buffers of every slot */
     uint8_t *parity; /* which buffer of a slot is committed */
-    double *diag;    /* n_slots x 2 x 2: (mass, energy) of each buffer */
+    double *diag;    /* n_slots x 2 x 3: (mass, energy, non-finite count) of each buffer */
 } af_cpu_t;
 
 static inline double *cpu_buf(const af_kernels_t *k, const af_cpu_t *c, int slot, int which)
@@ -20,7 +20,18 @@ static inline double *cpu_buf(const af_kernels_t *k, const af_cpu_t *c, int slot
 
 static inline double *cpu_diag(const af_cpu_t *c, int slot, int which)
 {
-    return c->diag + ((size_t)slot * 2 + (size_t)which) * 2;
+    return c->diag + ((size_t)slot * 2 + (size_t)which) * 3;
+}
+
+/* The diagnostics of one buffer: mass, energy and how many of its values are NaN or Inf. */
+static void cpu_fill_diag(const double *u, int len, double *d)
+{
+    af_block_diag(u, len, &d[0], &d[1]);
+    int nf = 0;
+    for (int i = 0; i < len; ++i) {
+        nf += af_nonfinite(u[i]);
+    }
+    d[2] = (double)nf;
 }
 
 void af_block_diag(const double *u, int len, double *mass, double *energy)
@@ -64,6 +75,7 @@ static void cpu_destroy(af_kernels_t *k)
     af_free(k->slot_mode);
     af_free(k->slot_p);
     af_free(k->commit);
+    af_free(k->select);
     af_free(k->nonfinite);
     af_free(k->injected);
     af_free(k->bitflips);
@@ -84,21 +96,22 @@ static af_result_t cpu_create(const af_shard_desc_t *desc, af_kernels_t **out)
     size_t state_bytes = n * 2 * (size_t)desc->block_len * sizeof(double);
     c->state = af_alloc(state_bytes);
     c->parity = af_alloc(n);
-    c->diag = af_alloc(n * 4 * sizeof(double));
+    c->diag = af_alloc(n * 6 * sizeof(double));
     k->slot_block = af_alloc(n * sizeof(int32_t));
     k->slot_mode = af_alloc(n);
     k->slot_p = af_alloc(n * sizeof(double));
     k->commit = af_alloc(n);
+    k->select = af_alloc(n);
     k->nonfinite = af_alloc(n * sizeof(int32_t));
     k->injected = af_alloc(n * sizeof(int32_t));
     k->bitflips = af_alloc(n * sizeof(int32_t));
     AF_REQUIRE_GOTO(c->state && c->parity && c->diag && k->slot_block && k->slot_mode &&
-                        k->slot_p && k->commit && k->nonfinite && k->injected && k->bitflips,
+                        k->slot_p && k->commit && k->select && k->nonfinite && k->injected && k->bitflips,
                     AF_ERR_NOMEM, rc, fail);
     for (size_t s = 0; s < n; ++s) {
         k->slot_block[s] = -1;
     }
-    k->bytes = state_bytes + n * (1 + 4 * sizeof(double) + sizeof(int32_t) * 4 + 1 + 8 + 1);
+    k->bytes = state_bytes + n * (1 + 6 * sizeof(double) + sizeof(int32_t) * 4 + 1 + 8 + 1);
     *out = k;
     return AF_OK;
 fail:
@@ -119,8 +132,7 @@ static af_result_t cpu_write_slot(af_kernels_t *k, int slot, const double *host)
     af_cpu_t *c = k->impl;
     double *dst = cpu_buf(k, c, slot, c->parity[slot]);
     memcpy(dst, host, sizeof(double) * (size_t)k->desc.block_len);
-    double *d = cpu_diag(c, slot, c->parity[slot]);
-    af_block_diag(dst, k->desc.block_len, &d[0], &d[1]);
+    cpu_fill_diag(dst, k->desc.block_len, cpu_diag(c, slot, c->parity[slot]));
     return AF_OK;
 }
 
@@ -139,7 +151,7 @@ static af_result_t cpu_pack(af_kernels_t *k, uint64_t *xchg)
     memset(xchg, 0, sizeof(uint64_t) * af_xchg_len(B));
     for (int s = 0; s < k->desc.n_slots; ++s) {
         int b = k->slot_block[s];
-        if (b < 0 || k->slot_mode[s] == AF_MODE_DEAD) {
+        if (b < 0 || k->slot_mode[s] == AF_MODE_DEAD || k->slot_mode[s] == AF_MODE_SHADOW) {
             continue;
         }
         const double *u = cpu_buf(k, c, s, c->parity[s]);
@@ -148,6 +160,7 @@ static af_result_t cpu_pack(af_kernels_t *k, uint64_t *xchg)
         xchg[2 * (size_t)b + 1] = af_bits(u[T - 1]);
         xchg[2 * (size_t)B + (size_t)b] = af_bits(d[0]);
         xchg[3 * (size_t)B + (size_t)b] = af_bits(d[1]);
+        xchg[4 * (size_t)B + (size_t)b] = (k->commit[s] ? 0U : 1U) | ((uint64_t)d[2] << 1);
     }
     return AF_OK;
 }
@@ -175,8 +188,12 @@ static af_result_t cpu_compute(af_kernels_t *k, uint64_t step, const uint64_t *x
     const int T = k->desc.block_len;
     const af_coeffs_t kc = k->desc.coeffs;
     const int unmasked = (flags & AF_COMPUTE_UNMASKED) != 0;
+    const int selected = (flags & AF_COMPUTE_SELECTED) != 0;
     for (int s = 0; s < k->desc.n_slots; ++s) {
         int b = k->slot_block[s];
+        if (selected && !k->select[s]) {
+            continue; /* a retry round: other slots keep their results and counts */
+        }
         k->nonfinite[s] = 0;
         k->injected[s] = 0;
         k->bitflips[s] = 0;
@@ -193,12 +210,14 @@ static af_result_t cpu_compute(af_kernels_t *k, uint64_t step, const uint64_t *x
         double ul = af_double(xchg[2 * (size_t)left + 1]);
         double ur = af_double(xchg[2 * (size_t)right]);
         cpu_slot_update(u, un, T, ul, ur, kc);
-        if (!unmasked && k->slot_mode[s] == AF_MODE_FADING && k->slot_p[s] > 0.0) {
+        int mode = k->slot_mode[s];
+        if (!unmasked && (mode == AF_MODE_FADING || mode == AF_MODE_SHADOW) && k->slot_p[s] > 0.0) {
+            uint64_t key = mode == AF_MODE_SHADOW ? step ^ AF_TWIN_SALT : step;
             int inj = 0;
             int flips = 0;
             for (int i = 0; i < T; ++i) {
                 int kind = AF_CORRUPT_NONE;
-                un[i] = af_inject(un[i], k->slot_p[s], k->desc.seed, step, (uint64_t)b,
+                un[i] = af_inject(un[i], k->slot_p[s], k->desc.seed, key, (uint64_t)b,
                                   (uint64_t)i, &kind);
                 inj += kind != AF_CORRUPT_NONE;
                 flips += kind == AF_CORRUPT_BITFLIP;
@@ -207,13 +226,9 @@ static af_result_t cpu_compute(af_kernels_t *k, uint64_t step, const uint64_t *x
             k->bitflips[s] = flips;
         }
         double *d = cpu_diag(c, s, c->parity[s] ^ 1);
-        af_block_diag(un, T, &d[0], &d[1]);
+        cpu_fill_diag(un, T, d);
         if (!unmasked) {
-            int nf = 0;
-            for (int i = 0; i < T; ++i) {
-                nf += af_nonfinite(un[i]);
-            }
-            k->nonfinite[s] = nf;
+            k->nonfinite[s] = (int32_t)d[2];
         }
     }
     return AF_OK;
@@ -240,7 +255,7 @@ static af_result_t cpu_copy_slot(af_kernels_t *k, int src, int dst)
     memcpy(cpu_buf(k, c, dst, c->parity[dst]), cpu_buf(k, c, src, c->parity[src]),
            sizeof(double) * (size_t)k->desc.block_len);
     memcpy(cpu_diag(c, dst, c->parity[dst]), cpu_diag(c, src, c->parity[src]),
-           2 * sizeof(double));
+           3 * sizeof(double));
     return AF_OK;
 }
 
@@ -250,11 +265,28 @@ static double *cpu_slot_data(af_kernels_t *k, int slot)
     return cpu_buf(k, c, slot, c->parity[slot]);
 }
 
+static af_result_t cpu_read_next(af_kernels_t *k, int slot, double *host)
+{
+    af_cpu_t *c = k->impl;
+    memcpy(host, cpu_buf(k, c, slot, c->parity[slot] ^ 1),
+           sizeof(double) * (size_t)k->desc.block_len);
+    return AF_OK;
+}
+
+static af_result_t cpu_write_next(af_kernels_t *k, int slot, const double *host)
+{
+    af_cpu_t *c = k->impl;
+    double *dst = cpu_buf(k, c, slot, c->parity[slot] ^ 1);
+    memcpy(dst, host, sizeof(double) * (size_t)k->desc.block_len);
+    cpu_fill_diag(dst, k->desc.block_len, cpu_diag(c, slot, c->parity[slot] ^ 1));
+    return AF_OK;
+}
+
 static af_result_t cpu_refresh_slot(af_kernels_t *k, int slot)
 {
     af_cpu_t *c = k->impl;
-    double *d = cpu_diag(c, slot, c->parity[slot]);
-    af_block_diag(cpu_buf(k, c, slot, c->parity[slot]), k->desc.block_len, &d[0], &d[1]);
+    cpu_fill_diag(cpu_buf(k, c, slot, c->parity[slot]), k->desc.block_len,
+                  cpu_diag(c, slot, c->parity[slot]));
     return AF_OK;
 }
 
@@ -270,6 +302,7 @@ static af_result_t cpu_poison_slot(af_kernels_t *k, int slot)
         double *d = cpu_diag(c, slot, w);
         d[0] = af_double(pattern);
         d[1] = af_double(pattern);
+        d[2] = (double)k->desc.block_len;
     }
     return AF_OK;
 }
@@ -293,6 +326,8 @@ const af_kernels_ops_t af_kernels_cpu = {
     .commit = cpu_commit,
     .copy_slot = cpu_copy_slot,
     .slot_data = cpu_slot_data,
+    .read_next = cpu_read_next,
+    .write_next = cpu_write_next,
     .refresh_slot = cpu_refresh_slot,
     .poison_slot = cpu_poison_slot,
     .sync = cpu_sync,

@@ -29,6 +29,10 @@ typedef struct key_def {
 } key_def_t;
 
 #define OFF(f) offsetof(af_config_t, f)
+/* libinih reads lines of at most 199 characters (INI_MAX_LINE 200 in the system build): a
+ * longer value could not be read back from `agefence config` output. */
+#define AF_MAX_LINE  199
+#define AF_MAX_VALUE 180
 #define BIG    9.0e15
 
 /* Every key of a scenario. Order is the order of `agefence config` output. */
@@ -60,7 +64,7 @@ static const key_def_t KEYS[] = {
      "compute backend; auto = cuda when built with CUDA and a GPU is visible, else cpu"},
     {"backend", "fabric", T_ENUM, OFF(fabric), 0, 0, 0, "auto|mpi|nccl", "auto", "",
      "fabric backend; auto = nccl with the cuda backend, else mpi"},
-    {"log", "path", T_STR, OFF(log_path), AF_PATH_LEN, 0, 0, NULL, "agefence-run.h5", "",
+    {"log", "path", T_STR, OFF(log_path), AF_MAX_VALUE + 1, 0, 0, NULL, "agefence-run.h5", "",
      "HDF5 log written by rank 0 (-o overrides)"},
     {"log", "flush_interval", T_INT, OFF(flush_interval), 0, 1, 1e9, NULL, "50", "steps",
      "steps between flushes of the log to disk"},
@@ -114,6 +118,7 @@ typedef struct parse_ctx {
 } parse_ctx_t;
 
 static void ctx_fail(parse_ctx_t *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void ctx_where(const parse_ctx_t *c, char *out, size_t n);
 
 static void ctx_fail(parse_ctx_t *c, const char *fmt, ...)
 {
@@ -303,11 +308,7 @@ static int set_value(parse_ctx_t *c, int ki, const char *value)
         break;
     }
     }
-    if (strcmp(c->origin, "--set") == 0 || c->line == 0) {
-        snprintf(c->cfg->where[ki], sizeof c->cfg->where[ki], "%s", c->origin);
-    } else {
-        snprintf(c->cfg->where[ki], sizeof c->cfg->where[ki], "%s:%d", c->origin, c->line);
-    }
+    ctx_where(c, c->cfg->where[ki], sizeof c->cfg->where[ki]);
     return 1;
 }
 
@@ -329,11 +330,25 @@ static af_event_cfg_t *event_slot(parse_ctx_t *c, int n)
     return e;
 }
 
+static void ctx_where(const parse_ctx_t *c, char *out, size_t n)
+{
+    if (strcmp(c->origin, "--set") == 0 || c->line == 0) {
+        snprintf(out, n, "%s", c->origin);
+    } else {
+        snprintf(out, n, "%s:%d", c->origin, c->line);
+    }
+}
+
 static int set_event(parse_ctx_t *c, int n, const char *key, const char *value)
 {
     af_event_cfg_t *e = event_slot(c, n);
     if (e == NULL) {
         return 0;
+    }
+    for (int k = 0; k < 4; ++k) {
+        if (strcmp(key, EVENT_KEYS[k]) == 0) {
+            ctx_where(c, e->where[k], sizeof e->where[k]);
+        }
     }
     int64_t x = 0;
     if (strcmp(key, "step") == 0) {
@@ -451,6 +466,10 @@ static char *reader(char *str, int num, void *stream)
                 }
             }
         }
+    }
+    if (i == num - 1 && str[i - 1] != '\n' && t[i] != '\0' && !c->failed) {
+        ctx_fail(c, "line longer than %d characters (agefence reads at most %d)", num - 1,
+                 AF_MAX_LINE);
     }
     c->pos += (size_t)i;
     return str;
@@ -684,19 +703,22 @@ af_result_t af_config_validate(const af_config_t *cfg, int nranks, char *err, si
         const af_event_cfg_t *e = &cfg->events[i];
         if (e->device >= D) {
             snprintf(err, errlen,
-                     "[event.%d]: device = %lld is outside the fleet: expected 0..%lld", e->index,
-                     (long long)e->device, (long long)D - 1);
+                     "%s: event.%d.device = %lld is outside the fleet: expected 0..%lld",
+                     e->where[2], e->index, (long long)e->device, (long long)D - 1);
             return AF_ERR_USAGE;
         }
         if (e->unit_hi >= cfg->units_per_device) {
-            snprintf(err, errlen, "[event.%d]: units = %lld-%lld: expected units within 0..%lld",
-                     e->index, (long long)e->unit_lo, (long long)e->unit_hi,
+            snprintf(err, errlen,
+                     "%s: event.%d.units = %lld-%lld is outside the device: expected units within "
+                     "0..%lld",
+                     e->where[3], e->index, (long long)e->unit_lo, (long long)e->unit_hi,
                      (long long)cfg->units_per_device - 1);
             return AF_ERR_USAGE;
         }
         if (e->step > cfg->steps) {
-            snprintf(err, errlen, "[event.%d]: step = %lld is after the last step (%lld)",
-                     e->index, (long long)e->step, (long long)cfg->steps);
+            snprintf(err, errlen,
+                     "%s: event.%d.step = %lld is after the last step: expected 1..%lld",
+                     e->where[0], e->index, (long long)e->step, (long long)cfg->steps);
             return AF_ERR_USAGE;
         }
     }

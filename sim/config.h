@@ -27,6 +27,7 @@ typedef struct af_event_cfg {
     int64_t unit_hi;
     int set_mask; /* which of step/action/device/units were given (all four are required) */
     int index;    /* N of [event.N] */
+    char where[4][80]; /* where step, action, device and units were set ("FILE:LINE", "--set") */
 } af_event_cfg_t;
 
 typedef struct af_config {
@@ -87,7 +88,7 @@ extern const char af_default_ini[];
 af_result_t af_config_load(af_config_t *cfg, const char *file, const char *const *sets, int nsets,
                            char *err, size_t errlen);
 
-/* Parses INI text (already resolved, e.g. received from rank 0) over the key defaults. */
+/* Parses INI text over the key defaults (tests, and `agefence config` output read back). */
 af_result_t af_config_parse_text(af_config_t *cfg, const char *text, const char *origin, char *err,
                                  size_t errlen);
 

@@ -10,7 +10,8 @@
 
 /* /steps/<name>: one value per step. X(name, type, doc) with type I64 or F64. */
 #define AF_STEP_COLUMNS(X)                                                                         \
-    X(step, I64, "step number, from 1, contiguous")                                                \
+    X(step, I64, "executed step number, from 1, contiguous (replays after a rollback count)")    \
+    X(state_step, I64, "logical step of the committed state after this executed step")           \
     X(sim_hours, F64, "simulated hours of service at the end of the step")                        \
     X(mass, F64, "sum of u*dx after the step, reduced in logical block order")                    \
     X(energy, F64, "sum of u^2/2*dx after the step, reduced in logical block order")              \

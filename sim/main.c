@@ -25,32 +25,19 @@ static void usage(FILE *f)
             "reference, 4 capacity exhausted, 5 stopped by a signal, 6 NaN/Inf leaked.\n");
 }
 
-/* The launcher's rank of this process, before MPI is up (0 when not under a launcher), so that
- * a bad command line is reported once, by rank 0, not by every rank. */
-static int launch_rank(void)
-{
-    const char *vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"};
-    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; ++i) {
-        const char *v = getenv(vars[i]);
-        if (v != NULL) {
-            return atoi(v);
-        }
-    }
-    return 0;
-}
-
-/* Parses the options shared by run and config. Returns 0, or 2 after printing one line. */
+/* Parses the options shared by run and config. Returns 0, or 2 with one line in o->usage_error
+ * (printed by the caller: under mpirun, by rank 0 alone once MPI is up). */
 static int parse_common(int argc, char **argv, int first, af_run_opts_t *o, int *keys)
 {
+    char *msg = o->usage_error;
+    size_t n = sizeof o->usage_error;
     for (int i = first; i < argc; ++i) {
         const char *a = argv[i];
         const char *val = NULL;
         if ((strcmp(a, "-c") == 0 || strcmp(a, "--config") == 0 || strcmp(a, "-o") == 0 ||
              strcmp(a, "--output") == 0 || strcmp(a, "--set") == 0)) {
             if (i + 1 >= argc) {
-                if (launch_rank() == 0) {
-                    fprintf(stderr, "agefence: %s needs a value\n", a);
-                }
+                snprintf(msg, n, "%s needs a value", a);
                 return AF_EXIT_USAGE;
             }
             val = argv[++i];
@@ -61,7 +48,7 @@ static int parse_common(int argc, char **argv, int first, af_run_opts_t *o, int 
             o->output = val;
         } else if (strcmp(a, "--set") == 0) {
             if (o->nsets == AF_MAX_SETS) {
-                fprintf(stderr, "agefence: at most %d --set options\n", AF_MAX_SETS);
+                snprintf(msg, n, "at most %d --set options", AF_MAX_SETS);
                 return AF_EXIT_USAGE;
             }
             o->sets[o->nsets++] = val;
@@ -70,9 +57,7 @@ static int parse_common(int argc, char **argv, int first, af_run_opts_t *o, int 
         } else if (keys != NULL && strcmp(a, "--keys") == 0) {
             *keys = 1;
         } else {
-            if (launch_rank() == 0) {
-                fprintf(stderr, "agefence: unknown option '%s' (agefence --help)\n", a);
-            }
+            snprintf(msg, n, "unknown option '%s' (agefence --help)", a);
             return AF_EXIT_USAGE;
         }
     }
@@ -86,6 +71,7 @@ static int cmd_config(int argc, char **argv)
     int keys = 0;
     int rc = parse_common(argc, argv, 2, &o, &keys);
     if (rc != 0) {
+        fprintf(stderr, "agefence: %s\n", o.usage_error);
         return rc;
     }
     if (keys) {
@@ -132,10 +118,8 @@ int main(int argc, char **argv)
                 return 0;
             }
         }
-        int rc = parse_common(argc, argv, 2, &o, NULL);
-        if (rc != 0) {
-            return rc;
-        }
+        /* A bad command line is reported by af_run, from rank 0 alone. */
+        (void)parse_common(argc, argv, 2, &o, NULL);
         return af_run(&o, &argc, &argv);
     }
     fprintf(stderr, "agefence: unknown command '%s' (agefence --help)\n", argv[1]);

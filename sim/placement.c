@@ -6,15 +6,12 @@
 
 int64_t af_capacity(int64_t blocks, int64_t devices, int64_t units, double max_blackout)
 {
+    /* The formula as documented, on the (fractional) surviving unit count; the small epsilon
+     * keeps an exact quotient such as 256 / 16 from rounding up through floating point. */
     double surviving = (double)devices * (double)units * (1.0 - max_blackout);
-    /* Round the surviving unit count down: a fraction of a unit holds nothing. */
-    int64_t alive = (int64_t)floor(surviving + 1e-9);
-    if (alive < 1) {
-        alive = 1;
-    }
-    int64_t need = (blocks + alive - 1) / alive;
+    double need = ceil((double)blocks / surviving - 1e-9);
     int64_t c = 1;
-    while (c < need) {
+    while ((double)c < need) {
         c *= 2;
     }
     return c;
@@ -112,7 +109,7 @@ int32_t af_placement_free_slot(const af_placement_t *p, int64_t unit)
 {
     int64_t g0 = unit * p->capacity;
     for (int64_t c = 0; c < p->capacity; ++c) {
-        if (p->slot_block[g0 + c] < 0) {
+        if (p->slot_block[g0 + c] == AF_SLOT_FREE) {
             return (int32_t)(g0 + c);
         }
     }

@@ -9,6 +9,10 @@
 
 #include "af_result.h"
 
+/* slot_block values that are not blocks. A reserved slot holds a transient DMR twin. */
+#define AF_SLOT_FREE     (-1)
+#define AF_SLOT_RESERVED (-2)
+
 typedef struct af_placement {
     int64_t devices;  /* D */
     int64_t units;    /* U per device */
@@ -31,8 +35,8 @@ int64_t af_capacity(int64_t blocks, int64_t devices, int64_t units, double max_b
 void af_rank_devices(int64_t devices, int nranks, int rank, int64_t *lo, int64_t *hi);
 int af_device_rank(int64_t devices, int nranks, int64_t device);
 
-/* Allocates the tables and places block b on device floor(b*D/B)'s share, round-robin over
- * its units. Deterministic and independent of the number of ranks. */
+/* Allocates the tables and gives device d the blocks [floor(d*B/D), floor((d+1)*B/D)),
+ * round-robin over its units. Deterministic and independent of the number of ranks. */
 af_result_t af_placement_init(af_placement_t *p, int64_t devices, int64_t units, int64_t blocks,
                               double max_blackout, int nranks, int rank);
 void af_placement_destroy(af_placement_t *p);
@@ -59,7 +63,7 @@ int64_t af_placement_local_slots(const af_placement_t *p);
 
 /* Moves a block into an empty slot, keeping both tables and the loads consistent. */
 void af_placement_move(af_placement_t *p, int32_t block, int32_t dst_slot);
-/* First empty slot of a unit, or -1. */
+/* First free (not reserved) slot of a unit, or -1. */
 int32_t af_placement_free_slot(const af_placement_t *p, int64_t unit);
 
 /* Checks the invariants: every block in exactly one slot, tables inverse of each other, loads

@@ -20,54 +20,10 @@
 #include "log.h"
 #include "placement.h"
 #include "reference.h"
+#include "run_internal.h"
 #include "version.h"
 
-/* Counters each rank reports for each step; summed on rank 0. */
-enum {
-    CNT_INJECTED,
-    CNT_DETECTED,
-    CNT_FENCED,
-    CNT_RETRIED,
-    CNT_LEAKED,
-    CNT_SDC,
-    CNT_ALLOCS,
-    CNT_COMMS,
-    NCOUNTS
-};
-
-/* What each rank sends to rank 0 at the end of step s: the phases of step s, except step_us
- * and log_us, which are those of step s-1 (a step's own log phase ends after its gather). */
-typedef struct payload {
-    double phase[AF_NPHASES];
-    int64_t count[NCOUNTS];
-} payload_t;
-
-typedef struct run {
-    af_config_t cfg;
-    af_world_t world;
-    af_fabric_t *fab;
-    af_kernels_t *k;
-    af_placement_t pl;
-    af_coeffs_t coeffs;
-    int64_t T;
-    int64_t B;
-    int64_t D;
-    int n_local;      /* local slots */
-    uint64_t *xchg;   /* exchange vector, af_xchg_len(B) */
-    double *cellbuf;  /* T doubles */
-    payload_t mine;   /* this rank's payload for the current step */
-    payload_t *all;   /* rank 0: nranks payloads */
-    double *phases;   /* rank 0: AF_NPHASES x nranks for the row being completed */
-    af_step_row_t row_prev; /* rank 0: the row waiting for its mass and step/log times */
-    int have_prev;
-    af_log_t *log;    /* rank 0 only */
-    const char *out_path;
-    int64_t steps_done;
-    double sim_hours;
-    double prev_step_us;
-    double prev_log_us;
-    int progress;
-} run_t;
+typedef af_run_state_t run_t;
 
 static volatile sig_atomic_t af_stop_requested;
 
@@ -75,6 +31,11 @@ static void on_signal(int sig)
 {
     (void)sig;
     af_stop_requested = 1;
+}
+
+int af_stop_flag(void)
+{
+    return af_stop_requested != 0;
 }
 
 static void install_signals(void)
@@ -87,15 +48,17 @@ static void install_signals(void)
     sigaction(SIGTERM, &sa, NULL);
 }
 
-/* Rank 0 reads and validates the scenario; every rank receives the resolved text and parses
- * it, so all hold the same configuration. Returns AF_ERR_USAGE on every rank when rank 0
- * found the input bad (rank 0 has printed the one line). */
+/* Rank 0 reads and validates the scenario; every rank receives the resolved configuration
+ * itself (a plain struct), so all hold exactly the same values. Returns AF_ERR_USAGE on every
+ * rank when rank 0 found the input bad (rank 0 has printed the one line). */
 static af_result_t distribute_config(run_t *r, const af_run_opts_t *o)
 {
-    int64_t hdr[2] = {0, 0}; /* status, text length */
-    char *text = NULL;
+    int64_t status = 0;
     char err[700] = "";
-    if (r->world.rank == 0) {
+    if (r->world.rank == 0 && o->usage_error[0] != '\0') {
+        fprintf(stderr, "agefence: %s\n", o->usage_error);
+        status = 1;
+    } else if (r->world.rank == 0) {
         af_result_t rc = af_config_load(&r->cfg, o->config_file, o->sets, o->nsets, err,
                                         sizeof err);
         if (rc == AF_OK) {
@@ -103,38 +66,14 @@ static af_result_t distribute_config(run_t *r, const af_run_opts_t *o)
         }
         if (rc != AF_OK) {
             fprintf(stderr, "agefence: %s\n", err);
-            hdr[0] = 1;
-        } else {
-            size_t len = af_config_format(&r->cfg, NULL, 0);
-            text = malloc(len + 1);
-            if (text == NULL) {
-                return AF_ERR_NOMEM;
-            }
-            af_config_format(&r->cfg, text, len + 1);
-            hdr[1] = (int64_t)len;
+            status = 1;
         }
     }
-    AF_CHECK(r->fab->ops->bcast(r->fab, hdr, sizeof hdr, 0));
-    if (hdr[0] != 0) {
+    AF_CHECK(r->fab->ops->bcast(r->fab, &status, sizeof status, 0));
+    if (status != 0) {
         return AF_ERR_USAGE;
     }
-    if (r->world.rank != 0) {
-        text = malloc((size_t)hdr[1] + 1);
-        if (text == NULL) {
-            return AF_ERR_NOMEM;
-        }
-    }
-    af_result_t rc = r->fab->ops->bcast(r->fab, text, (size_t)hdr[1] + 1, 0);
-    if (rc == AF_OK && r->world.rank != 0) {
-        rc = af_config_parse_text(&r->cfg, text, "resolved scenario", err, sizeof err);
-        if (rc != AF_OK) {
-            af_error_set("rank %d could not parse the scenario sent by rank 0: %s",
-                         r->world.rank, err);
-            rc = AF_ERR_INTERNAL;
-        }
-    }
-    free(text);
-    return rc;
+    return r->fab->ops->bcast(r->fab, &r->cfg, sizeof r->cfg, 0);
 }
 
 /* Agrees on a status across ranks: returns the worst (largest) code any rank holds. */
@@ -270,18 +209,20 @@ static af_result_t write_hostnames(run_t *r)
 static af_result_t load_initial_state(run_t *r)
 {
     for (int s = 0; s < r->n_local; ++s) {
-        int64_t g = r->pl.dev_lo * r->pl.units * r->pl.capacity + s;
-        int32_t b = r->pl.slot_block[g];
-        r->k->slot_block[s] = b;
-        r->k->slot_mode[s] = AF_MODE_HEALTHY;
-        r->k->slot_p[s] = 0.0;
-        r->k->commit[s] = 0;
+        int32_t b = r->pl.slot_block[r->slot0 + s];
+        af_slot_control(r, r->slot0 + s);
+        r->k->commit[s] = 1;
         if (b >= 0) {
             af_initial_cells(&r->cfg, (int64_t)b * r->T, r->T, r->cellbuf);
             AF_CHECK(r->k->ops->write_slot(r->k, s, r->cellbuf));
         }
     }
-    return r->k->ops->upload_control(r->k);
+    AF_CHECK(r->k->ops->upload_control(r->k));
+    /* The exchange of the initial state, which the first step's compute reads, and the first
+     * replicas (logical step 0). */
+    AF_CHECK(r->k->ops->pack(r->k, r->xchg_prev));
+    AF_CHECK(r->fab->ops->allreduce_max_u64(r->fab, r->xchg_prev, af_xchg_len((int)r->B)));
+    return af_replicas_refresh(r);
 }
 
 static af_result_t run_init(run_t *r)
@@ -289,10 +230,14 @@ static af_result_t run_init(run_t *r)
     r->T = r->cfg.block_len;
     r->B = r->cfg.blocks;
     r->D = af_config_devices(&r->cfg, r->world.size);
+    r->U = r->cfg.units_per_device;
+    r->units = r->D * r->U;
     r->coeffs = af_scheme_coeffs(&r->cfg);
-    AF_CHECK(af_placement_init(&r->pl, r->D, r->cfg.units_per_device, r->B, r->cfg.max_blackout,
-                               r->world.size, r->world.rank));
+    AF_CHECK(af_placement_init(&r->pl, r->D, r->U, r->B, r->cfg.max_blackout, r->world.size,
+                               r->world.rank));
+    r->C = r->pl.capacity;
     r->n_local = (int)af_placement_local_slots(&r->pl);
+    r->slot0 = r->pl.dev_lo * r->U * r->C;
     const af_kernels_ops_t *kops = &af_kernels_cpu;
     af_shard_desc_t desc = {
         .n_slots = r->n_local,
@@ -303,107 +248,15 @@ static af_result_t run_init(run_t *r)
         .cuda_device = -1,
     };
     AF_CHECK(kops->create(&desc, &r->k));
-    r->xchg = af_alloc(sizeof(uint64_t) * af_xchg_len((int)r->B));
-    r->cellbuf = af_alloc(sizeof(double) * (size_t)r->T);
-    if (r->xchg == NULL || r->cellbuf == NULL) {
-        af_error_set("cannot allocate the exchange vector for %lld blocks", (long long)r->B);
-        return AF_ERR_NOMEM;
-    }
+    AF_CHECK(af_step_init(r));
     if (r->world.rank == 0) {
-        r->all = af_alloc(sizeof(payload_t) * (size_t)r->world.size);
+        r->all = af_alloc(sizeof(af_payload_t) * (size_t)r->world.size);
         r->phases = af_alloc(sizeof(double) * AF_NPHASES * (size_t)r->world.size);
         if (r->all == NULL || r->phases == NULL) {
             return AF_ERR_NOMEM;
         }
     }
     AF_CHECK(load_initial_state(r));
-    return AF_OK;
-}
-
-/* Combines two per-step counters known on every rank into the row (rank 0). */
-static void fill_health(run_t *r, af_step_row_t *row)
-{
-    int64_t units = r->D * r->cfg.units_per_device;
-    row->healthy_units = units;
-    row->fading_units = 0;
-    row->dead_units = 0;
-    row->blackout_frac = 0.0;
-}
-
-/* Sums the logical-order block diagnostics of the last exchange into mass and energy. */
-static void diag_from_xchg(const run_t *r, double *mass, double *energy)
-{
-    double dx = af_config_dx(&r->cfg);
-    double m = 0.0;
-    double e = 0.0;
-    for (int64_t b = 0; b < r->B; ++b) {
-        m += af_double(r->xchg[2 * r->B + b]);
-        e += af_double(r->xchg[3 * r->B + b]);
-    }
-    *mass = m * dx;
-    *energy = e * dx;
-}
-
-/* The log phase of step `step` (rank 0 completes the previous row with what this step's
- * exchange and gather brought, appends it, and keeps this step's row pending). */
-static af_result_t log_phase(run_t *r, int64_t step, int final)
-{
-    r->mine.phase[AF_PHASE_step_us] = r->prev_step_us;
-    r->mine.phase[AF_PHASE_log_us] = r->prev_log_us;
-    r->mine.count[CNT_ALLOCS] = af_alloc_after_seal();
-    r->mine.count[CNT_COMMS] = r->fab->comms_created;
-    AF_CHECK(r->fab->ops->gather(r->fab, &r->mine, sizeof r->mine, r->all, 0));
-    if (r->world.rank != 0) {
-        return AF_OK;
-    }
-    const int R = r->world.size;
-    double mass = 0.0;
-    double energy = 0.0;
-    diag_from_xchg(r, &mass, &energy);
-    if (r->have_prev) {
-        /* The previous row gets: its state's diagnostics (this step's exchange packed them),
-         * and every rank's step_us and log_us of that step. */
-        r->row_prev.mass = mass;
-        r->row_prev.energy = energy;
-        for (int q = 0; q < R; ++q) {
-            r->phases[AF_PHASE_step_us * R + q] = r->all[q].phase[AF_PHASE_step_us];
-            r->phases[AF_PHASE_log_us * R + q] = r->all[q].phase[AF_PHASE_log_us];
-        }
-        AF_CHECK(af_log_append(r->log, &r->row_prev, r->phases));
-        r->have_prev = 0;
-    }
-    if (final) {
-        return AF_OK;
-    }
-    af_step_row_t *row = &r->row_prev;
-    memset(row, 0, sizeof *row);
-    row->step = step;
-    row->sim_hours = r->sim_hours;
-    fill_health(r, row);
-    int64_t allocs = 0;
-    int64_t comms = 0;
-    for (int q = 0; q < R; ++q) {
-        const payload_t *p = &r->all[q];
-        row->corrupt_injected += p->count[CNT_INJECTED];
-        row->corrupt_detected += p->count[CNT_DETECTED];
-        row->fenced += p->count[CNT_FENCED];
-        row->retried += p->count[CNT_RETRIED];
-        row->nonfinite_leaked += p->count[CNT_LEAKED];
-        row->sdc_undetected += p->count[CNT_SDC];
-        allocs += p->count[CNT_ALLOCS];
-        comms += p->count[CNT_COMMS];
-        for (int ph = 0; ph < AF_NPHASES; ++ph) {
-            if (ph != AF_PHASE_step_us && ph != AF_PHASE_log_us) {
-                r->phases[ph * R + q] = p->phase[ph];
-            }
-        }
-    }
-    row->allocs_after_init = allocs;
-    row->comms_after_init = comms;
-    r->have_prev = 1;
-    if (step % r->cfg.flush_interval == 0) {
-        AF_CHECK(af_log_flush(r->log));
-    }
     return AF_OK;
 }
 
@@ -421,59 +274,6 @@ static void progress(run_t *r, int64_t step, double t_start)
     fflush(stderr);
 }
 
-/* One step. Returns AF_OK, and sets *stop when any rank asked to stop after it. */
-static af_result_t step_once(run_t *r, int64_t step, int *stop)
-{
-    double t0 = af_now_us();
-    memset(&r->mine, 0, sizeof r->mine);
-
-    /* Coordinator: the aging model and move planning live here (fault-free: nothing to do
-     * but agree on the step). */
-    double t1 = af_now_us();
-
-    /* Halo: pack this rank's edges and diagnostics, add the stop flag, combine exactly. */
-    AF_CHECK(r->k->ops->pack(r->k, r->xchg));
-    r->xchg[4 * r->B + AF_XCHG_STOP] = af_stop_requested ? 1 : 0;
-    AF_CHECK(r->fab->ops->allreduce_max_u64(r->fab, r->xchg, af_xchg_len((int)r->B)));
-    double t2 = af_now_us();
-
-    /* Masked compute over the full static grid, containment, commit. */
-    AF_CHECK(r->k->ops->compute(r->k, (uint64_t)step, r->xchg, 0));
-    AF_CHECK(r->k->ops->download_results(r->k));
-    int64_t leaked = 0;
-    for (int s = 0; s < r->n_local; ++s) {
-        int live = r->k->slot_block[s] >= 0 && r->k->slot_mode[s] != AF_MODE_DEAD;
-        int clean = r->k->nonfinite[s] == 0;
-        r->k->commit[s] = (uint8_t)(live && clean);
-        r->mine.count[CNT_FENCED] += live && !clean;
-    }
-    AF_CHECK(r->k->ops->upload_control(r->k));
-    AF_CHECK(r->k->ops->commit(r->k));
-    double t3 = af_now_us();
-    r->mine.count[CNT_LEAKED] = leaked;
-    if (r->mine.count[CNT_FENCED] != 0) {
-        /* Fault-free run: a non-finite output means the scheme itself blew up. */
-        af_error_set("step %lld: %lld blocks produced non-finite values with no fault injected "
-                     "(is the scenario stable?)",
-                     (long long)step, (long long)r->mine.count[CNT_FENCED]);
-        return AF_ERR_INTERNAL;
-    }
-
-    r->sim_hours += r->cfg.sim_hours_per_step;
-    r->mine.phase[AF_PHASE_coord_us] = t1 - t0;
-    r->mine.phase[AF_PHASE_halo_us] = t2 - t1;
-    r->mine.phase[AF_PHASE_kernel_us] = t3 - t2;
-    r->mine.phase[AF_PHASE_moves_us] = 0.0;
-    r->mine.phase[AF_PHASE_replica_us] = 0.0;
-
-    double t4 = af_now_us();
-    AF_CHECK(log_phase(r, step, 0));
-    double t5 = af_now_us();
-    r->prev_log_us = t5 - t4;
-    *stop = r->xchg[4 * r->B + AF_XCHG_STOP] != 0;
-    (void)t0;
-    return AF_OK;
-}
 
 /* Gathers the committed state of every block to rank 0 in logical order. */
 static af_result_t gather_state(run_t *r, double *global)
@@ -551,16 +351,9 @@ typedef struct verdict {
 
 static af_result_t finish(run_t *r, verdict_t *v)
 {
-    /* The last row still needs its diagnostics and timings: one more exchange and gather. */
-    AF_CHECK(r->k->ops->pack(r->k, r->xchg));
-    AF_CHECK(r->fab->ops->allreduce_max_u64(r->fab, r->xchg, af_xchg_len((int)r->B)));
+    /* The last row still waits for its step and log times: one more gather. */
     memset(&r->mine, 0, sizeof r->mine);
-    AF_CHECK(log_phase(r, r->steps_done + 1, 1));
-    double mass_final = 0;
-    double energy_final = 0;
-    diag_from_xchg(r, &mass_final, &energy_final);
-    v->mass_final = mass_final;
-
+    AF_CHECK(af_step_log(r, 1));
     int64_t n = r->B * r->T;
     double *state = NULL;
     double *ref = NULL;
@@ -577,24 +370,29 @@ static af_result_t finish(run_t *r, verdict_t *v)
     af_result_t rc = gather_state(r, state);
     if (rc == AF_OK && r->world.rank == 0) {
         double t0 = af_now_us();
-        rc = af_reference_run(&r->cfg, r->steps_done, ref);
+        rc = af_reference_run(&r->cfg, r->state_step, ref);
         v->ref_seconds = (af_now_us() - t0) * 1e-6;
         if (rc == AF_OK) {
             v->bitwise_equal = memcmp(state, ref, sizeof(double) * (size_t)n) == 0;
             v->state_sum = af_checksum(state, n);
             v->ref_sum = af_checksum(ref, n);
-            af_initial_cells(&r->cfg, 0, n, ref);
+            /* Mass before and after, in the same fixed order as the run's diagnostics. */
+            double m1 = 0;
             double m0 = 0;
-            double e0 = 0;
-            /* Initial mass in the same fixed order as the run's diagnostics. */
+            double e = 0;
             for (int64_t b = 0; b < r->B; ++b) {
                 double mb = 0;
-                double eb = 0;
-                af_block_diag(ref + b * r->T, (int)r->T, &mb, &eb);
+                af_block_diag(state + b * r->T, (int)r->T, &mb, &e);
+                m1 += mb;
+            }
+            af_initial_cells(&r->cfg, 0, n, ref);
+            for (int64_t b = 0; b < r->B; ++b) {
+                double mb = 0;
+                af_block_diag(ref + b * r->T, (int)r->T, &mb, &e);
                 m0 += mb;
-                e0 += eb;
             }
             v->mass0 = m0 * af_config_dx(&r->cfg);
+            v->mass_final = m1 * af_config_dx(&r->cfg);
             rc = af_log_write_f64(r->log, "/final/state", state, (size_t)n);
         }
     }
@@ -603,13 +401,53 @@ static af_result_t finish(run_t *r, verdict_t *v)
     return rc;
 }
 
+/* /units: what the aging model did to every unit (rank 0). */
+static af_result_t write_units(run_t *r)
+{
+    const af_aging_t *a = &r->aging;
+    size_t n = (size_t)r->units;
+    int64_t *iv = malloc(sizeof(int64_t) * n);
+    if (iv == NULL) {
+        return AF_ERR_NOMEM;
+    }
+    af_result_t rc = AF_OK;
+    AF_CHECK_GOTO(af_log_write_f64(r->log, "/units/lifetime_hours", a->lifetime_h, n), rc, out);
+    AF_CHECK_GOTO(af_log_write_f64(r->log, "/units/age_hours", a->age_h, n), rc, out);
+    AF_CHECK_GOTO(af_log_write_f64(r->log, "/units/temperature_K", a->temp_k, n), rc, out);
+    AF_CHECK_GOTO(af_log_write_i64(r->log, "/units/fade_step", a->fade_step, n), rc, out);
+    AF_CHECK_GOTO(af_log_write_i64(r->log, "/units/death_step", a->death_step, n), rc, out);
+    for (size_t u = 0; u < n; ++u) {
+        iv[u] = a->cause[u];
+    }
+    AF_CHECK_GOTO(af_log_write_i64(r->log, "/units/cause", iv, n), rc, out);
+    for (size_t u = 0; u < n; ++u) {
+        iv[u] = (int64_t)u / r->U;
+    }
+    AF_CHECK_GOTO(af_log_write_i64(r->log, "/units/device", iv, n), rc, out);
+    for (size_t u = 0; u < n; ++u) {
+        iv[u] = (int64_t)u % r->U;
+    }
+    AF_CHECK_GOTO(af_log_write_i64(r->log, "/units/unit", iv, n), rc, out);
+    AF_CHECK_GOTO(af_log_attr_str(r->log, "/units", "cause_codes",
+                                  "0 alive, 1 wear-out, 2 sudden, 3 scripted"),
+                  rc, out);
+out:
+    free(iv);
+    return rc;
+}
+
 static af_result_t write_final(run_t *r, const verdict_t *v)
 {
     af_log_t *log = r->log;
     char hex[32];
+    AF_CHECK(write_units(r));
     AF_CHECK(af_log_attr_str(log, "/final", "exit_reason", v->exit_reason));
+    if (r->exhausted) {
+        AF_CHECK(af_log_attr_str(log, "/final", "exhausted_why", r->exhausted_why));
+    }
     AF_CHECK(af_log_attr_i64(log, "/final", "exit_code", v->exit_code));
-    AF_CHECK(af_log_attr_i64(log, "/final", "steps_completed", r->steps_done));
+    AF_CHECK(af_log_attr_i64(log, "/final", "steps_completed", r->tick));
+    AF_CHECK(af_log_attr_i64(log, "/final", "state_step", r->state_step));
     AF_CHECK(af_log_attr_i64(log, "/final", "bitwise_equal", v->bitwise_equal));
     snprintf(hex, sizeof hex, "%016llx", (unsigned long long)v->state_sum);
     AF_CHECK(af_log_attr_str(log, "/final", "state_checksum", hex));
@@ -618,10 +456,21 @@ static af_result_t write_final(run_t *r, const verdict_t *v)
     AF_CHECK(af_log_attr_f64(log, "/final", "mass_initial", v->mass0));
     AF_CHECK(af_log_attr_f64(log, "/final", "mass_final", v->mass_final));
     AF_CHECK(af_log_attr_f64(log, "/final", "sim_hours", r->sim_hours));
-    AF_CHECK(af_log_attr_f64(log, "/final", "max_blackout", 0.0));
-    AF_CHECK(af_log_attr_i64(log, "/final", "nonfinite_leaked_total", 0));
-    AF_CHECK(af_log_attr_i64(log, "/final", "sdc_undetected_total", 0));
+    AF_CHECK(af_log_attr_f64(log, "/final", "max_blackout", r->max_blackout));
+    AF_CHECK(af_log_attr_i64(log, "/final", "nonfinite_leaked_total", r->leaked_total));
+    AF_CHECK(af_log_attr_i64(log, "/final", "sdc_undetected_total", r->sdc_total));
     AF_CHECK(af_log_attr_i64(log, "/final", "allocs_after_init", af_alloc_after_seal()));
+    /* Totals over the run, so scripts need not sum /steps. */
+    const af_step_row_t *tot = &r->totals;
+    AF_CHECK(af_log_attr_i64(log, "/final", "corrupt_injected_total", tot->corrupt_injected));
+    AF_CHECK(af_log_attr_i64(log, "/final", "corrupt_detected_total", tot->corrupt_detected));
+    AF_CHECK(af_log_attr_i64(log, "/final", "fenced_total", tot->fenced));
+    AF_CHECK(af_log_attr_i64(log, "/final", "retried_total", tot->retried));
+    AF_CHECK(af_log_attr_i64(log, "/final", "moves_drain_total", tot->moves_drain));
+    AF_CHECK(af_log_attr_i64(log, "/final", "moves_restore_total", tot->moves_restore));
+    AF_CHECK(af_log_attr_i64(log, "/final", "moves_retry_total", tot->moves_retry));
+    AF_CHECK(af_log_attr_i64(log, "/final", "rollbacks_total", tot->rollbacks));
+    AF_CHECK(af_log_attr_i64(log, "/final", "replayed_steps_total", tot->replayed_steps));
     char t[64];
     iso_time(t, sizeof t);
     AF_CHECK(af_log_attr_str(log, "/final", "end_time", t));
@@ -630,14 +479,27 @@ static af_result_t write_final(run_t *r, const verdict_t *v)
 
 static void print_summary(const run_t *r, const verdict_t *v, double wall_s)
 {
+    const af_step_row_t *t = &r->totals;
     printf("agefence run: scenario '%s', %d ranks, %lld devices x %lld units, %lld blocks x %lld "
            "cells, capacity %lld slots/unit\n",
-           r->cfg.name, r->world.size, (long long)r->D, (long long)r->cfg.units_per_device,
-           (long long)r->B, (long long)r->T, (long long)r->pl.capacity);
+           r->cfg.name, r->world.size, (long long)r->D, (long long)r->U, (long long)r->B,
+           (long long)r->T, (long long)r->C);
     printf("  backends       compute=%s fabric=%s\n", r->k->ops->name, r->fab->ops->name);
-    printf("  steps          %lld of %lld in %.2f s (%.0f steps/s), %.0f simulated hours\n",
-           (long long)r->steps_done, (long long)r->cfg.steps, wall_s,
-           wall_s > 0 ? (double)r->steps_done / wall_s : 0.0, r->sim_hours);
+    printf("  steps          %lld executed (%lld replayed) for %lld of %lld in %.2f s "
+           "(%.0f steps/s), %.0f simulated hours\n",
+           (long long)r->tick, (long long)t->replayed_steps, (long long)r->state_step,
+           (long long)r->cfg.steps, wall_s, wall_s > 0 ? (double)r->tick / wall_s : 0.0,
+           r->sim_hours);
+    printf("  blackout       max %.1f%% of %lld units dead (detect=%s, drain=%s)\n",
+           100.0 * r->max_blackout, (long long)r->units,
+           r->cfg.detect == AF_DETECT_DMR ? "dmr" : "finite", r->cfg.drain ? "on" : "off");
+    printf("  containment    %lld corruptions injected, %lld detected, %lld fenced, %lld "
+           "retried; %lld NaN/Inf leaked, %lld finite undetected\n",
+           (long long)t->corrupt_injected, (long long)t->corrupt_detected, (long long)t->fenced,
+           (long long)t->retried, (long long)r->leaked_total, (long long)r->sdc_total);
+    printf("  recovery       %lld drains, %lld restores, %lld retry moves, %lld rollbacks\n",
+           (long long)t->moves_drain, (long long)t->moves_restore, (long long)t->moves_retry,
+           (long long)t->rollbacks);
     printf("  exit reason    %s\n", v->exit_reason);
     printf("  final state    %s the serial fault-free reference (checksum %016llx, reference "
            "%016llx)\n",
@@ -645,8 +507,9 @@ static void print_summary(const run_t *r, const verdict_t *v, double wall_s)
            (unsigned long long)v->state_sum, (unsigned long long)v->ref_sum);
     printf("  mass           %.17g -> %.17g (drift %.3g)\n", v->mass0, v->mass_final,
            v->mass_final - v->mass0);
-    printf("  allocations    %lld after start-up\n", (long long)af_alloc_after_seal());
-    printf("  log            %s (%lld steps)\n", r->out_path, (long long)r->steps_done);
+    printf("  allocations    %lld after start-up on rank 0, %lld communicators created\n",
+           (long long)af_alloc_after_seal(), (long long)r->fab->comms_created);
+    printf("  log            %s (%lld steps)\n", r->out_path, (long long)r->tick);
     printf("  verdict        %s\n", v->exit_code == 0 ? "PASS" : "FAIL");
 }
 
@@ -713,14 +576,18 @@ int af_run(const af_run_opts_t *opts, int *argc, char ***argv)
     double t_start = af_now_us();
     double t_step = t_start;
     int stop = 0;
-    for (int64_t step = 1; step <= r->cfg.steps && !stop; ++step) {
-        AF_CHECK_GOTO(step_once(r, step, &stop), rc, fail);
-        r->steps_done = step;
+    /* Replays after rollbacks add executed steps; the bound only stops a runaway. */
+    int64_t max_ticks = r->cfg.steps * 100 + 1000;
+    while (!stop && r->tick < max_ticks) {
+        AF_CHECK_GOTO(af_step(r, &stop), rc, fail);
+        double t_log = af_now_us();
+        AF_CHECK_GOTO(af_step_log(r, 0), rc, fail);
         double now = af_now_us();
+        r->prev_log_us = now - t_log;
         r->prev_step_us = now - t_step;
         t_step = now;
         if (r->world.rank == 0) {
-            progress(r, step, t_start);
+            progress(r, r->state_step, t_start);
         }
     }
     double wall_s = (af_now_us() - t_start) * 1e-6;
@@ -731,9 +598,15 @@ int af_run(const af_run_opts_t *opts, int *argc, char ***argv)
     verdict_t v = {"completed", AF_EXIT_OK, 0, 0, 0, 0, 0, 0};
     AF_CHECK_GOTO(finish(r, &v), rc, fail);
     if (r->world.rank == 0) {
-        if (stop) {
+        if (r->exhausted) {
+            v.exit_reason = "capacity_exhausted";
+            v.exit_code = AF_EXIT_CAPACITY;
+        } else if (r->stop_signal) {
             v.exit_reason = "signal";
             v.exit_code = AF_EXIT_SIGNAL;
+        } else if (r->leaked_total > 0) {
+            v.exit_reason = "leaked";
+            v.exit_code = AF_EXIT_CONTAINMENT;
         } else if (!v.bitwise_equal) {
             v.exit_reason = "mismatch";
             v.exit_code = AF_EXIT_MISMATCH;
@@ -743,10 +616,15 @@ int af_run(const af_run_opts_t *opts, int *argc, char ***argv)
         if (!opts->quiet) {
             print_summary(r, &v, wall_s);
         }
-        if (stop) {
+        if (r->stop_signal) {
             fprintf(stderr, "agefence: stopped by a signal after step %lld; the log is complete "
                             "up to it\n",
-                    (long long)r->steps_done);
+                    (long long)r->tick);
+        } else if (r->exhausted) {
+            fprintf(stderr, "agefence: capacity exhausted at step %lld (%lld of %lld units dead): "
+                            "%s\n",
+                    (long long)r->tick, (long long)r->plan.dead, (long long)r->units,
+                    r->exhausted_why);
         }
     }
     code = agree(r, v.exit_code);
@@ -758,7 +636,7 @@ fail:
     af_error_trace(stderr);
     if (r->log != NULL) {
         af_log_attr_str(r->log, "/final", "exit_reason", "error");
-        af_log_attr_i64(r->log, "/final", "steps_completed", r->steps_done);
+        af_log_attr_i64(r->log, "/final", "steps_completed", r->tick);
         af_log_close(&r->log);
     }
     /* A failure on one rank leaves the others inside a collective: end the launch. */
@@ -769,9 +647,8 @@ out:
         af_log_close(&r->log);
     }
     af_kernels_destroy(&r->k);
+    af_step_destroy(r);
     af_placement_destroy(&r->pl);
-    af_free(r->xchg);
-    af_free(r->cellbuf);
     af_free(r->all);
     af_free(r->phases);
     af_fabric_destroy(&r->fab);

@@ -13,6 +13,7 @@ typedef struct af_run_opts {
     int nsets;
     const char *output; /* NULL: log.path of the scenario */
     int quiet;          /* no summary on stdout */
+    char usage_error[300]; /* a bad command line: reported by rank 0, exit 2 */
 } af_run_opts_t;
 
 /* Runs under MPI (initialises and finalises it) and returns the process exit status

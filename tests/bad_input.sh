@@ -69,7 +69,7 @@ case_ block_len "block_len.ini:3: scenario.block_len = '2' is invalid: expected 
 case_ unstable "unstable.ini:4: workload.dt = 0.001 violates the diffusion stability limit" -c unstable.ini
 case_ devices_lt_ranks "devices.ini:3: scenario.devices = 2 is smaller than the 3 ranks" -c devices.ini
 case_ blocks_lt_devices "blocks.ini:4: scenario.blocks = 4 is smaller than the fleet of 8 devices" -c blocks.ini
-case_ event_device "\[event.1\]: device = 99 is outside the fleet" -c event.ini
+case_ event_device "event.ini:6: event.1.device = 99 is outside the fleet" -c event.ini
 case_ missing_file "nosuch.ini: cannot open the scenario file" -c nosuch.ini
 if [ "$(id -u)" != 0 ]; then
   case_ unreadable_file "unreadable.ini: cannot open the scenario file" -c unreadable.ini

@@ -1,20 +1,25 @@
 #!/usr/bin/env bash
 # One agefence run under mpirun, checked through its log.
 #   run_case.sh AGEFENCE REPORT MPIEXEC WORKDIR [np=N] [expect=CODE] [check=OBJ@NAME=VALUE]...
-#               -- [agefence run arguments]
-# Asserts: the exit status is CODE (default 0); the log passes `agefence-report --check`; and
-# each check= attribute has its value. A run expected to pass must also be bitwise equal to
-# the reference with no allocation after start-up and no leaked NaN/Inf.
+#               [min=OBJ@NAME=VALUE]... [max=OBJ@NAME=VALUE]... -- [agefence run arguments]
+# Asserts: the exit status is CODE (default 0); the log passes `agefence-report --check`; each
+# check= attribute has its value, each min= attribute is at least, each max= at most its value.
+# Every run must leave no allocation after start-up and no leaked NaN/Inf; a run expected to
+# pass must also be bitwise equal to the reference.
 set -uo pipefail
 agefence=$1 report=$2 mpiexec=$3 work=$4
 shift 4
 np=1 expect=0
 checks=()
+mins=()
+maxs=()
 while [ $# -gt 0 ] && [ "$1" != "--" ]; do
   case "$1" in
     np=*) np=${1#np=} ;;
     expect=*) expect=${1#expect=} ;;
     check=*) checks+=("${1#check=}") ;;
+    min=*) mins+=("${1#min=}") ;;
+    max=*) maxs+=("${1#max=}") ;;
     *) echo "run_case.sh: unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -32,9 +37,9 @@ cat "$work/stdout"
 "$report" --check "$log" || fail "the log breaks the schema"
 
 attr() { "$report" --attr "$1" "$2" "$log"; }
+checks+=("/final@allocs_after_init=0" "/final@nonfinite_leaked_total=0")
 if [ "$expect" = 0 ]; then
-  checks+=("/final@bitwise_equal=1" "/final@exit_reason=completed" "/final@allocs_after_init=0"
-           "/final@nonfinite_leaked_total=0")
+  checks+=("/final@bitwise_equal=1" "/final@exit_reason=completed")
   grep -q "BITWISE EQUAL" "$work/stdout" || fail "the summary does not say bitwise equal"
 fi
 for c in "${checks[@]}"; do
@@ -43,4 +48,15 @@ for c in "${checks[@]}"; do
   got=$(attr "$obj" "$name") || fail "no attribute $obj@$name"
   [ "$got" = "$want" ] || fail "$obj@$name = $got, expected $want"
 done
-echo "PASS: np=$np exit=$rc checks=${#checks[@]}"
+compare() { # compare OP SPEC: numeric comparison of an attribute with a bound
+  local op=$1 spec=$2
+  local objname=${spec%%=*} bound=${spec#*=}
+  local obj=${objname%%@*} name=${objname#*@}
+  local got
+  got=$(attr "$obj" "$name") || fail "no attribute $obj@$name"
+  awk -v g="$got" -v b="$bound" -v op="$op" 'BEGIN { exit !((op == "min") ? (g >= b) : (g <= b)) }' ||
+    fail "$obj@$name = $got, expected $op $bound"
+}
+for c in "${mins[@]}"; do compare min "$c"; done
+for c in "${maxs[@]}"; do compare max "$c"; done
+echo "PASS: np=$np exit=$rc checks=$((${#checks[@]} + ${#mins[@]} + ${#maxs[@]}))"

@@ -1,7 +1,301 @@
+/* MPI tests of the fabric's MPI backend, run under mpiexec with 1 to 4 ranks: the exact
+ * bit-pattern all-reduce, bcast, gather, gatherv, the integer sum and batched point-to-point
+ * exchange. Every test makes all of its collective calls before it asserts anything, so a
+ * failure on one rank never leaves the others waiting in a collective; the failure counts of
+ * all ranks are summed at the end so that every rank exits non-zero when any rank failed. */
+#include "fabric/fabric.h"
+
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
 #include <cmocka.h>
-static void t0(void **s){(void)s;}
-int main(void){const struct CMUnitTest t[]={cmocka_unit_test(t0)};return cmocka_run_group_tests(t,NULL,NULL);}
+
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static af_world_t world;
+static af_fabric_t *fab;
+
+static uint64_t bits_of(double x)
+{
+    uint64_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+
+static void test_fabric_matches_the_launch(void **state)
+{
+    (void)state;
+    assert_non_null(fab);
+    assert_string_equal(fab->ops->name, "mpi");
+    assert_int_equal(fab->ops->mem, AF_MEM_HOST);
+    assert_int_equal(fab->rank, world.rank);
+    assert_int_equal(fab->size, world.size);
+    assert_true(world.size >= 1 && world.rank >= 0 && world.rank < world.size);
+    assert_true(world.local_size >= 1 && world.local_rank < world.local_size);
+    assert_int_equal(fab->comms_created, 0);
+    assert_int_equal(fab->ops->barrier(fab), AF_OK);
+}
+
+static void test_allreduce_max_u64_carries_owner_bit_patterns_exactly(void **state)
+{
+    (void)state;
+    const uint64_t specials[] = {
+        bits_of(-0.0),      0x7ff8000000001234ULL, /* a quiet NaN with a payload */
+        bits_of(4.9e-324),                         /* the smallest denormal */
+        bits_of(-INFINITY), bits_of(DBL_MAX),      bits_of(1.0 / 3.0),
+    };
+    assert_int_equal(specials[2], 1);
+    assert_int_equal(specials[0], 0x8000000000000000ULL);
+    assert_int_equal(specials[3], 0xfff0000000000000ULL);
+    enum { N = 6 * 5 };
+    uint64_t want[N];
+    uint64_t buf[N];
+    for (int i = 0; i < N; ++i) {
+        /* Every special lands on every owner across the entries. */
+        want[i] = specials[(i + i / 6) % 6];
+        buf[i] = i % fab->size == fab->rank ? want[i] : 0;
+    }
+    af_result_t rc = fab->ops->allreduce_max_u64(fab, buf, N);
+    /* The same again with the payload NaN negated (sign bit set) everywhere. */
+    uint64_t buf2[N];
+    for (int i = 0; i < N; ++i) {
+        buf2[i] = i % fab->size == fab->rank ? (want[i] | 0x8000000000000000ULL) : 0;
+    }
+    af_result_t rc2 = fab->ops->allreduce_max_u64(fab, buf2, N);
+    assert_int_equal(rc, AF_OK);
+    assert_int_equal(rc2, AF_OK);
+    assert_memory_equal(buf, want, sizeof want);
+    for (int i = 0; i < N; ++i) {
+        assert_int_equal(buf2[i], want[i] | 0x8000000000000000ULL);
+    }
+}
+
+static void test_bcast_copies_root_bytes_to_every_rank(void **state)
+{
+    (void)state;
+    unsigned char buf[37];
+    unsigned char want[37];
+    af_result_t rc[2];
+    int roots[2] = {0, fab->size - 1};
+    int ok = 1;
+    for (int t = 0; t < 2; ++t) {
+        for (int i = 0; i < 37; ++i) {
+            want[i] = (unsigned char)(31 * i + 7 * roots[t] + 1);
+            buf[i] = fab->rank == roots[t] ? want[i] : 0xaa;
+        }
+        rc[t] = fab->ops->bcast(fab, buf, sizeof buf, roots[t]);
+        ok = ok && memcmp(buf, want, sizeof want) == 0;
+    }
+    assert_int_equal(rc[0], AF_OK);
+    assert_int_equal(rc[1], AF_OK);
+    assert_true(ok);
+}
+
+static void test_gather_is_rank_major_on_the_root(void **state)
+{
+    (void)state;
+    int64_t send[3] = {fab->rank, 10 * fab->rank + 1, -(int64_t)fab->rank - 5};
+    int64_t *recv = calloc((size_t)fab->size * 3, sizeof(int64_t));
+    int64_t *recv_last = calloc((size_t)fab->size * 3, sizeof(int64_t));
+    assert_non_null(recv);
+    assert_non_null(recv_last);
+    af_result_t rc = fab->ops->gather(fab, send, sizeof send, recv, 0);
+    af_result_t rc_last = fab->ops->gather(fab, send, sizeof send, recv_last, fab->size - 1);
+    assert_int_equal(rc, AF_OK);
+    assert_int_equal(rc_last, AF_OK);
+    if (fab->rank == 0) {
+        for (int r = 0; r < fab->size; ++r) {
+            assert_int_equal(recv[3 * r + 0], r);
+            assert_int_equal(recv[3 * r + 1], 10 * r + 1);
+            assert_int_equal(recv[3 * r + 2], -r - 5);
+        }
+    }
+    if (fab->rank == fab->size - 1) {
+        for (int r = 0; r < fab->size; ++r) {
+            assert_int_equal(recv_last[3 * r + 0], r);
+            assert_int_equal(recv_last[3 * r + 1], 10 * r + 1);
+            assert_int_equal(recv_last[3 * r + 2], -r - 5);
+        }
+    }
+    free(recv);
+    free(recv_last);
+}
+
+static void test_gatherv_with_unequal_counts_concatenates_in_rank_order(void **state)
+{
+    (void)state;
+    /* Rank r sends 2r values (rank 0 sends none): 100 r + j. */
+    int mine = 2 * fab->rank;
+    int64_t *send = calloc((size_t)(mine > 0 ? mine : 1), sizeof(int64_t));
+    assert_non_null(send);
+    for (int j = 0; j < mine; ++j) {
+        send[j] = 100 * fab->rank + j;
+    }
+    size_t *counts = calloc((size_t)fab->size, sizeof(size_t));
+    assert_non_null(counts);
+    size_t total = 0;
+    for (int r = 0; r < fab->size; ++r) {
+        counts[r] = sizeof(int64_t) * (size_t)(2 * r);
+        total += (size_t)(2 * r);
+    }
+    int64_t *recv = calloc(total > 0 ? total : 1, sizeof(int64_t));
+    assert_non_null(recv);
+    af_result_t rc = fab->ops->gatherv(fab, send, sizeof(int64_t) * (size_t)mine, recv, counts, 0);
+    assert_int_equal(rc, AF_OK);
+    if (fab->rank == 0) {
+        size_t at = 0;
+        for (int r = 0; r < fab->size; ++r) {
+            for (int j = 0; j < 2 * r; ++j) {
+                assert_int_equal(recv[at++], 100 * r + j);
+            }
+        }
+        assert_int_equal(at, total);
+    }
+    free(send);
+    free(counts);
+    free(recv);
+}
+
+static void test_allreduce_sum_i64_is_exact(void **state)
+{
+    (void)state;
+    enum { N = 5 };
+    int64_t buf[N];
+    const int64_t big = (int64_t)1 << 52;
+    buf[0] = 1;
+    buf[1] = fab->rank;
+    buf[2] = -3 * (int64_t)fab->rank;
+    buf[3] = big + fab->rank; /* beyond the exact range of a double once summed */
+    buf[4] = 0;
+    af_result_t rc = fab->ops->allreduce_sum_i64(fab, buf, N);
+    int64_t s = fab->size;
+    int64_t ranks_sum = s * (s - 1) / 2;
+    assert_int_equal(rc, AF_OK);
+    assert_int_equal(buf[0], s);
+    assert_int_equal(buf[1], ranks_sum);
+    assert_int_equal(buf[2], -3 * ranks_sum);
+    assert_int_equal(buf[3], s * big + ranks_sum);
+    assert_int_equal(buf[4], 0);
+}
+
+static void test_exchange_ring_posted_in_one_batch(void **state)
+{
+    (void)state;
+    enum { LEN = 64 };
+    const int right = (fab->rank + 1) % fab->size;
+    const int left = (fab->rank - 1 + fab->size) % fab->size;
+    double send[LEN];
+    double recv[LEN];
+    for (int i = 0; i < LEN; ++i) {
+        send[i] = 1000.0 * fab->rank + i + 0.5;
+        recv[i] = -1.0;
+    }
+    /* The receive first: the batch is posted at once, so the order cannot deadlock. With one
+     * rank both halves name this rank itself. */
+    af_p2p_t ops[2] = {
+        {.peer = left, .is_send = 0, .buf = recv, .bytes = sizeof recv},
+        {.peer = right, .is_send = 1, .buf = send, .bytes = sizeof send},
+    };
+    af_result_t rc = fab->ops->exchange(fab, ops, 2);
+    af_result_t rcb = fab->ops->barrier(fab);
+    assert_int_equal(rc, AF_OK);
+    assert_int_equal(rcb, AF_OK);
+    for (int i = 0; i < LEN; ++i) {
+        assert_true(recv[i] == 1000.0 * left + i + 0.5);
+    }
+}
+
+static void test_exchange_all_pairs_with_different_sizes(void **state)
+{
+    (void)state;
+    /* Every rank sends (rank + 1) * 3 + peer bytes to every rank (itself included) and
+     * receives from every rank: 2 * size transfers in one batch. */
+    const int S = fab->size;
+    enum { MAXB = 64 };
+    unsigned char(*out)[MAXB] = calloc((size_t)S, MAXB);
+    unsigned char(*in)[MAXB] = calloc((size_t)S, MAXB);
+    af_p2p_t *ops = calloc((size_t)(2 * S), sizeof(af_p2p_t));
+    assert_non_null(out);
+    assert_non_null(in);
+    assert_non_null(ops);
+    for (int p = 0; p < S; ++p) {
+        size_t nsend = (size_t)((fab->rank + 1) * 3 + p);
+        size_t nrecv = (size_t)((p + 1) * 3 + fab->rank);
+        for (size_t i = 0; i < nsend; ++i) {
+            out[p][i] = (unsigned char)(17 * fab->rank + 5 * p + (int)i);
+        }
+        ops[2 * p] = (af_p2p_t){.peer = p, .is_send = 1, .buf = out[p], .bytes = nsend};
+        ops[2 * p + 1] = (af_p2p_t){.peer = p, .is_send = 0, .buf = in[p], .bytes = nrecv};
+    }
+    af_result_t rc = fab->ops->exchange(fab, ops, 2 * S);
+    assert_int_equal(rc, AF_OK);
+    for (int p = 0; p < S; ++p) {
+        size_t nrecv = (size_t)((p + 1) * 3 + fab->rank);
+        for (size_t i = 0; i < nrecv; ++i) {
+            assert_int_equal(in[p][i], (unsigned char)(17 * p + 5 * fab->rank + (int)i));
+        }
+        assert_int_equal(in[p][nrecv], 0); /* nothing beyond the message */
+    }
+    free(out);
+    free(in);
+    free(ops);
+}
+
+static void test_world_hostnames_gathers_every_rank_on_root(void **state)
+{
+    (void)state;
+    char *names = calloc((size_t)world.size, 64);
+    assert_non_null(names);
+    af_result_t rc = af_world_hostnames(&world, names);
+    assert_int_equal(rc, AF_OK);
+    if (world.rank == 0) {
+        assert_string_equal(names, world.hostname);
+        for (int r = 0; r < world.size; ++r) {
+            assert_true(strlen(names + 64 * r) > 0);
+        }
+    }
+    free(names);
+}
+
+int main(int argc, char **argv)
+{
+    if (af_world_init(&argc, &argv, &world) != AF_OK) {
+        fprintf(stderr, "test_fabric: af_world_init failed\n");
+        return 1;
+    }
+    if (af_fabric_mpi_create(&fab) != AF_OK) {
+        fprintf(stderr, "test_fabric: af_fabric_mpi_create failed on rank %d\n", world.rank);
+        af_world_abort(1);
+        return 1;
+    }
+    char name[64];
+    snprintf(name, sizeof name, "test_fabric rank %d of %d", world.rank, world.size);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fabric_matches_the_launch),
+        cmocka_unit_test(test_allreduce_max_u64_carries_owner_bit_patterns_exactly),
+        cmocka_unit_test(test_bcast_copies_root_bytes_to_every_rank),
+        cmocka_unit_test(test_gather_is_rank_major_on_the_root),
+        cmocka_unit_test(test_gatherv_with_unequal_counts_concatenates_in_rank_order),
+        cmocka_unit_test(test_allreduce_sum_i64_is_exact),
+        cmocka_unit_test(test_exchange_ring_posted_in_one_batch),
+        cmocka_unit_test(test_exchange_all_pairs_with_different_sizes),
+        cmocka_unit_test(test_world_hostnames_gathers_every_rank_on_root),
+    };
+    int failed = cmocka_run_group_tests_name(name, tests, NULL, NULL);
+    /* All ranks agree on the verdict: any failure anywhere fails every rank. */
+    int64_t total = failed;
+    if (fab->ops->allreduce_sum_i64(fab, &total, 1) != AF_OK) {
+        total = failed > 0 ? failed : 1;
+    }
+    if (world.rank == 0) {
+        printf("test_fabric: %lld failed test(s) over %d rank(s)\n", (long long)total, world.size);
+    }
+    af_fabric_destroy(&fab);
+    af_world_finalize();
+    return total == 0 ? 0 : 1;
+}

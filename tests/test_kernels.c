@@ -1,7 +1,680 @@
+/* Unit tests of the CPU compute backend and the shared arithmetic of kernels/af_burgers.h: the
+ * masked step over slots equals the serial reference bit for bit wherever the blocks sit,
+ * masking by select (never by multiplication), the containment test, fault injection keyed by
+ * (seed, step, block, element), commit, poison and copy of slots, and the fixed-order block
+ * diagnostics. */
+#include "kernels/kernels.h"
+#include "kernels/af_burgers.h"
+#include "sim/config.h"
+#include "sim/reference.h"
+
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
 #include <cmocka.h>
-static void t0(void **s){(void)s;}
-int main(void){const struct CMUnitTest t[]={cmocka_unit_test(t0)};return cmocka_run_group_tests(t,NULL,NULL);}
+
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_SLOTS 64
+#define MAX_CELLS 4096
+
+static af_config_t cfg;
+
+/* A problem of B blocks of T cells: nu = 0.05, dt at 80% of the diffusion limit, so a few
+ * hundred steps change the state visibly. */
+static void make_config(int blocks, int block_len)
+{
+    char b[64];
+    char t[64];
+    char dt[64];
+    double n = (double)blocks * (double)block_len;
+    snprintf(b, sizeof b, "scenario.blocks=%d", blocks);
+    snprintf(t, sizeof t, "scenario.block_len=%d", block_len);
+    snprintf(dt, sizeof dt, "workload.dt=%.17g", 0.4 / (n * n) / 0.05);
+    const char *sets[] = {b,
+                          t,
+                          dt,
+                          "scenario.devices=1",
+                          "workload.nu=0.05",
+                          "workload.offset=0.5",
+                          "workload.amplitude=1.0"};
+    char err[512];
+    af_result_t rc = af_config_load(&cfg, NULL, sets, 7, err, sizeof err);
+    if (rc != AF_OK) {
+        print_message("%s\n", err);
+    }
+    assert_int_equal(rc, AF_OK);
+    cfg.n_events = 0; /* the default scenario's scripted events need its own fleet */
+    assert_int_equal(af_config_validate(&cfg, 1, err, sizeof err), AF_OK);
+}
+
+/* A shard of n_slots slots holding the blocks of cfg at slot_of_block[b] (-1: not placed). */
+typedef struct shard {
+    af_kernels_t *k;
+    int n_slots;
+    int blocks;
+    int T;
+    uint64_t *xchg;
+} shard_t;
+
+static void shard_create(shard_t *sh, int n_slots, const int *slot_of_block, uint64_t seed)
+{
+    memset(sh, 0, sizeof *sh);
+    sh->n_slots = n_slots;
+    sh->blocks = (int)cfg.blocks;
+    sh->T = (int)cfg.block_len;
+    af_shard_desc_t desc;
+    memset(&desc, 0, sizeof desc);
+    desc.n_slots = n_slots;
+    desc.block_len = sh->T;
+    desc.blocks = sh->blocks;
+    desc.coeffs = af_scheme_coeffs(&cfg);
+    desc.seed = seed;
+    desc.cuda_device = -1;
+    assert_int_equal(af_kernels_cpu.create(&desc, &sh->k), AF_OK);
+    assert_non_null(sh->k);
+    assert_ptr_equal(sh->k->ops, &af_kernels_cpu);
+    for (int s = 0; s < n_slots; ++s) {
+        assert_int_equal(sh->k->slot_block[s], -1); /* empty after create */
+        sh->k->slot_mode[s] = AF_MODE_HEALTHY;
+        sh->k->slot_p[s] = 0.0;
+    }
+    double cells[MAX_CELLS];
+    for (int b = 0; b < sh->blocks; ++b) {
+        int s = slot_of_block[b];
+        if (s < 0) {
+            continue;
+        }
+        sh->k->slot_block[s] = b;
+        af_initial_cells(&cfg, (int64_t)b * sh->T, sh->T, cells);
+        assert_int_equal(sh->k->ops->write_slot(sh->k, s, cells), AF_OK);
+    }
+    assert_int_equal(sh->k->ops->upload_control(sh->k), AF_OK);
+    sh->xchg = calloc(af_xchg_len(sh->blocks), sizeof(uint64_t));
+    assert_non_null(sh->xchg);
+}
+
+static void shard_destroy(shard_t *sh)
+{
+    af_kernels_destroy(&sh->k);
+    assert_null(sh->k);
+    free(sh->xchg);
+    sh->xchg = NULL;
+}
+
+/* pack, compute and download_results; commit is left to the caller. */
+static void shard_compute(shard_t *sh, uint64_t step)
+{
+    af_kernels_t *k = sh->k;
+    assert_int_equal(k->ops->pack(k, sh->xchg), AF_OK);
+    assert_int_equal(k->ops->upload_control(k), AF_OK);
+    assert_int_equal(k->ops->compute(k, step, sh->xchg, 0), AF_OK);
+    assert_int_equal(k->ops->download_results(k), AF_OK);
+}
+
+/* Commits every occupied slot whose output is finite (what containment does). */
+static void shard_commit_finite(shard_t *sh)
+{
+    af_kernels_t *k = sh->k;
+    for (int s = 0; s < sh->n_slots; ++s) {
+        k->commit[s] = (uint8_t)(k->slot_block[s] >= 0 && k->nonfinite[s] == 0);
+    }
+    assert_int_equal(k->ops->upload_control(k), AF_OK);
+    assert_int_equal(k->ops->commit(k), AF_OK);
+    assert_int_equal(k->ops->sync(k), AF_OK);
+}
+
+/* Reads every placed block into u (B*T cells in logical order). */
+static void shard_gather(shard_t *sh, double *u)
+{
+    for (int s = 0; s < sh->n_slots; ++s) {
+        int b = sh->k->slot_block[s];
+        if (b >= 0) {
+            assert_int_equal(sh->k->ops->read_slot(sh->k, s, u + (size_t)b * (size_t)sh->T), AF_OK);
+        }
+    }
+}
+
+static void run_shard_and_compare_with_reference(int blocks, int T, int n_slots,
+                                                 const int *slot_of_block, int steps)
+{
+    make_config(blocks, T);
+    shard_t sh;
+    shard_create(&sh, n_slots, slot_of_block, 1234);
+    size_t n = (size_t)blocks * (size_t)T;
+    double *got = calloc(n, sizeof(double));
+    double *want = calloc(n, sizeof(double));
+    assert_non_null(got);
+    assert_non_null(want);
+    for (int s = 1; s <= steps; ++s) {
+        shard_compute(&sh, (uint64_t)s);
+        for (int q = 0; q < n_slots; ++q) {
+            assert_int_equal(sh.k->nonfinite[q], 0);
+            assert_int_equal(sh.k->injected[q], 0);
+        }
+        shard_commit_finite(&sh);
+    }
+    shard_gather(&sh, got);
+    assert_int_equal(af_reference_run(&cfg, steps, want), AF_OK);
+    assert_memory_equal(got, want, n * sizeof(double));
+    /* The run really moved away from the initial condition. */
+    double *init = calloc(n, sizeof(double));
+    assert_non_null(init);
+    af_initial_cells(&cfg, 0, (int64_t)n, init);
+    assert_true(memcmp(init, want, n * sizeof(double)) != 0 || steps == 0);
+    free(init);
+    free(got);
+    free(want);
+    shard_destroy(&sh);
+}
+
+static void test_one_step_over_slots_equals_reference_step_bitwise(void **state)
+{
+    (void)state;
+    const int B = 5;
+    const int T = 12;
+    make_config(B, T);
+    const int slot_of_block[] = {0, 1, 2, 3, 4};
+    shard_t sh;
+    shard_create(&sh, 5, slot_of_block, 7);
+    size_t n = (size_t)B * T;
+    double u0[MAX_CELLS];
+    double u1[MAX_CELLS];
+    double got[MAX_CELLS];
+    af_initial_cells(&cfg, 0, (int64_t)n, u0);
+    af_coeffs_t kc = af_scheme_coeffs(&cfg);
+    af_reference_step(u0, u1, (int64_t)n, kc.c_adv, kc.c_diff);
+    shard_compute(&sh, 1);
+    shard_commit_finite(&sh);
+    shard_gather(&sh, got);
+    assert_memory_equal(got, u1, n * sizeof(double));
+    shard_destroy(&sh);
+}
+
+static void test_many_steps_in_slot_order_equal_reference_run_bitwise(void **state)
+{
+    (void)state;
+    const int slot_of_block[] = {0, 1, 2, 3, 4, 5};
+    run_shard_and_compare_with_reference(6, 20, 6, slot_of_block, 300);
+}
+
+static void test_scrambled_slots_with_gaps_equal_reference_run_bitwise(void **state)
+{
+    (void)state;
+    /* 7 blocks in 20 slots, out of order, with empty slots between and around them. */
+    const int slot_of_block[] = {17, 3, 11, 0, 8, 19, 5};
+    run_shard_and_compare_with_reference(7, 33, 20, slot_of_block, 250);
+}
+
+static void test_scrambled_slots_with_block_len_multiple_of_32_equal_reference(void **state)
+{
+    (void)state;
+    const int slot_of_block[] = {6, 2, 9, 4};
+    run_shard_and_compare_with_reference(4, 64, 12, slot_of_block, 120);
+}
+
+static void test_pack_publishes_edges_and_diagnostics_by_logical_block(void **state)
+{
+    (void)state;
+    const int B = 4;
+    const int T = 37;
+    make_config(B, T);
+    const int slot_of_block[] = {5, -1, 0, 2}; /* block 1 is not in this shard */
+    shard_t sh;
+    shard_create(&sh, 7, slot_of_block, 1);
+    sh.k->slot_mode[2] = AF_MODE_DEAD; /* block 3's unit died: it publishes nothing */
+    /* Poison the xchg to see that pack zeroes what it does not write. */
+    memset(sh.xchg, 0xff, af_xchg_len(B) * sizeof(uint64_t));
+    assert_int_equal(sh.k->ops->pack(sh.k, sh.xchg), AF_OK);
+    double cells[MAX_CELLS];
+    for (int b = 0; b < B; ++b) {
+        const uint64_t *e = sh.xchg;
+        if (b == 1 || b == 3) {
+            assert_int_equal(e[2 * b], 0);
+            assert_int_equal(e[2 * b + 1], 0);
+            assert_int_equal(e[2 * B + b], 0);
+            assert_int_equal(e[3 * B + b], 0);
+            continue;
+        }
+        af_initial_cells(&cfg, (int64_t)b * T, T, cells);
+        double mass = 0;
+        double energy = 0;
+        af_block_diag(cells, T, &mass, &energy);
+        assert_int_equal(e[2 * b], af_bits(cells[0]));
+        assert_int_equal(e[2 * b + 1], af_bits(cells[T - 1]));
+        assert_int_equal(e[2 * B + b], af_bits(mass));
+        assert_int_equal(e[3 * B + b], af_bits(energy));
+    }
+    /* The flag words at the end of the vector are zero. */
+    size_t len = af_xchg_len(B);
+    for (int f = 0; f < AF_XCHG_FLAGS; ++f) {
+        assert_int_equal(sh.xchg[len - AF_XCHG_FLAGS + (size_t)f], 0);
+    }
+    shard_destroy(&sh);
+}
+
+static void test_multiplicative_masking_leaks_nan_where_select_does_not(void **state)
+{
+    (void)state;
+    const double nan = af_double(0x7ff8000000000001ULL);
+    /* Fenced (keep_new = 0): multiplication gives 0*NaN + 1*old = NaN, select gives old. */
+    assert_true(isnan(af_mask_multiply(0, nan, 1.0)));
+    assert_true(af_mask_select(0, nan, 1.0) == 1.0);
+    assert_true(isnan(af_mask_multiply(0, INFINITY, 1.0)));
+    assert_true(af_mask_select(0, INFINITY, 1.0) == 1.0);
+    assert_true(isnan(af_mask_multiply(1, 2.0, nan)));
+    assert_true(af_mask_select(1, 2.0, nan) == 2.0);
+    /* Kept values pass through select unchanged, bit for bit. */
+    assert_int_equal(af_bits(af_mask_select(1, -0.0, 1.0)), af_bits(-0.0));
+    assert_int_equal(af_bits(af_mask_select(1, nan, 1.0)), af_bits(nan));
+}
+
+static void test_nonfinite_flags_nan_and_infinities_only(void **state)
+{
+    (void)state;
+    assert_int_equal(af_nonfinite(NAN), 1);
+    assert_int_equal(af_nonfinite(-NAN), 1);
+    assert_int_equal(af_nonfinite(af_double(0x7ff0000000000001ULL)), 1); /* signalling NaN */
+    assert_int_equal(af_nonfinite(af_double(0xfff8dead0000beefULL)), 1);
+    assert_int_equal(af_nonfinite(INFINITY), 1);
+    assert_int_equal(af_nonfinite(-INFINITY), 1);
+    assert_int_equal(af_nonfinite(DBL_MAX), 0);
+    assert_int_equal(af_nonfinite(-DBL_MAX), 0);
+    assert_int_equal(af_nonfinite(af_double(1)), 0); /* smallest denormal */
+    assert_int_equal(af_nonfinite(DBL_MIN / 2.0), 0);
+    assert_int_equal(af_nonfinite(-0.0), 0);
+    assert_int_equal(af_nonfinite(0.0), 0);
+    assert_int_equal(af_nonfinite(1.0), 0);
+}
+
+/* How many of block b's T elements af_inject corrupts at (seed, step) with probability p. */
+static int predicted_injections(uint64_t seed, uint64_t step, int b, int T, double p)
+{
+    int n = 0;
+    for (int i = 0; i < T; ++i) {
+        int kind = AF_CORRUPT_NONE;
+        (void)af_inject(1.0, p, seed, step, (uint64_t)b, (uint64_t)i, &kind);
+        n += kind != AF_CORRUPT_NONE;
+    }
+    return n;
+}
+
+static void test_fading_slot_injection_is_keyed_by_block_not_by_slot(void **state)
+{
+    (void)state;
+    const int B = 6;
+    const int T = 16;
+    const uint64_t seed = 99;
+    const double p = 0.05;
+    make_config(B, T);
+    const int layout_a[] = {0, 1, 2, 3, 4, 5};
+    const int layout_b[] = {9, 4, 0, 13, 6, 2};
+    const int fading_block = 2;
+    shard_t a;
+    shard_t b;
+    shard_create(&a, 6, layout_a, seed);
+    shard_create(&b, 14, layout_b, seed);
+    int sa = layout_a[fading_block];
+    int sb = layout_b[fading_block];
+    a.k->slot_mode[sa] = AF_MODE_FADING;
+    a.k->slot_p[sa] = p;
+    b.k->slot_mode[sb] = AF_MODE_FADING;
+    b.k->slot_p[sb] = p;
+    int total = 0;
+    int total_nonfinite = 0;
+    for (uint64_t step = 1; step <= 60; ++step) {
+        shard_compute(&a, step);
+        shard_compute(&b, step);
+        int want = predicted_injections(seed, step, fading_block, T, p);
+        assert_int_equal(a.k->injected[sa], want);
+        assert_int_equal(b.k->injected[sb], want);
+        assert_int_equal(a.k->bitflips[sa], b.k->bitflips[sb]);
+        assert_int_equal(a.k->nonfinite[sa], b.k->nonfinite[sb]);
+        assert_true(a.k->bitflips[sa] <= a.k->injected[sa]);
+        assert_true(a.k->nonfinite[sa] <= a.k->injected[sa]);
+        total += want;
+        total_nonfinite += a.k->nonfinite[sa];
+        /* Healthy slots get nothing injected. */
+        for (int s = 0; s < a.n_slots; ++s) {
+            if (s != sa) {
+                assert_int_equal(a.k->injected[s], 0);
+                assert_int_equal(a.k->nonfinite[s], 0);
+            }
+        }
+        shard_commit_finite(&a);
+        shard_commit_finite(&b);
+    }
+    print_message("fading block: %d injected corruptions over 60 steps, %d non-finite\n", total,
+                  total_nonfinite);
+    assert_true(total > 0);
+    assert_true(total_nonfinite > 0);
+    /* Both layouts committed the same things, so they hold the same state. */
+    size_t n = (size_t)B * T;
+    double ua[MAX_CELLS];
+    double ub[MAX_CELLS];
+    shard_gather(&a, ua);
+    shard_gather(&b, ub);
+    assert_memory_equal(ua, ub, n * sizeof(double));
+    shard_destroy(&a);
+    shard_destroy(&b);
+}
+
+static void test_nonfinite_count_equals_nonfinite_outputs_of_the_slot(void **state)
+{
+    (void)state;
+    const int B = 3;
+    const int T = 40;
+    make_config(B, T);
+    const int layout[] = {2, 0, 1};
+    shard_t sh;
+    shard_create(&sh, 3, layout, 4242);
+    /* p = 1: every element of the slot is corrupted. */
+    sh.k->slot_mode[0] = AF_MODE_FADING;
+    sh.k->slot_p[0] = 1.0;
+    shard_compute(&sh, 5);
+    assert_int_equal(sh.k->injected[0], T);
+    assert_int_equal(predicted_injections(4242, 5, 1, T, 1.0), T);
+    /* Commit everything, the corrupted slot too, to look at what it computed. */
+    for (int s = 0; s < 3; ++s) {
+        sh.k->commit[s] = 1;
+    }
+    assert_int_equal(sh.k->ops->commit(sh.k), AF_OK);
+    double u[MAX_CELLS];
+    assert_int_equal(sh.k->ops->read_slot(sh.k, 0, u), AF_OK);
+    int nf = 0;
+    for (int i = 0; i < T; ++i) {
+        nf += af_nonfinite(u[i]);
+    }
+    print_message("p = 1 over %d cells: %d non-finite, %d bit flips\n", T, nf, sh.k->bitflips[0]);
+    assert_int_equal(sh.k->nonfinite[0], nf);
+    assert_true(nf > 0);
+    assert_true(sh.k->bitflips[0] > 0);
+    assert_true(sh.k->bitflips[0] < T);
+    assert_int_equal(sh.k->nonfinite[1], 0);
+    assert_int_equal(sh.k->nonfinite[2], 0);
+    shard_destroy(&sh);
+}
+
+static void test_fading_slot_with_zero_probability_injects_nothing(void **state)
+{
+    (void)state;
+    const int B = 4;
+    const int T = 24;
+    make_config(B, T);
+    const int layout[] = {0, 1, 2, 3};
+    shard_t sh;
+    shard_create(&sh, 4, layout, 5);
+    for (int s = 0; s < 4; ++s) {
+        sh.k->slot_mode[s] = AF_MODE_FADING;
+        sh.k->slot_p[s] = 0.0;
+    }
+    for (uint64_t step = 1; step <= 50; ++step) {
+        shard_compute(&sh, step);
+        for (int s = 0; s < 4; ++s) {
+            assert_int_equal(sh.k->injected[s], 0);
+            assert_int_equal(sh.k->bitflips[s], 0);
+            assert_int_equal(sh.k->nonfinite[s], 0);
+        }
+        shard_commit_finite(&sh);
+    }
+    /* And the result is the fault-free one. */
+    double got[MAX_CELLS];
+    double want[MAX_CELLS];
+    shard_gather(&sh, got);
+    assert_int_equal(af_reference_run(&cfg, 50, want), AF_OK);
+    assert_memory_equal(got, want, (size_t)B * T * sizeof(double));
+    shard_destroy(&sh);
+}
+
+static void test_uncommitted_slot_keeps_its_previous_committed_state(void **state)
+{
+    (void)state;
+    const int B = 3;
+    const int T = 10;
+    make_config(B, T);
+    const int layout[] = {1, 2, 0};
+    shard_t sh;
+    shard_create(&sh, 3, layout, 5);
+    for (uint64_t step = 1; step <= 3; ++step) {
+        shard_compute(&sh, step);
+        shard_commit_finite(&sh);
+    }
+    double before[3][MAX_CELLS];
+    double after[3][MAX_CELLS];
+    for (int s = 0; s < 3; ++s) {
+        assert_int_equal(sh.k->ops->read_slot(sh.k, s, before[s]), AF_OK);
+    }
+    shard_compute(&sh, 4);
+    sh.k->commit[0] = 1;
+    sh.k->commit[1] = 0; /* fenced */
+    sh.k->commit[2] = 1;
+    assert_int_equal(sh.k->ops->commit(sh.k), AF_OK);
+    for (int s = 0; s < 3; ++s) {
+        assert_int_equal(sh.k->ops->read_slot(sh.k, s, after[s]), AF_OK);
+    }
+    assert_memory_equal(after[1], before[1], (size_t)T * sizeof(double));
+    assert_true(memcmp(after[0], before[0], (size_t)T * sizeof(double)) != 0);
+    assert_true(memcmp(after[2], before[2], (size_t)T * sizeof(double)) != 0);
+    /* Computing again from the kept state and committing it now gives the step-4 value of
+     * that block: the fenced step left nothing behind. */
+    double want[3 * MAX_CELLS];
+    double u[3 * MAX_CELLS];
+    assert_int_equal(af_reference_run(&cfg, 3, u), AF_OK);
+    af_coeffs_t kc = af_scheme_coeffs(&cfg);
+    af_reference_step(u, want, (int64_t)B * T, kc.c_adv, kc.c_diff);
+    /* Slot 0 holds block 2. */
+    assert_memory_equal(after[0], want + (size_t)2 * T, (size_t)T * sizeof(double));
+    shard_destroy(&sh);
+}
+
+static void test_poison_slot_fills_both_buffers_with_nan(void **state)
+{
+    (void)state;
+    const int B = 2;
+    const int T = 9;
+    make_config(B, T);
+    const int layout[] = {0, 1};
+    shard_t sh;
+    shard_create(&sh, 2, layout, 5);
+    assert_int_equal(sh.k->ops->poison_slot(sh.k, 1), AF_OK);
+    double u[MAX_CELLS];
+    for (int w = 0; w < 2; ++w) {
+        assert_int_equal(sh.k->ops->read_slot(sh.k, 1, u), AF_OK);
+        for (int i = 0; i < T; ++i) {
+            assert_true(isnan(u[i]));
+            assert_int_equal(af_nonfinite(u[i]), 1);
+        }
+        /* Flip to the other buffer without computing: it is poisoned as well. */
+        sh.k->commit[0] = 0;
+        sh.k->commit[1] = 1;
+        assert_int_equal(sh.k->ops->commit(sh.k), AF_OK);
+    }
+    /* The slot's published diagnostics are NaN too; slot 0 is untouched. */
+    assert_int_equal(sh.k->ops->pack(sh.k, sh.xchg), AF_OK);
+    assert_int_equal(af_nonfinite(af_double(sh.xchg[2 * B + 1])), 1);
+    assert_int_equal(af_nonfinite(af_double(sh.xchg[2 * B + 0])), 0);
+    assert_int_equal(sh.k->ops->read_slot(sh.k, 0, u), AF_OK);
+    double init[MAX_CELLS];
+    af_initial_cells(&cfg, 0, T, init);
+    assert_memory_equal(u, init, (size_t)T * sizeof(double));
+    shard_destroy(&sh);
+}
+
+static void test_copy_slot_copies_the_committed_buffer_and_diagnostics(void **state)
+{
+    (void)state;
+    const int B = 3;
+    const int T = 45;
+    make_config(B, T);
+    const int layout[] = {0, 1, 2};
+    shard_t sh;
+    shard_create(&sh, 5, layout, 5);
+    for (uint64_t step = 1; step <= 4; ++step) {
+        shard_compute(&sh, step);
+        shard_commit_finite(&sh);
+    }
+    /* Move block 1 from slot 1 to slot 4 the way a drain does: copy, then edit the tables. */
+    assert_int_equal(sh.k->ops->copy_slot(sh.k, 1, 4), AF_OK);
+    double src[MAX_CELLS];
+    double dst[MAX_CELLS];
+    assert_int_equal(sh.k->ops->read_slot(sh.k, 1, src), AF_OK);
+    assert_int_equal(sh.k->ops->read_slot(sh.k, 4, dst), AF_OK);
+    assert_memory_equal(dst, src, (size_t)T * sizeof(double));
+    assert_memory_equal(sh.k->ops->slot_data(sh.k, 4), src, (size_t)T * sizeof(double));
+    uint64_t before[32];
+    assert_true(af_xchg_len(B) <= 32);
+    assert_int_equal(sh.k->ops->pack(sh.k, sh.xchg), AF_OK);
+    memcpy(before, sh.xchg, af_xchg_len(B) * sizeof(uint64_t));
+    sh.k->slot_block[1] = -1;
+    sh.k->slot_block[4] = 1;
+    sh.k->commit[4] = sh.k->commit[1];
+    sh.k->commit[1] = 0;
+    assert_int_equal(sh.k->ops->pack(sh.k, sh.xchg), AF_OK);
+    assert_memory_equal(sh.xchg, before, af_xchg_len(B) * sizeof(uint64_t));
+    /* The moved run continues exactly as the reference. */
+    for (uint64_t step = 5; step <= 30; ++step) {
+        shard_compute(&sh, step);
+        shard_commit_finite(&sh);
+    }
+    double got[3 * MAX_CELLS];
+    double want[3 * MAX_CELLS];
+    shard_gather(&sh, got);
+    assert_int_equal(af_reference_run(&cfg, 30, want), AF_OK);
+    assert_memory_equal(got, want, (size_t)B * T * sizeof(double));
+    shard_destroy(&sh);
+}
+
+static void test_refresh_slot_recomputes_diagnostics_after_outside_write(void **state)
+{
+    (void)state;
+    const int B = 2;
+    const int T = 35;
+    make_config(B, T);
+    const int layout[] = {0, 1};
+    shard_t sh;
+    shard_create(&sh, 2, layout, 5);
+    double *u = sh.k->ops->slot_data(sh.k, 1);
+    for (int i = 0; i < T; ++i) {
+        u[i] = 0.25 * (double)i - 3.0;
+    }
+    assert_int_equal(sh.k->ops->refresh_slot(sh.k, 1), AF_OK);
+    assert_int_equal(sh.k->ops->pack(sh.k, sh.xchg), AF_OK);
+    double mass = 0;
+    double energy = 0;
+    af_block_diag(u, T, &mass, &energy);
+    assert_int_equal(sh.xchg[2 * B + 1], af_bits(mass));
+    assert_int_equal(sh.xchg[3 * B + 1], af_bits(energy));
+    assert_int_equal(sh.xchg[2 * 1], af_bits(-3.0));
+    assert_int_equal(sh.xchg[2 * 1 + 1], af_bits(0.25 * 34 - 3.0));
+    shard_destroy(&sh);
+}
+
+static void test_lane_tree_equals_hand_computed_butterfly(void **state)
+{
+    (void)state;
+    double p[AF_LANES];
+    /* 1..32: the exact sum 528. */
+    for (int l = 0; l < AF_LANES; ++l) {
+        p[l] = (double)(l + 1);
+    }
+    assert_true(af_lane_tree(p) == 528.0);
+    for (int l = 0; l < AF_LANES; ++l) {
+        assert_true(p[l] == 528.0); /* every lane ends with the total */
+    }
+    /* 1e16 in lane 0 and 1.0 in the others, where the order of additions shows (ulp(1e16) =
+     * 2, ties to even). The butterfly pairs lane l with l+16, l+8, l+4, l+2, l+1:
+     *   o=16: lane 0: 1e16 + 1 = 1e16 (tie, to even); lanes 1..15: 2
+     *   o=8:  lane 0: 1e16 + 2;          lanes 1..7: 4
+     *   o=4:  lane 0: 1e16 + 6;          lanes 1..3: 8
+     *   o=2:  lane 0: 1e16 + 14;         lane 1: 16
+     *   o=1:  1e16 + 30.
+     * A left-to-right sum would give 1e16 and the exact sum rounds to 1e16 + 32. */
+    p[0] = 1e16;
+    for (int l = 1; l < AF_LANES; ++l) {
+        p[l] = 1.0;
+    }
+    double got = af_lane_tree(p);
+    assert_true(got == 1e16 + 30.0);
+    for (int l = 0; l < AF_LANES; ++l) {
+        assert_int_equal(af_bits(p[l]), af_bits(got));
+    }
+}
+
+/* The block diagnostics written out independently: element i goes to lane i % 32 in
+ * increasing i, then the butterfly with offsets 16, 8, 4, 2, 1. */
+static void explicit_block_diag(const double *u, int len, double *mass, double *energy)
+{
+    double pm[AF_LANES] = {0};
+    double pe[AF_LANES] = {0};
+    for (int i = 0; i < len; ++i) {
+        pm[i % AF_LANES] += u[i];
+        pe[i % AF_LANES] += 0.5 * u[i] * u[i];
+    }
+    for (int o = AF_LANES / 2; o >= 1; o /= 2) {
+        double nm[AF_LANES];
+        double ne[AF_LANES];
+        for (int l = 0; l < AF_LANES; ++l) {
+            nm[l] = pm[l] + pm[l ^ o];
+            ne[l] = pe[l] + pe[l ^ o];
+        }
+        memcpy(pm, nm, sizeof pm);
+        memcpy(pe, ne, sizeof pe);
+    }
+    *mass = pm[0];
+    *energy = pe[0];
+}
+
+static void test_block_diag_follows_lane_stripes_and_butterfly_for_any_length(void **state)
+{
+    (void)state;
+    const int lens[] = {1, 2, 5, 31, 32, 33, 63, 64, 65, 100, 256, 257, 1000};
+    static double u[2048];
+    /* Values of very different magnitudes, so any other summation order changes bits. */
+    for (int i = 0; i < 2048; ++i) {
+        u[i] = sin(0.37 * i) * pow(10.0, (double)(i % 7) - 3.0) + (i % 5 == 0 ? 1e8 : 0.0);
+    }
+    for (size_t c = 0; c < sizeof lens / sizeof lens[0]; ++c) {
+        double m1 = 0;
+        double e1 = 0;
+        double m2 = 0;
+        double e2 = 0;
+        af_block_diag(u, lens[c], &m1, &e1);
+        explicit_block_diag(u, lens[c], &m2, &e2);
+        assert_int_equal(af_bits(m1), af_bits(m2));
+        assert_int_equal(af_bits(e1), af_bits(e2));
+    }
+    /* A short block's mass is simply its sum when it is exact. */
+    const double small[] = {1.0, 2.0, 3.0, 4.5};
+    double m = 0;
+    double e = 0;
+    af_block_diag(small, 4, &m, &e);
+    assert_true(m == 10.5);
+    assert_true(e == 0.5 * (1.0 + 4.0 + 9.0 + 20.25));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_one_step_over_slots_equals_reference_step_bitwise),
+        cmocka_unit_test(test_many_steps_in_slot_order_equal_reference_run_bitwise),
+        cmocka_unit_test(test_scrambled_slots_with_gaps_equal_reference_run_bitwise),
+        cmocka_unit_test(test_scrambled_slots_with_block_len_multiple_of_32_equal_reference),
+        cmocka_unit_test(test_pack_publishes_edges_and_diagnostics_by_logical_block),
+        cmocka_unit_test(test_multiplicative_masking_leaks_nan_where_select_does_not),
+        cmocka_unit_test(test_nonfinite_flags_nan_and_infinities_only),
+        cmocka_unit_test(test_fading_slot_injection_is_keyed_by_block_not_by_slot),
+        cmocka_unit_test(test_nonfinite_count_equals_nonfinite_outputs_of_the_slot),
+        cmocka_unit_test(test_fading_slot_with_zero_probability_injects_nothing),
+        cmocka_unit_test(test_uncommitted_slot_keeps_its_previous_committed_state),
+        cmocka_unit_test(test_poison_slot_fills_both_buffers_with_nan),
+        cmocka_unit_test(test_copy_slot_copies_the_committed_buffer_and_diagnostics),
+        cmocka_unit_test(test_refresh_slot_recomputes_diagnostics_after_outside_write),
+        cmocka_unit_test(test_lane_tree_equals_hand_computed_butterfly),
+        cmocka_unit_test(test_block_diag_follows_lane_stripes_and_butterfly_for_any_length),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

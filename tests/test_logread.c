@@ -1,7 +1,434 @@
+/* Unit tests of the HDF5 log: the writer (sim/log.h) produces a file that the reader and
+ * schema checker (analysis/logread.h) accept, every seeded inconsistency is caught, bad files
+ * are refused with one line naming the path, and af_percentile_sorted follows numpy's linear
+ * interpolation. */
+#include "sim/log.h"
+#include "sim/log_schema.h"
+#include "analysis/logread.h"
+
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
 #include <cmocka.h>
-static void t0(void **s){(void)s;}
-int main(void){const struct CMUnitTest t[]={cmocka_unit_test(t0)};return cmocka_run_group_tests(t,NULL,NULL);}
+
+#include <hdf5.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define NRANKS    3
+#define NROWS     11
+#define DEVICES   4
+#define UNITS     2
+#define BLOCKS    8
+#define BLOCK_LEN 5
+
+/* What to get wrong in a log that is otherwise complete and consistent. */
+typedef enum defect {
+    DEFECT_NONE = 0,
+    DEFECT_STEP_GAP, /* steps 1..5, 7, ...: not contiguous */
+    DEFECT_DETECTED_GT_INJECTED,
+    DEFECT_BLACKOUT_ABOVE_ONE,
+    DEFECT_STEPS_COMPLETED, /* /final@steps_completed != rows */
+    DEFECT_NO_EXIT_REASON,  /* killed before /final was written */
+    DEFECT_SCHEMA_99,
+} defect_t;
+
+/* A fresh temporary file name under /tmp (the file exists, empty). */
+static void temp_path(char *path, size_t n, const char *tag)
+{
+    snprintf(path, n, "/tmp/af_test_logread_%s_XXXXXX", tag);
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+}
+
+static void write_log(const char *path, defect_t defect)
+{
+    af_log_t *log = NULL;
+    assert_int_equal(af_log_create(&log, path, NRANKS, 4), AF_OK);
+    assert_non_null(log);
+    const char *root_str[][2] = {{"agefence_version", "0.1.0"},
+                                 {"git_revision", "c0dc240"},
+                                 {"config", "[scenario]\nsteps = 11\n"},
+                                 {"scenario", "test"},
+                                 {"compute_backend", "cpu"},
+                                 {"fabric_backend", "mpi"},
+                                 {"hostnames", "a,b,c"},
+                                 {"start_time", "2026-01-01T00:00:00Z"}};
+    for (size_t i = 0; i < sizeof root_str / sizeof root_str[0]; ++i) {
+        assert_int_equal(af_log_attr_str(log, "/", root_str[i][0], root_str[i][1]), AF_OK);
+    }
+    assert_int_equal(af_log_attr_i64(log, "/", "schema_version",
+                                     defect == DEFECT_SCHEMA_99 ? 99 : AF_SCHEMA_VERSION),
+                     AF_OK);
+    assert_int_equal(af_log_attr_i64(log, "/", "seed", 42), AF_OK);
+    assert_int_equal(af_log_attr_i64(log, "/", "ranks", NRANKS), AF_OK);
+    assert_int_equal(af_log_attr_i64(log, "/", "devices", DEVICES), AF_OK);
+    assert_int_equal(af_log_attr_i64(log, "/", "units_per_device", UNITS), AF_OK);
+    assert_int_equal(af_log_attr_i64(log, "/", "blocks", BLOCKS), AF_OK);
+    assert_int_equal(af_log_attr_i64(log, "/", "block_len", BLOCK_LEN), AF_OK);
+    assert_int_equal(af_log_attr_i64(log, "/", "capacity", 2), AF_OK);
+    assert_int_equal(af_log_attr_i64(log, "/", "steps_planned", NROWS), AF_OK);
+
+    const double samples[] = {3.0, 1.0, 2.0, 4.0};
+    assert_int_equal(af_log_calibration(log, "timer_floor", samples, 4), AF_OK);
+
+    for (int r = 0; r < NROWS; ++r) {
+        af_step_row_t row;
+        memset(&row, 0, sizeof row);
+        row.step = r + 1;
+        if (defect == DEFECT_STEP_GAP && r >= 5) {
+            row.step = r + 2;
+        }
+        row.sim_hours = 30.0 * (r + 1);
+        row.mass = 0.5 + 1e-3 * r;
+        row.energy = 0.25;
+        row.dead_units = r / 4;
+        row.fading_units = 1;
+        row.healthy_units = DEVICES * UNITS - row.dead_units - row.fading_units;
+        row.blackout_frac = (double)row.dead_units / (DEVICES * UNITS);
+        if (defect == DEFECT_BLACKOUT_ABOVE_ONE && r == 7) {
+            row.blackout_frac = 1.5;
+        }
+        row.corrupt_injected = r % 3;
+        row.corrupt_detected = r % 3;
+        if (defect == DEFECT_DETECTED_GT_INJECTED && r == 4) {
+            row.corrupt_detected = row.corrupt_injected + 1;
+        }
+        row.fenced = row.corrupt_detected;
+        row.retried = row.fenced;
+        row.moves_drain = r % 2;
+        double phases[AF_NPHASES * NRANKS];
+        for (int p = 0; p < AF_NPHASES; ++p) {
+            for (int k = 0; k < NRANKS; ++k) {
+                phases[p * NRANKS + k] = 100.0 * r + 10.0 * p + k;
+            }
+        }
+        assert_int_equal(af_log_append(log, &row, phases), AF_OK);
+        if (r == 6) {
+            assert_int_equal(af_log_flush(log), AF_OK);
+        }
+    }
+    assert_int_equal(af_log_rows(log), NROWS);
+    af_event_row_t ev;
+    memset(&ev, 0, sizeof ev);
+    ev.step = 3;
+    snprintf(ev.kind, sizeof ev.kind, "drain");
+    ev.block = 1;
+    ev.to_slot = 5;
+    assert_int_equal(af_log_event(log, &ev), AF_OK);
+    assert_int_equal(af_log_flush(log), AF_OK);
+
+    double state[BLOCKS * BLOCK_LEN];
+    for (int i = 0; i < BLOCKS * BLOCK_LEN; ++i) {
+        state[i] = sin(0.1 * i);
+    }
+    assert_int_equal(af_log_write_f64(log, "/final/state", state, BLOCKS * BLOCK_LEN), AF_OK);
+    if (defect != DEFECT_NO_EXIT_REASON) {
+        assert_int_equal(af_log_attr_str(log, "/final", "exit_reason", "completed"), AF_OK);
+    }
+    assert_int_equal(af_log_attr_i64(log, "/final", "steps_completed",
+                                     defect == DEFECT_STEPS_COMPLETED ? NROWS + 1 : NROWS),
+                     AF_OK);
+    assert_int_equal(af_log_attr_i64(log, "/final", "bitwise_equal", 1), AF_OK);
+    assert_int_equal(af_log_attr_str(log, "/final", "state_checksum", "0123456789abcdef"), AF_OK);
+    assert_int_equal(af_log_attr_str(log, "/final", "reference_checksum", "0123456789abcdef"),
+                     AF_OK);
+    assert_int_equal(af_log_close(&log), AF_OK);
+    assert_null(log);
+}
+
+/* Runs the checker on path; returns the number of violations and leaves their text in out. */
+static int check_log(const char *path, char *out, size_t n)
+{
+    af_logfile_t lf;
+    char err[512] = "";
+    af_result_t rc = af_logfile_open(&lf, path, err, sizeof err);
+    if (rc != AF_OK) {
+        print_message("%s\n", err);
+    }
+    assert_int_equal(rc, AF_OK);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    int bad = af_logfile_check(&lf, f);
+    fclose(f);
+    snprintf(out, n, "%s", buf ? buf : "");
+    free(buf);
+    af_logfile_close(&lf);
+    return bad;
+}
+
+static void test_complete_consistent_log_has_no_violations(void **state)
+{
+    (void)state;
+    char path[64];
+    temp_path(path, sizeof path, "valid");
+    write_log(path, DEFECT_NONE);
+    char text[4096];
+    int bad = check_log(path, text, sizeof text);
+    if (bad != 0) {
+        print_message("%s", text);
+    }
+    assert_int_equal(bad, 0);
+    assert_string_equal(text, "");
+    unlink(path);
+}
+
+static void test_reader_returns_what_the_writer_wrote(void **state)
+{
+    (void)state;
+    char path[64];
+    temp_path(path, sizeof path, "readback");
+    write_log(path, DEFECT_NONE);
+    af_logfile_t lf;
+    char err[512];
+    assert_int_equal(af_logfile_open(&lf, path, err, sizeof err), AF_OK);
+    assert_int_equal(lf.schema_version, AF_SCHEMA_VERSION);
+    char s[256];
+    assert_int_equal(af_logfile_attr_str(&lf, "/", "config", s, sizeof s), AF_OK);
+    assert_string_equal(s, "[scenario]\nsteps = 11\n");
+    assert_int_equal(af_logfile_attr_str(&lf, "/final", "exit_reason", s, sizeof s), AF_OK);
+    assert_string_equal(s, "completed");
+    int64_t v = 0;
+    assert_int_equal(af_logfile_attr_i64(&lf, "/", "ranks", &v), AF_OK);
+    assert_int_equal(v, NRANKS);
+    assert_int_equal(af_logfile_attr_i64(&lf, "/", "no_such_attr", &v), AF_ERR_IO);
+    double p50 = 0;
+    assert_int_equal(af_logfile_attr_f64(&lf, "/calibration/timer_floor", "p50", &p50), AF_OK);
+    assert_true(p50 == 2.5);
+
+    int rank = 0;
+    int64_t dims[2];
+    assert_int_equal(af_logfile_shape(&lf, "/steps/step", &rank, dims), AF_OK);
+    assert_int_equal(rank, 1);
+    assert_int_equal(dims[0], NROWS);
+    assert_int_equal(af_logfile_shape(&lf, "/ranks/kernel_us", &rank, dims), AF_OK);
+    assert_int_equal(rank, 2);
+    assert_int_equal(dims[0], NROWS);
+    assert_int_equal(dims[1], NRANKS);
+    assert_int_equal(af_logfile_shape(&lf, "/steps/no_such_column", &rank, dims), AF_ERR_IO);
+
+    int64_t steps[NROWS];
+    double mass[NROWS];
+    assert_int_equal(af_logfile_read_i64(&lf, "/steps/step", steps, NROWS), AF_OK);
+    assert_int_equal(af_logfile_read_f64(&lf, "/steps/mass", mass, NROWS), AF_OK);
+    for (int r = 0; r < NROWS; ++r) {
+        assert_int_equal(steps[r], r + 1);
+        assert_true(mass[r] == 0.5 + 1e-3 * r);
+    }
+    /* Phase times: step x rank, row r rank k of phase p = 100 r + 10 p + k. */
+    double kernel[NROWS * NRANKS];
+    assert_int_equal(af_logfile_read_f64(&lf, "/ranks/kernel_us", kernel, NROWS * NRANKS), AF_OK);
+    for (int r = 0; r < NROWS; ++r) {
+        for (int k = 0; k < NRANKS; ++k) {
+            assert_true(kernel[r * NRANKS + k] == 100.0 * r + 10.0 * AF_PHASE_kernel_us + k);
+        }
+    }
+    /* A read with the wrong element count is refused rather than overrunning. */
+    assert_int_equal(af_logfile_read_i64(&lf, "/steps/step", steps, NROWS - 1), AF_ERR_IO);
+    af_logfile_close(&lf);
+    unlink(path);
+}
+
+/* Writes a log with one defect and asserts the checker reports it, naming `where`. */
+static void assert_defect_caught(defect_t defect, const char *tag, const char *where)
+{
+    char path[64];
+    temp_path(path, sizeof path, tag);
+    write_log(path, defect);
+    char text[4096];
+    int bad = check_log(path, text, sizeof text);
+    print_message("%s: %d violation(s): %s", tag, bad, text);
+    assert_int_equal(bad, 1); /* that defect, and nothing else */
+    assert_non_null(strstr(text, where));
+    unlink(path);
+}
+
+static void test_non_contiguous_step_is_a_violation(void **state)
+{
+    (void)state;
+    assert_defect_caught(DEFECT_STEP_GAP, "gap", "/steps/step[5]");
+}
+
+static void test_detected_above_injected_is_a_violation(void **state)
+{
+    (void)state;
+    assert_defect_caught(DEFECT_DETECTED_GT_INJECTED, "detected", "/steps/corrupt_detected[4]");
+}
+
+static void test_blackout_fraction_above_one_is_a_violation(void **state)
+{
+    (void)state;
+    assert_defect_caught(DEFECT_BLACKOUT_ABOVE_ONE, "blackout", "/steps/blackout_frac[7]");
+}
+
+static void test_steps_completed_differing_from_rows_is_a_violation(void **state)
+{
+    (void)state;
+    assert_defect_caught(DEFECT_STEPS_COMPLETED, "completed", "/final@steps_completed");
+}
+
+static void test_missing_exit_reason_is_a_violation(void **state)
+{
+    (void)state;
+    assert_defect_caught(DEFECT_NO_EXIT_REASON, "noexit", "/final@exit_reason");
+}
+
+/* Opening path must fail with AF_ERR_USAGE and one line naming the path. */
+static void assert_open_refused(const char *path, const char *fragment)
+{
+    af_logfile_t lf;
+    char err[1024] = "";
+    af_result_t rc = af_logfile_open(&lf, path, err, sizeof err);
+    print_message("%s\n", err);
+    assert_int_equal(rc, AF_ERR_USAGE);
+    assert_non_null(strstr(err, path));
+    assert_null(strchr(err, '\n'));
+    if (fragment != NULL) {
+        assert_non_null(strstr(err, fragment));
+    }
+    assert_int_equal(lf.file, -1);
+    af_logfile_close(&lf); /* harmless after a failed open */
+}
+
+static void test_missing_file_is_refused_naming_the_path(void **state)
+{
+    (void)state;
+    assert_open_refused("/tmp/af_test_logread_no_such_dir/run.h5", "cannot open");
+}
+
+static void test_text_file_is_refused_as_not_hdf5(void **state)
+{
+    (void)state;
+    char path[64];
+    temp_path(path, sizeof path, "text");
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("step,mass\n1,0.5\n2,0.5\n", f);
+    fclose(f);
+    assert_open_refused(path, "not an HDF5 file");
+    unlink(path);
+}
+
+/* Copies the first n bytes of src to a new temporary file. */
+static void truncated_copy(const char *src, long n, char *dst, size_t dstlen)
+{
+    temp_path(dst, dstlen, "trunc");
+    FILE *in = fopen(src, "rb");
+    FILE *out = fopen(dst, "wb");
+    assert_non_null(in);
+    assert_non_null(out);
+    char *buf = malloc((size_t)n);
+    assert_non_null(buf);
+    assert_int_equal(fread(buf, 1, (size_t)n, in), (size_t)n);
+    assert_int_equal(fwrite(buf, 1, (size_t)n, out), (size_t)n);
+    free(buf);
+    fclose(in);
+    fclose(out);
+}
+
+static void test_truncated_logs_are_refused_naming_the_path(void **state)
+{
+    (void)state;
+    char path[64];
+    temp_path(path, sizeof path, "full");
+    write_log(path, DEFECT_NONE);
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fclose(f);
+    assert_true(size > 200);
+    const long cuts[] = {100, size / 2};
+    for (int i = 0; i < 2; ++i) {
+        char cut[64];
+        truncated_copy(path, cuts[i], cut, sizeof cut);
+        print_message("truncated to %ld of %ld bytes: ", cuts[i], size);
+        assert_open_refused(cut, NULL);
+        unlink(cut);
+    }
+    unlink(path);
+}
+
+static void test_hdf5_file_that_is_not_an_agefence_log_is_refused(void **state)
+{
+    (void)state;
+    char path[64];
+    temp_path(path, sizeof path, "foreign");
+    hid_t file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    assert_true(file >= 0);
+    hsize_t dims[1] = {4};
+    hid_t space = H5Screate_simple(1, dims, NULL);
+    hid_t d = H5Dcreate2(file, "temperature", H5T_IEEE_F64LE, space, H5P_DEFAULT, H5P_DEFAULT,
+                         H5P_DEFAULT);
+    assert_true(d >= 0);
+    const double v[4] = {1, 2, 3, 4};
+    assert_true(H5Dwrite(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) >= 0);
+    H5Dclose(d);
+    H5Sclose(space);
+    H5Fclose(file);
+    assert_open_refused(path, "not an agefence log");
+    unlink(path);
+}
+
+static void test_newer_schema_version_is_refused_naming_the_path(void **state)
+{
+    (void)state;
+    char path[64];
+    temp_path(path, sizeof path, "schema99");
+    write_log(path, DEFECT_SCHEMA_99);
+    assert_open_refused(path, "99");
+    unlink(path);
+}
+
+static void test_percentile_follows_numpy_linear_interpolation(void **state)
+{
+    (void)state;
+    const double v[] = {1.0, 2.0, 3.0, 4.0};
+    assert_true(af_percentile_sorted(v, 4, 50) == 2.5);
+    assert_true(fabs(af_percentile_sorted(v, 4, 90) - 3.7) < 1e-12);
+    assert_true(fabs(af_percentile_sorted(v, 4, 10) - 1.3) < 1e-12);
+    assert_true(af_percentile_sorted(v, 4, 0) == 1.0);
+    assert_true(af_percentile_sorted(v, 4, 100) == 4.0);
+    /* numpy.percentile([10, 20, 30, 40, 50], [25, 10, 99]) = [20, 14, 49.6]. */
+    const double w[] = {10, 20, 30, 40, 50};
+    assert_true(fabs(af_percentile_sorted(w, 5, 25) - 20.0) < 1e-12);
+    assert_true(fabs(af_percentile_sorted(w, 5, 10) - 14.0) < 1e-12);
+    assert_true(fabs(af_percentile_sorted(w, 5, 99) - 49.6) < 1e-12);
+    /* One element: every percentile is that element. */
+    const double one[] = {7.25};
+    assert_true(af_percentile_sorted(one, 1, 0) == 7.25);
+    assert_true(af_percentile_sorted(one, 1, 50) == 7.25);
+    assert_true(af_percentile_sorted(one, 1, 100) == 7.25);
+    /* af_sort_doubles then percentile, on unsorted input. */
+    double u[] = {4.0, 1.0, 3.0, 2.0};
+    af_sort_doubles(u, 4);
+    assert_true(u[0] == 1.0 && u[1] == 2.0 && u[2] == 3.0 && u[3] == 4.0);
+    assert_true(af_percentile_sorted(u, 4, 50) == 2.5);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_complete_consistent_log_has_no_violations),
+        cmocka_unit_test(test_reader_returns_what_the_writer_wrote),
+        cmocka_unit_test(test_non_contiguous_step_is_a_violation),
+        cmocka_unit_test(test_detected_above_injected_is_a_violation),
+        cmocka_unit_test(test_blackout_fraction_above_one_is_a_violation),
+        cmocka_unit_test(test_steps_completed_differing_from_rows_is_a_violation),
+        cmocka_unit_test(test_missing_exit_reason_is_a_violation),
+        cmocka_unit_test(test_missing_file_is_refused_naming_the_path),
+        cmocka_unit_test(test_text_file_is_refused_as_not_hdf5),
+        cmocka_unit_test(test_truncated_logs_are_refused_naming_the_path),
+        cmocka_unit_test(test_hdf5_file_that_is_not_an_agefence_log_is_refused),
+        cmocka_unit_test(test_newer_schema_version_is_refused_naming_the_path),
+        cmocka_unit_test(test_percentile_follows_numpy_linear_interpolation),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,777 @@
+/* agefence CUDA compute backend: the same masked step as kernels_cpu.c, bit for bit, on one GPU.
+ *
+ * Layout (all allocated in create(), never again):
+ *   state    device, n_slots x 2 x T doubles: both buffers of every slot, as on the CPU
+ *   diag     device, n_slots x 2 x 2 doubles: (mass, energy) of each buffer
+ *   parity   device, n_slots bytes: which buffer of a slot is committed; a host mirror is kept
+ *            in step with it by commit(), so slot_data() answers without a synchronisation
+ *   control  device, one region: slot_p (f64) | slot_block (i32) | slot_mode (u8) | commit (u8)
+ *            | select (u8), filled by upload_control() from a pinned staging copy of the host
+ *            views; pack() and compute() read this mirror, so the host views must be uploaded
+ *            after they change
+ *   results  device, one region: nonfinite | injected | bitflips (i32 each), copied back into a
+ *            pinned host region by download_results(); the host views point into it
+ *
+ * Every launch and copy is enqueued on the backend's own stream (a blocking stream, so work on
+ * the legacy default stream, e.g. a plain cudaMemcpy, is ordered after it). Only the members
+ * whose contract says "blocking" synchronise: write_slot, read_slot, read_next, write_next,
+ * download_results, sync.
+ *
+ * Bitwise agreement with the CPU backend rests on three things: the per-cell update, the
+ * injection hash and the containment test come from kernels/af_burgers.h; nvcc runs with
+ * -fmad=false; and the block diagnostics accumulate in the CPU's order (lane l of the warp that
+ * owns a slot sums elements l, l+32, ... in increasing order, then a __shfl_xor_sync butterfly
+ * with offsets 16..1 reproduces af_lane_tree). */
+#include <cuda_runtime.h>
+
+#include <stdio.h>
+#include <string.h>
+
+extern "C" {
+#include "kernels.h"
+#include "../sim/af_alloc.h"
+}
+
+/* Threads per block of the slot kernels: 8 warps, one slot each. */
+#define AF_CUDA_BLOCK       256
+#define AF_CUDA_SLOTS_BLOCK (AF_CUDA_BLOCK / AF_LANES)
+/* Rows of 32 cells a lane loads before it computes any: independent loads in flight. */
+#define AF_CUDA_UNROLL 4
+#define AF_FULL_MASK   0xffffffffU
+
+/* CUDA error checks in the style of sim/af_result.h: set the one-line message (the first error
+ * wins), leave a breadcrumb, and return or jump with AF_ERR_DEVICE. */
+#define AF_CUDA_CHECK(call)                                                                        \
+    do {                                                                                           \
+        cudaError_t af_cuda_rc_ = (call);                                                          \
+        if (af_cuda_rc_ != cudaSuccess) {                                                          \
+            af_error_set("CUDA: %s failed: %s", #call, cudaGetErrorString(af_cuda_rc_));           \
+            af_error_breadcrumb(AF_ERR_DEVICE, #call, __FILE__, __LINE__);                         \
+            return AF_ERR_DEVICE;                                                                  \
+        }                                                                                          \
+    } while (0)
+
+#define AF_CUDA_CHECK_GOTO(call, rc, label)                                                        \
+    do {                                                                                           \
+        cudaError_t af_cuda_rc_ = (call);                                                          \
+        if (af_cuda_rc_ != cudaSuccess) {                                                          \
+            af_error_set("CUDA: %s failed: %s", #call, cudaGetErrorString(af_cuda_rc_));           \
+            af_error_breadcrumb(AF_ERR_DEVICE, #call, __FILE__, __LINE__);                         \
+            (rc) = AF_ERR_DEVICE;                                                                  \
+            goto label;                                                                            \
+        }                                                                                          \
+    } while (0)
+
+/* After a kernel launch: a bad configuration shows up here, not at the next synchronisation. */
+#define AF_CUDA_LAUNCHED(name) AF_CUDA_CHECK(af_cuda_launched(name))
+
+static cudaError_t af_cuda_launched(const char *name)
+{
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess) {
+        af_error_set("CUDA: launch of %s failed: %s", name, cudaGetErrorString(e));
+    }
+    return e;
+}
+
+typedef struct af_cuda {
+    int device;
+    cudaStream_t stream;
+    cudaEvent_t staged; /* recorded after the last control upload's copy left the staging area */
+    double *state;
+    double *diag;
+    uint8_t *parity;
+    unsigned char *control;   /* device control region, control_bytes */
+    unsigned char *results;   /* device results region, results_bytes */
+    unsigned char *h_stage;   /* pinned staging copy of the control host views */
+    unsigned char *h_results; /* pinned; nonfinite/injected/bitflips point into it */
+    uint8_t *h_parity;        /* host mirror of parity */
+    size_t control_bytes;
+    size_t results_bytes;
+} af_cuda_t;
+
+/* Views of the control and results regions, in the order described at the top. */
+typedef struct af_cuda_ctl {
+    const double *slot_p;
+    const int32_t *slot_block;
+    const uint8_t *slot_mode;
+    const uint8_t *commit;
+    const uint8_t *select;
+} af_cuda_ctl_t;
+
+typedef struct af_cuda_res {
+    int32_t *nonfinite;
+    int32_t *injected;
+    int32_t *bitflips;
+} af_cuda_res_t;
+
+static size_t ctl_bytes(size_t n)
+{
+    return n * (sizeof(double) + sizeof(int32_t) + 3);
+}
+
+static af_cuda_ctl_t ctl_view(const unsigned char *base, size_t n)
+{
+    af_cuda_ctl_t c;
+    c.slot_p = (const double *)base;
+    c.slot_block = (const int32_t *)(base + n * sizeof(double));
+    c.slot_mode = base + n * (sizeof(double) + sizeof(int32_t));
+    c.commit = c.slot_mode + n;
+    c.select = c.commit + n;
+    return c;
+}
+
+static af_cuda_res_t res_view(unsigned char *base, size_t n)
+{
+    af_cuda_res_t r;
+    r.nonfinite = (int32_t *)base;
+    r.injected = r.nonfinite + n;
+    r.bitflips = r.injected + n;
+    return r;
+}
+
+static unsigned int slot_grid(int n_slots)
+{
+    return (unsigned int)((n_slots + AF_CUDA_SLOTS_BLOCK - 1) / AF_CUDA_SLOTS_BLOCK);
+}
+
+/* ---- kernels ------------------------------------------------------------------------------- */
+
+/* The warp butterfly that reproduces af_lane_tree: at offset o, lane l adds lane l^o's
+ * partial. For the lane with bit o clear this is partial[l] + partial[l+o], the CPU's order;
+ * the other lane computes the same sum with the operands swapped, which IEEE 754 addition
+ * gives the same bits for. Every lane ends with the tree's result. */
+__device__ __forceinline__ double warp_lane_tree(double x)
+{
+    for (int o = AF_LANES / 2; o >= 1; o /= 2) {
+        x += __shfl_xor_sync(AF_FULL_MASK, x, o);
+    }
+    return x;
+}
+
+/* Block diagnostics of T values, one warp: af_block_diag's order exactly. */
+__device__ void warp_block_diag(const double *__restrict__ u, int T, int lane, double *mass,
+                                double *energy)
+{
+    double pm = 0.0;
+    double pe = 0.0;
+    for (int i = lane; i < T; i += AF_LANES) {
+        double v = u[i];
+        pm += v;
+        pe += 0.5 * v * v;
+    }
+    *mass = warp_lane_tree(pm);
+    *energy = warp_lane_tree(pe);
+}
+
+typedef struct step_args {
+    double *state;
+    double *diag;
+    const uint8_t *parity;
+    af_cuda_ctl_t ctl;
+    af_cuda_res_t res;
+    const uint64_t *xchg;
+    int n_slots;
+    int T;
+    int B;
+    af_coeffs_t coeffs;
+    uint64_t seed;
+    uint64_t step;
+    int selected; /* AF_COMPUTE_SELECTED: only slots whose select[] is set */
+} step_args_t;
+
+/* The masked Burgers step (kMasked) or its benchmark twin (every slot computed, no injection,
+ * no containment count). One warp per slot, AF_CUDA_SLOTS_BLOCK slots per block. In a retry
+ * round (selected) a slot whose select[] is 0 is left alone, result counters included. A
+ * masked-out slot (empty, or on a DEAD unit) only has its result counters zeroed and writes
+ * nothing else.
+ * A computed slot reads its committed buffer and its neighbours' edges from xchg, writes the
+ * other buffer, injects faults on a FADING unit after the cell update, then counts non-finite
+ * outputs (warp ballot) and stores the new buffer's diagnostics. Lane l handles cells l, l+32,
+ * ... in increasing order, which is also the order its diagnostic partials need. */
+template <bool kMasked> __global__ void __launch_bounds__(AF_CUDA_BLOCK) step_kernel(step_args_t a)
+{
+    const int lane = (int)(threadIdx.x % AF_LANES);
+    const int s = (int)(blockIdx.x * AF_CUDA_SLOTS_BLOCK + threadIdx.x / AF_LANES);
+    if (s >= a.n_slots) {
+        return; /* the whole warp: s is warp-uniform */
+    }
+    if (a.selected && a.ctl.select[s] == 0) {
+        return;
+    }
+    int b = a.ctl.slot_block[s];
+    const int mode = a.ctl.slot_mode[s];
+    if (lane == 0) {
+        a.res.nonfinite[s] = 0;
+        a.res.injected[s] = 0;
+        a.res.bitflips[s] = 0;
+    }
+    if (kMasked && (b < 0 || mode == AF_MODE_DEAD)) {
+        return; /* empty or lost: masked out, nothing written */
+    }
+    if (b < 0) {
+        b = 0; /* unmasked benchmark variant: empty slots compute with block 0's halo */
+    }
+    const int T = a.T;
+    const int B = a.B;
+    const int p = a.parity[s];
+    const double *__restrict__ u = a.state + ((size_t)s * 2 + (size_t)p) * (size_t)T;
+    double *__restrict__ un = a.state + ((size_t)s * 2 + (size_t)(p ^ 1)) * (size_t)T;
+    const int left = (b + B - 1) % B;
+    const int right = (b + 1) % B;
+    const double ul = af_double(a.xchg[2 * (size_t)left + 1]);
+    const double ur = af_double(a.xchg[2 * (size_t)right]);
+    const double prob = a.ctl.slot_p[s];
+    const bool inject = kMasked && mode == AF_MODE_FADING && prob > 0.0;
+    const af_coeffs_t kc = a.coeffs;
+
+    double pm = 0.0;
+    double pe = 0.0;
+    int nonfinite = 0;
+    int injected = 0;
+    int bitflips = 0;
+    for (int base = 0; base < T; base += AF_LANES * AF_CUDA_UNROLL) {
+        double c[AF_CUDA_UNROLL];
+        double l[AF_CUDA_UNROLL];
+        double r[AF_CUDA_UNROLL];
+#pragma unroll
+        for (int j = 0; j < AF_CUDA_UNROLL; ++j) {
+            const int i = base + j * AF_LANES + lane;
+            c[j] = 0.0;
+            l[j] = 0.0;
+            r[j] = 0.0;
+            if (i < T) {
+                c[j] = u[i];
+                l[j] = i > 0 ? u[i - 1] : ul;
+                r[j] = i + 1 < T ? u[i + 1] : ur;
+            }
+        }
+#pragma unroll
+        for (int j = 0; j < AF_CUDA_UNROLL; ++j) {
+            const int i = base + j * AF_LANES + lane;
+            const bool in = i < T;
+            double v = 0.0;
+            int kind = AF_CORRUPT_NONE;
+            if (in) {
+                v = af_burgers_cell(l[j], c[j], r[j], kc);
+                if (inject) {
+                    v = af_inject(v, prob, a.seed, a.step, (uint64_t)b, (uint64_t)i, &kind);
+                }
+                un[i] = v;
+                pm += v;
+                pe += 0.5 * v * v;
+            }
+            if (kMasked) {
+                /* The loop bounds are warp-uniform, so every lane reaches the ballots. */
+                nonfinite += __popc(__ballot_sync(AF_FULL_MASK, in && af_nonfinite(v)));
+                if (inject) {
+                    injected += __popc(__ballot_sync(AF_FULL_MASK, kind != AF_CORRUPT_NONE));
+                    bitflips += __popc(__ballot_sync(AF_FULL_MASK, kind == AF_CORRUPT_BITFLIP));
+                }
+            }
+        }
+    }
+    const double mass = warp_lane_tree(pm);
+    const double energy = warp_lane_tree(pe);
+    if (lane == 0) {
+        double *d = a.diag + ((size_t)s * 2 + (size_t)(p ^ 1)) * 2;
+        d[0] = mass;
+        d[1] = energy;
+        if (kMasked) {
+            a.res.nonfinite[s] = nonfinite;
+            a.res.injected[s] = injected;
+            a.res.bitflips[s] = bitflips;
+        }
+    }
+}
+
+/* Writes the edge cells, diagnostics and status word (1: this step's result was fenced, as
+ * commit[] says) of every occupied, published (HEALTHY or FADING) slot at its logical block's
+ * place in xchg, zeroed before by a memset on the same stream. One thread per slot. */
+__global__ void pack_kernel(const double *__restrict__ state, const double *__restrict__ diag,
+                            const uint8_t *__restrict__ parity, af_cuda_ctl_t ctl,
+                            uint64_t *__restrict__ xchg, int n_slots, int T, int B)
+{
+    const int s = (int)(blockIdx.x * blockDim.x + threadIdx.x);
+    if (s >= n_slots) {
+        return;
+    }
+    const int b = ctl.slot_block[s];
+    const int mode = ctl.slot_mode[s];
+    if (b < 0 || mode == AF_MODE_DEAD || mode == AF_MODE_SHADOW) {
+        return;
+    }
+    const int p = parity[s];
+    const double *u = state + ((size_t)s * 2 + (size_t)p) * (size_t)T;
+    const double *d = diag + ((size_t)s * 2 + (size_t)p) * 2;
+    xchg[2 * (size_t)b] = af_bits(u[0]);
+    xchg[2 * (size_t)b + 1] = af_bits(u[T - 1]);
+    xchg[2 * (size_t)B + (size_t)b] = af_bits(d[0]);
+    xchg[3 * (size_t)B + (size_t)b] = af_bits(d[1]);
+    xchg[4 * (size_t)B + (size_t)b] = ctl.commit[s] ? 0 : 1;
+}
+
+/* Flips the parity of every slot whose commit flag is set. One thread per slot. */
+__global__ void commit_kernel(uint8_t *__restrict__ parity, af_cuda_ctl_t ctl, int n_slots)
+{
+    const int s = (int)(blockIdx.x * blockDim.x + threadIdx.x);
+    if (s < n_slots) {
+        parity[s] ^= (uint8_t)(ctl.commit[s] != 0);
+    }
+}
+
+/* Recomputes the diagnostics of one slot's committed buffer (next = 0) or computed buffer
+ * (next = 1). One warp. */
+__global__ void refresh_kernel(const double *__restrict__ state, double *__restrict__ diag,
+                               const uint8_t *__restrict__ parity, int slot, int T, int next)
+{
+    const int lane = (int)threadIdx.x;
+    const int p = parity[slot] ^ next;
+    double m = 0.0;
+    double e = 0.0;
+    warp_block_diag(state + ((size_t)slot * 2 + (size_t)p) * (size_t)T, T, lane, &m, &e);
+    if (lane == 0) {
+        double *d = diag + ((size_t)slot * 2 + (size_t)p) * 2;
+        d[0] = m;
+        d[1] = e;
+    }
+}
+
+/* Fills both buffers and both diagnostics of one slot with a NaN pattern. */
+__global__ void poison_kernel(double *__restrict__ state, double *__restrict__ diag, int slot,
+                              int T, uint64_t pattern)
+{
+    const double nan = af_double(pattern);
+    double *u = state + (size_t)slot * 2 * (size_t)T;
+    for (int i = (int)(blockIdx.x * blockDim.x + threadIdx.x); i < 2 * T;
+         i += (int)(gridDim.x * blockDim.x)) {
+        u[i] = nan;
+    }
+    if (blockIdx.x == 0 && threadIdx.x < 4) {
+        diag[(size_t)slot * 4 + threadIdx.x] = nan;
+    }
+}
+
+/* ---- the backend ------------------------------------------------------------------------------
+ */
+
+static inline af_cuda_t *impl(af_kernels_t *k)
+{
+    return (af_cuda_t *)k->impl;
+}
+
+static inline double *dev_buf(const af_kernels_t *k, const af_cuda_t *c, int slot, int which)
+{
+    return c->state + ((size_t)slot * 2 + (size_t)which) * (size_t)k->desc.block_len;
+}
+
+static inline double *dev_diag(const af_cuda_t *c, int slot, int which)
+{
+    return c->diag + ((size_t)slot * 2 + (size_t)which) * 2;
+}
+
+static af_result_t check_slot(const af_kernels_t *k, int slot, const char *what)
+{
+    if (slot < 0 || slot >= k->desc.n_slots) {
+        af_error_set("cuda backend: %s of slot %d, outside [0, %d)", what, slot, k->desc.n_slots);
+        return AF_ERR_INTERNAL;
+    }
+    return AF_OK;
+}
+
+/* cudaMalloc that the allocation counter sees. */
+static af_result_t dev_alloc(void **p, size_t bytes, size_t *total)
+{
+    AF_CUDA_CHECK(cudaMalloc(p, bytes > 0 ? bytes : 1));
+    af_alloc_note_external(bytes);
+    *total += bytes;
+    return AF_OK;
+}
+
+static af_result_t host_alloc(void **p, size_t bytes, size_t *total)
+{
+    AF_CUDA_CHECK(cudaMallocHost(p, bytes > 0 ? bytes : 1));
+    af_alloc_note_external(bytes);
+    memset(*p, 0, bytes > 0 ? bytes : 1);
+    *total += bytes;
+    return AF_OK;
+}
+
+static void cuda_destroy(af_kernels_t *k)
+{
+    if (k == NULL) {
+        return;
+    }
+    af_cuda_t *c = impl(k);
+    if (c != NULL) {
+        cudaSetDevice(c->device);
+        if (c->stream != NULL) {
+            cudaStreamSynchronize(c->stream);
+        }
+        cudaFree(c->state);
+        cudaFree(c->diag);
+        cudaFree(c->parity);
+        cudaFree(c->control);
+        cudaFree(c->results);
+        cudaFreeHost(c->h_stage);
+        cudaFreeHost(c->h_results);
+        if (c->staged != NULL) {
+            cudaEventDestroy(c->staged);
+        }
+        if (c->stream != NULL) {
+            cudaStreamDestroy(c->stream);
+        }
+        af_free(c->h_parity);
+        af_free(c);
+    }
+    af_free(k->slot_block);
+    af_free(k->slot_mode);
+    af_free(k->slot_p);
+    af_free(k->commit);
+    af_free(k->select);
+    af_free(k);
+}
+
+static af_result_t cuda_upload_control(af_kernels_t *k);
+
+static af_result_t cuda_create(const af_shard_desc_t *desc, af_kernels_t **out)
+{
+    af_result_t rc = AF_OK;
+    const size_t n = (size_t)desc->n_slots;
+    const size_t T = (size_t)desc->block_len;
+    size_t total = 0;
+    af_cuda_t *c = NULL;
+    af_kernels_t *k = (af_kernels_t *)af_alloc(sizeof *k);
+    AF_REQUIRE_GOTO(k != NULL, AF_ERR_NOMEM, rc, fail);
+    k->ops = af_kernels_cuda;
+    k->desc = *desc;
+    c = (af_cuda_t *)af_alloc(sizeof *c);
+    k->impl = c;
+    AF_REQUIRE_GOTO(c != NULL, AF_ERR_NOMEM, rc, fail);
+    c->device = desc->cuda_device >= 0 ? desc->cuda_device : 0;
+    AF_CUDA_CHECK_GOTO(cudaSetDevice(c->device), rc, fail);
+    AF_CUDA_CHECK_GOTO(cudaStreamCreateWithFlags(&c->stream, cudaStreamDefault), rc, fail);
+    AF_CUDA_CHECK_GOTO(cudaEventCreateWithFlags(&c->staged, cudaEventDisableTiming), rc, fail);
+    c->control_bytes = ctl_bytes(n);
+    c->results_bytes = n * 3 * sizeof(int32_t);
+    AF_CHECK_GOTO(dev_alloc((void **)&c->state, n * 2 * T * sizeof(double), &total), rc, fail);
+    AF_CHECK_GOTO(dev_alloc((void **)&c->diag, n * 4 * sizeof(double), &total), rc, fail);
+    AF_CHECK_GOTO(dev_alloc((void **)&c->parity, n, &total), rc, fail);
+    AF_CHECK_GOTO(dev_alloc((void **)&c->control, c->control_bytes, &total), rc, fail);
+    AF_CHECK_GOTO(dev_alloc((void **)&c->results, c->results_bytes, &total), rc, fail);
+    AF_CHECK_GOTO(host_alloc((void **)&c->h_stage, c->control_bytes, &total), rc, fail);
+    AF_CHECK_GOTO(host_alloc((void **)&c->h_results, c->results_bytes, &total), rc, fail);
+    /* Start-up contents match the CPU backend's zeroed memory. */
+    AF_CUDA_CHECK_GOTO(cudaMemsetAsync(c->state, 0, n * 2 * T * sizeof(double), c->stream), rc,
+                       fail);
+    AF_CUDA_CHECK_GOTO(cudaMemsetAsync(c->diag, 0, n * 4 * sizeof(double), c->stream), rc, fail);
+    AF_CUDA_CHECK_GOTO(cudaMemsetAsync(c->parity, 0, n > 0 ? n : 1, c->stream), rc, fail);
+    AF_CUDA_CHECK_GOTO(cudaMemsetAsync(c->results, 0, c->results_bytes, c->stream), rc, fail);
+    c->h_parity = (uint8_t *)af_alloc(n > 0 ? n : 1);
+    k->slot_block = (int32_t *)af_alloc(n * sizeof(int32_t));
+    k->slot_mode = (uint8_t *)af_alloc(n > 0 ? n : 1);
+    k->slot_p = (double *)af_alloc(n * sizeof(double));
+    k->commit = (uint8_t *)af_alloc(n > 0 ? n : 1);
+    k->select = (uint8_t *)af_alloc(n > 0 ? n : 1);
+    AF_REQUIRE_GOTO(c->h_parity && k->slot_block && k->slot_mode && k->slot_p && k->commit &&
+                        k->select,
+                    AF_ERR_NOMEM, rc, fail);
+    {
+        af_cuda_res_t hr = res_view(c->h_results, n);
+        k->nonfinite = hr.nonfinite;
+        k->injected = hr.injected;
+        k->bitflips = hr.bitflips;
+    }
+    for (size_t s = 0; s < n; ++s) {
+        k->slot_block[s] = -1;
+    }
+    k->bytes = total + n * (1 + sizeof(int32_t) + 1 + sizeof(double) + 1 + 1);
+    AF_CHECK_GOTO(cuda_upload_control(k), rc, fail);
+    AF_CUDA_CHECK_GOTO(cudaStreamSynchronize(c->stream), rc, fail);
+    *out = k;
+    return AF_OK;
+fail:
+    af_error_set("cuda backend: cannot set up the shard (%d slots of %d cells) on GPU %d",
+                 desc->n_slots, desc->block_len, desc->cuda_device);
+    cuda_destroy(k);
+    return rc;
+}
+
+/* Copies the host views into the pinned staging area, then enqueues one copy of it to the
+ * device. The host views may be rewritten as soon as this returns: the only wait is for the
+ * previous upload's copy to have left the staging area (normally long done). */
+static af_result_t cuda_upload_control(af_kernels_t *k)
+{
+    af_cuda_t *c = impl(k);
+    const size_t n = (size_t)k->desc.n_slots;
+    if (n == 0) {
+        return AF_OK;
+    }
+    AF_CUDA_CHECK(cudaEventSynchronize(c->staged));
+    unsigned char *h = c->h_stage;
+    memcpy(h, k->slot_p, n * sizeof(double));
+    memcpy(h + n * sizeof(double), k->slot_block, n * sizeof(int32_t));
+    unsigned char *bytes = h + n * (sizeof(double) + sizeof(int32_t));
+    memcpy(bytes, k->slot_mode, n);
+    memcpy(bytes + n, k->commit, n);
+    memcpy(bytes + 2 * n, k->select, n);
+    AF_CUDA_CHECK(
+        cudaMemcpyAsync(c->control, h, c->control_bytes, cudaMemcpyHostToDevice, c->stream));
+    AF_CUDA_CHECK(cudaEventRecord(c->staged, c->stream));
+    return AF_OK;
+}
+
+static af_result_t cuda_write_slot(af_kernels_t *k, int slot, const double *host)
+{
+    af_cuda_t *c = impl(k);
+    AF_CHECK(check_slot(k, slot, "write_slot"));
+    const int T = k->desc.block_len;
+    AF_CUDA_CHECK(cudaMemcpyAsync(dev_buf(k, c, slot, c->h_parity[slot]), host,
+                                  sizeof(double) * (size_t)T, cudaMemcpyHostToDevice, c->stream));
+    refresh_kernel<<<1, AF_LANES, 0, c->stream>>>(c->state, c->diag, c->parity, slot, T, 0);
+    AF_CUDA_LAUNCHED("refresh_kernel");
+    AF_CUDA_CHECK(cudaStreamSynchronize(c->stream));
+    return AF_OK;
+}
+
+static af_result_t cuda_read_slot(af_kernels_t *k, int slot, double *host)
+{
+    af_cuda_t *c = impl(k);
+    AF_CHECK(check_slot(k, slot, "read_slot"));
+    AF_CUDA_CHECK(cudaMemcpyAsync(host, dev_buf(k, c, slot, c->h_parity[slot]),
+                                  sizeof(double) * (size_t)k->desc.block_len,
+                                  cudaMemcpyDeviceToHost, c->stream));
+    AF_CUDA_CHECK(cudaStreamSynchronize(c->stream));
+    return AF_OK;
+}
+
+/* xchg: device memory, af_xchg_len(B) words. Reads the device mirror of the control arrays:
+ * call upload_control() after changing slot_block or slot_mode. */
+static af_result_t cuda_pack(af_kernels_t *k, uint64_t *xchg)
+{
+    af_cuda_t *c = impl(k);
+    const int n = k->desc.n_slots;
+    AF_CUDA_CHECK(
+        cudaMemsetAsync(xchg, 0, sizeof(uint64_t) * af_xchg_len(k->desc.blocks), c->stream));
+    if (n == 0) {
+        return AF_OK;
+    }
+    pack_kernel<<<(unsigned int)((n + AF_CUDA_BLOCK - 1) / AF_CUDA_BLOCK), AF_CUDA_BLOCK, 0,
+                  c->stream>>>(c->state, c->diag, c->parity, ctl_view(c->control, (size_t)n), xchg,
+                               n, k->desc.block_len, k->desc.blocks);
+    AF_CUDA_LAUNCHED("pack_kernel");
+    return AF_OK;
+}
+
+/* xchg: device memory. */
+static af_result_t cuda_compute(af_kernels_t *k, uint64_t step, const uint64_t *xchg, int flags)
+{
+    af_cuda_t *c = impl(k);
+    const int n = k->desc.n_slots;
+    if (n == 0) {
+        return AF_OK;
+    }
+    step_args_t a;
+    a.state = c->state;
+    a.diag = c->diag;
+    a.parity = c->parity;
+    a.ctl = ctl_view(c->control, (size_t)n);
+    a.res = res_view(c->results, (size_t)n);
+    a.xchg = xchg;
+    a.n_slots = n;
+    a.T = k->desc.block_len;
+    a.B = k->desc.blocks;
+    a.coeffs = k->desc.coeffs;
+    a.seed = k->desc.seed;
+    a.step = step;
+    a.selected = (flags & AF_COMPUTE_SELECTED) != 0;
+    if ((flags & AF_COMPUTE_UNMASKED) != 0) {
+        step_kernel<false><<<slot_grid(n), AF_CUDA_BLOCK, 0, c->stream>>>(a);
+        AF_CUDA_LAUNCHED("step_kernel<unmasked>");
+    } else {
+        step_kernel<true><<<slot_grid(n), AF_CUDA_BLOCK, 0, c->stream>>>(a);
+        AF_CUDA_LAUNCHED("step_kernel<masked>");
+    }
+    return AF_OK;
+}
+
+static af_result_t cuda_download_results(af_kernels_t *k)
+{
+    af_cuda_t *c = impl(k);
+    if (k->desc.n_slots > 0) {
+        AF_CUDA_CHECK(cudaMemcpyAsync(c->h_results, c->results, c->results_bytes,
+                                      cudaMemcpyDeviceToHost, c->stream));
+    }
+    AF_CUDA_CHECK(cudaStreamSynchronize(c->stream));
+    return AF_OK;
+}
+
+/* Flips the device parity from the device commit mirror, and the host mirror from the staged
+ * copy of the same upload, so both agree without a synchronisation. */
+static af_result_t cuda_commit(af_kernels_t *k)
+{
+    af_cuda_t *c = impl(k);
+    const int n = k->desc.n_slots;
+    if (n == 0) {
+        return AF_OK;
+    }
+    commit_kernel<<<(unsigned int)((n + AF_CUDA_BLOCK - 1) / AF_CUDA_BLOCK), AF_CUDA_BLOCK, 0,
+                    c->stream>>>(c->parity, ctl_view(c->control, (size_t)n), n);
+    AF_CUDA_LAUNCHED("commit_kernel");
+    const uint8_t *staged_commit = ctl_view(c->h_stage, (size_t)n).commit;
+    for (int s = 0; s < n; ++s) {
+        c->h_parity[s] ^= (uint8_t)(staged_commit[s] != 0);
+    }
+    return AF_OK;
+}
+
+static af_result_t cuda_copy_slot(af_kernels_t *k, int src, int dst)
+{
+    af_cuda_t *c = impl(k);
+    AF_CHECK(check_slot(k, src, "copy_slot"));
+    AF_CHECK(check_slot(k, dst, "copy_slot"));
+    if (src == dst) {
+        return AF_OK;
+    }
+    AF_CUDA_CHECK(cudaMemcpyAsync(
+        dev_buf(k, c, dst, c->h_parity[dst]), dev_buf(k, c, src, c->h_parity[src]),
+        sizeof(double) * (size_t)k->desc.block_len, cudaMemcpyDeviceToDevice, c->stream));
+    AF_CUDA_CHECK(cudaMemcpyAsync(dev_diag(c, dst, c->h_parity[dst]),
+                                  dev_diag(c, src, c->h_parity[src]), 2 * sizeof(double),
+                                  cudaMemcpyDeviceToDevice, c->stream));
+    return AF_OK;
+}
+
+/* Device address of the committed buffer. Work enqueued on the backend's stream that writes it
+ * may still be in flight: the NCCL fabric orders itself after it (fabric_nccl.c). */
+static double *cuda_slot_data(af_kernels_t *k, int slot)
+{
+    af_cuda_t *c = impl(k);
+    if (slot < 0 || slot >= k->desc.n_slots) {
+        return NULL;
+    }
+    return dev_buf(k, c, slot, c->h_parity[slot]);
+}
+
+/* The computed (not yet committed) buffer, for DMR. Blocking. */
+static af_result_t cuda_read_next(af_kernels_t *k, int slot, double *host)
+{
+    af_cuda_t *c = impl(k);
+    AF_CHECK(check_slot(k, slot, "read_next"));
+    AF_CUDA_CHECK(cudaMemcpyAsync(host, dev_buf(k, c, slot, c->h_parity[slot] ^ 1),
+                                  sizeof(double) * (size_t)k->desc.block_len,
+                                  cudaMemcpyDeviceToHost, c->stream));
+    AF_CUDA_CHECK(cudaStreamSynchronize(c->stream));
+    return AF_OK;
+}
+
+static af_result_t cuda_write_next(af_kernels_t *k, int slot, const double *host)
+{
+    af_cuda_t *c = impl(k);
+    AF_CHECK(check_slot(k, slot, "write_next"));
+    const int T = k->desc.block_len;
+    AF_CUDA_CHECK(cudaMemcpyAsync(dev_buf(k, c, slot, c->h_parity[slot] ^ 1), host,
+                                  sizeof(double) * (size_t)T, cudaMemcpyHostToDevice, c->stream));
+    refresh_kernel<<<1, AF_LANES, 0, c->stream>>>(c->state, c->diag, c->parity, slot, T, 1);
+    AF_CUDA_LAUNCHED("refresh_kernel");
+    AF_CUDA_CHECK(cudaStreamSynchronize(c->stream));
+    return AF_OK;
+}
+
+static af_result_t cuda_refresh_slot(af_kernels_t *k, int slot)
+{
+    af_cuda_t *c = impl(k);
+    AF_CHECK(check_slot(k, slot, "refresh_slot"));
+    refresh_kernel<<<1, AF_LANES, 0, c->stream>>>(c->state, c->diag, c->parity, slot,
+                                                  k->desc.block_len, 0);
+    AF_CUDA_LAUNCHED("refresh_kernel");
+    return AF_OK;
+}
+
+static af_result_t cuda_poison_slot(af_kernels_t *k, int slot)
+{
+    af_cuda_t *c = impl(k);
+    AF_CHECK(check_slot(k, slot, "poison_slot"));
+    const uint64_t pattern = 0x7ff8dead0000deadULL; /* the CPU backend's pattern */
+    const int T = k->desc.block_len;
+    unsigned int grid = (unsigned int)((2 * T + AF_CUDA_BLOCK - 1) / AF_CUDA_BLOCK);
+    poison_kernel<<<grid, AF_CUDA_BLOCK, 0, c->stream>>>(c->state, c->diag, slot, T, pattern);
+    AF_CUDA_LAUNCHED("poison_kernel");
+    return AF_OK;
+}
+
+static af_result_t cuda_sync(af_kernels_t *k)
+{
+    AF_CUDA_CHECK(cudaStreamSynchronize(impl(k)->stream));
+    return AF_OK;
+}
+
+/* C++20 designated initialisers: a member out of kernels.h's order fails to compile. */
+static const af_kernels_ops_t af_kernels_cuda_table = {
+    .name = "cuda",
+    .create = cuda_create,
+    .destroy = cuda_destroy,
+    .upload_control = cuda_upload_control,
+    .write_slot = cuda_write_slot,
+    .read_slot = cuda_read_slot,
+    .pack = cuda_pack,
+    .compute = cuda_compute,
+    .download_results = cuda_download_results,
+    .commit = cuda_commit,
+    .copy_slot = cuda_copy_slot,
+    .slot_data = cuda_slot_data,
+    .read_next = cuda_read_next,
+    .write_next = cuda_write_next,
+    .refresh_slot = cuda_refresh_slot,
+    .poison_slot = cuda_poison_slot,
+    .sync = cuda_sync,
+};
+
+extern "C" {
+
+const af_kernels_ops_t *const af_kernels_cuda = &af_kernels_cuda_table;
+
+int af_cuda_visible_devices(void)
+{
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+        cudaGetLastError(); /* without a driver this is an error, not zero devices */
+        return 0;
+    }
+    return n > 0 ? n : 0;
+}
+
+af_result_t af_cuda_alloc(void **out, size_t bytes)
+{
+    *out = NULL;
+    AF_CUDA_CHECK(cudaMalloc(out, bytes > 0 ? bytes : 1));
+    af_alloc_note_external(bytes);
+    return AF_OK;
+}
+
+void af_cuda_free(void *p)
+{
+    if (p != NULL) {
+        cudaFree(p);
+    }
+}
+
+/* The copies run on the legacy default stream, which waits for all earlier work on the
+ * blocking streams of the device (the kernels' stream is one): a copy sees what was enqueued
+ * before it, and returns when it is done. cudaStreamLegacy names that stream explicitly, so a
+ * build with --default-stream per-thread keeps the ordering. */
+af_result_t af_cuda_copy_to_host(void *host, const void *dev, size_t bytes)
+{
+    AF_CUDA_CHECK(cudaMemcpyAsync(host, dev, bytes, cudaMemcpyDeviceToHost, cudaStreamLegacy));
+    AF_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy));
+    return AF_OK;
+}
+
+af_result_t af_cuda_copy_to_device(void *dev, const void *host, size_t bytes)
+{
+    AF_CUDA_CHECK(cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, cudaStreamLegacy));
+    AF_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy));
+    return AF_OK;
+}
+
+} /* extern "C" */

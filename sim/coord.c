@@ -1,0 +1,105 @@
+#include "coord.h"
+
+static int64_t best_unit(const af_placement_t *p, const int8_t *unit_state, int64_t u0,
+                         int64_t u1, int allow_fading)
+{
+    int64_t best = -1;
+    int32_t best_load = 0;
+    for (int64_t u = u0; u < u1; ++u) {
+        int8_t s = unit_state[u];
+        if (s == AF_DEAD || (s == AF_FADING && !allow_fading)) {
+            continue;
+        }
+        int32_t load = p->unit_load[u];
+        if (load >= p->capacity) {
+            continue;
+        }
+        if (best < 0 || load < best_load) {
+            best = u;
+            best_load = load;
+        }
+    }
+    return best;
+}
+
+int32_t af_coord_target(const af_placement_t *p, const int8_t *unit_state, int64_t prefer_device,
+                        int allow_fading)
+{
+    int64_t u = -1;
+    if (prefer_device >= 0) {
+        u = best_unit(p, unit_state, prefer_device * p->units, (prefer_device + 1) * p->units,
+                      allow_fading);
+    }
+    if (u < 0) {
+        u = best_unit(p, unit_state, 0, p->devices * p->units, allow_fading);
+    }
+    return u < 0 ? -1 : af_placement_free_slot(p, u);
+}
+
+int64_t af_coord_plan(af_placement_t *p, const int8_t *unit_state, const af_health_change_t *ch,
+                      int64_t n_changes, int drain, int64_t max_drain, af_move_t *moves,
+                      int64_t *exhausted)
+{
+    int64_t n = 0;
+    *exhausted = 0;
+    /* Restores: every block of a unit that died this step. */
+    for (int64_t i = 0; i < n_changes; ++i) {
+        if (ch[i].state != AF_DEAD) {
+            continue;
+        }
+        int64_t u = ch[i].unit;
+        int64_t dev = u / p->units;
+        for (int64_t c = 0; c < p->capacity; ++c) {
+            int32_t g = (int32_t)(u * p->capacity + c);
+            int32_t b = p->slot_block[g];
+            if (b < 0) {
+                continue;
+            }
+            int32_t to = af_coord_target(p, unit_state, dev, 0);
+            if (to < 0) {
+                to = af_coord_target(p, unit_state, dev, 1);
+            }
+            if (to < 0) {
+                *exhausted = 1;
+                return n;
+            }
+            moves[n].block = b;
+            moves[n].from_slot = g;
+            moves[n].to_slot = to;
+            moves[n].kind = AF_MOVE_RESTORE;
+            af_placement_move(p, b, to);
+            n++;
+        }
+    }
+    if (!drain) {
+        return n;
+    }
+    /* Drains: blocks on FADING units, lowest unit first, while healthy room lasts. */
+    int64_t drained = 0;
+    int64_t units = p->devices * p->units;
+    for (int64_t u = 0; u < units && drained < max_drain; ++u) {
+        if (unit_state[u] != AF_FADING || p->unit_load[u] == 0) {
+            continue;
+        }
+        int64_t dev = u / p->units;
+        for (int64_t c = 0; c < p->capacity && drained < max_drain; ++c) {
+            int32_t g = (int32_t)(u * p->capacity + c);
+            int32_t b = p->slot_block[g];
+            if (b < 0) {
+                continue;
+            }
+            int32_t to = af_coord_target(p, unit_state, dev, 0);
+            if (to < 0) {
+                return n; /* no healthy room: the block stays, fenced when it fails */
+            }
+            moves[n].block = b;
+            moves[n].from_slot = g;
+            moves[n].to_slot = to;
+            moves[n].kind = AF_MOVE_DRAIN;
+            af_placement_move(p, b, to);
+            n++;
+            drained++;
+        }
+    }
+    return n;
+}

@@ -1,0 +1,58 @@
+/* agefence coordinator logic: where blocks go when units fade, die or fail containment. Pure
+ * functions over the placement and the units' health, deterministic and independent of the
+ * number of ranks, so rank 0 can plan for everyone (drains, restores) and every rank can agree
+ * on within-step re-homing (retries, DMR shadows) without a message. */
+#ifndef AF_COORD_H
+#define AF_COORD_H
+
+#include <stdint.h>
+
+#include "aging.h"
+#include "placement.h"
+
+enum { AF_MOVE_DRAIN = 1, AF_MOVE_RESTORE = 2, AF_MOVE_RETRY = 3 };
+
+/* One entry of the move list. from_slot is the block's slot before the move (for a restore,
+ * the dead slot: the data comes from the block's replica). */
+typedef struct af_move {
+    int32_t block;
+    int32_t from_slot;
+    int32_t to_slot;
+    int32_t kind;
+} af_move_t;
+
+/* The fixed-size head of the coordinator's broadcast; the changes and moves follow in a second
+ * broadcast only when there are any. */
+typedef struct af_plan_header {
+    int64_t step;        /* executed step this plan is for */
+    int64_t n_changes;   /* health changes that follow */
+    int64_t n_moves;     /* moves that follow */
+    int64_t rollback_to; /* -1, or the logical step every block rolls back to */
+    int64_t exhausted;   /* 1: some block has no live slot left (capacity exhausted) */
+    int64_t stop;        /* reserved */
+    int64_t fading;      /* units FADING after the changes */
+    int64_t dead;        /* units DEAD after the changes */
+} af_plan_header_t;
+
+/* The least-loaded unit with a free slot, the block's own device first: HEALTHY units only,
+ * or also FADING ones when allow_fading (the last resort of a restore). Ties go to the lowest
+ * unit index. Returns a free global slot, or -1 when there is none. */
+int32_t af_coord_target(const af_placement_t *p, const int8_t *unit_state, int64_t prefer_device,
+                        int allow_fading);
+
+/* Plans the moves that follow this step's health changes (already applied to unit_state):
+ * every block on a newly DEAD unit is restored to a live slot (exhausted=1 when impossible);
+ * then, when drain is on, blocks on FADING units move to HEALTHY ones, at most max_drain.
+ * Applies each move to the placement as it is planned. Returns the number of moves. */
+int64_t af_coord_plan(af_placement_t *p, const int8_t *unit_state, const af_health_change_t *ch,
+                      int64_t n_changes, int drain, int64_t max_drain, af_move_t *moves,
+                      int64_t *exhausted);
+
+/* Buddy device of device d: half the fleet away, so that with two or more ranks it lives on
+ * another rank whatever their number (contiguous ranges are at most ceil(D/2) long). */
+static inline int64_t af_buddy_device(int64_t d, int64_t devices)
+{
+    return (d + (devices + 1) / 2) % devices;
+}
+
+#endif

@@ -1,0 +1,402 @@
+/* agefence recovery data path: moving blocks between preallocated slots (drains, restores,
+ * retries), buddy replicas in host memory, coordinated rollback, and DMR twins. Nothing here
+ * allocates: every buffer was sized at start-up. Every rank walks the same item lists in the
+ * same order, so the point-to-point transfers of a chunk always match. */
+#include <string.h>
+
+#include "af_alloc.h"
+#include "run_internal.h"
+
+static int rank_of_slot(const af_run_state_t *r, int64_t g)
+{
+    return af_device_rank(r->D, r->world.size, af_slot_device(&r->pl, g));
+}
+
+static int local_of(const af_run_state_t *r, int64_t g)
+{
+    return (int)(g - r->slot0);
+}
+
+/* A batch of block transfers: for item i, where the data comes from and goes to. */
+typedef struct xfer_ops {
+    void (*ranks)(af_run_state_t *r, void *ctx, int64_t i, int *src, int *dst);
+    af_result_t (*read)(af_run_state_t *r, void *ctx, int64_t i, double *buf);
+    af_result_t (*write)(af_run_state_t *r, void *ctx, int64_t i, const double *buf);
+    /* Optional: a same-rank transfer without staging (slot to slot). */
+    af_result_t (*local)(af_run_state_t *r, void *ctx, int64_t i);
+} xfer_ops_t;
+
+static af_result_t transfer(af_run_state_t *r, int64_t n, const xfer_ops_t *ops, void *ctx)
+{
+    const int me = r->world.rank;
+    const size_t T = (size_t)r->T;
+    for (int64_t c0 = 0; c0 < n; c0 += AF_XFER_CHUNK) {
+        int64_t c1 = c0 + AF_XFER_CHUNK < n ? c0 + AF_XFER_CHUNK : n;
+        int np = 0;
+        int ns = 0;
+        int nr = 0;
+        for (int64_t i = c0; i < c1; ++i) {
+            int src = 0;
+            int dst = 0;
+            ops->ranks(r, ctx, i, &src, &dst);
+            if (src == me && dst == me) {
+                if (ops->local != NULL) {
+                    AF_CHECK(ops->local(r, ctx, i));
+                } else {
+                    AF_CHECK(ops->read(r, ctx, i, r->cellbuf));
+                    AF_CHECK(ops->write(r, ctx, i, r->cellbuf));
+                }
+            } else if (src == me) {
+                double *buf = r->stage_send + (size_t)ns++ * T;
+                AF_CHECK(ops->read(r, ctx, i, buf));
+                r->p2p[np++] = (af_p2p_t){dst, 1, buf, T * sizeof(double)};
+            } else if (dst == me) {
+                double *buf = r->stage_recv + (size_t)nr++ * T;
+                r->p2p[np++] = (af_p2p_t){src, 0, buf, T * sizeof(double)};
+            }
+        }
+        if (np > 0) {
+            AF_CHECK(r->fab->ops->exchange(r->fab, r->p2p, np));
+        }
+        nr = 0;
+        for (int64_t i = c0; i < c1; ++i) {
+            int src = 0;
+            int dst = 0;
+            ops->ranks(r, ctx, i, &src, &dst);
+            if (dst == me && src != me) {
+                AF_CHECK(ops->write(r, ctx, i, r->stage_recv + (size_t)nr++ * T));
+            }
+        }
+    }
+    return AF_OK;
+}
+
+/* ---- replicas ------------------------------------------------------------------------------ */
+
+af_result_t af_replicas_init(af_run_state_t *r)
+{
+    /* Block b's replica lives with the buddy of the device b started on: a function of the
+     * fleet alone, so the failure history does not depend on the number of ranks. */
+    int64_t *count = af_alloc(sizeof(int64_t) * (size_t)r->world.size);
+    if (count == NULL) {
+        return AF_ERR_NOMEM;
+    }
+    for (int64_t b = 0; b < r->B; ++b) {
+        int64_t d0 = af_slot_device(&r->pl, r->pl.block_slot[b]);
+        int q = af_device_rank(r->D, r->world.size, af_buddy_device(d0, r->D));
+        r->rep_rank[b] = q;
+        r->rep_off[b] = count[q]++;
+    }
+    r->n_reps = count[r->world.rank];
+    af_free(count);
+    r->rep_store = af_alloc(sizeof(double) * (size_t)(r->n_reps > 0 ? r->n_reps : 1) *
+                            (size_t)r->T);
+    if (r->rep_store == NULL) {
+        af_error_set("cannot allocate %lld replicas", (long long)r->n_reps);
+        return AF_ERR_NOMEM;
+    }
+    return AF_OK;
+}
+
+static void refresh_ranks(af_run_state_t *r, void *ctx, int64_t b, int *src, int *dst)
+{
+    (void)ctx;
+    *src = rank_of_slot(r, r->pl.block_slot[b]);
+    *dst = r->rep_rank[b];
+}
+
+static af_result_t refresh_read(af_run_state_t *r, void *ctx, int64_t b, double *buf)
+{
+    (void)ctx;
+    return r->k->ops->read_slot(r->k, local_of(r, r->pl.block_slot[b]), buf);
+}
+
+static af_result_t store_write(af_run_state_t *r, void *ctx, int64_t b, const double *buf)
+{
+    (void)ctx;
+    memcpy(r->rep_store + (size_t)r->rep_off[b] * (size_t)r->T, buf,
+           sizeof(double) * (size_t)r->T);
+    return AF_OK;
+}
+
+af_result_t af_replicas_refresh(af_run_state_t *r)
+{
+    static const xfer_ops_t ops = {refresh_ranks, refresh_read, store_write, NULL};
+    AF_CHECK(transfer(r, r->B, &ops, NULL));
+    r->replica_step = r->state_step;
+    return AF_OK;
+}
+
+static void rollback_ranks(af_run_state_t *r, void *ctx, int64_t b, int *src, int *dst)
+{
+    (void)ctx;
+    *src = r->rep_rank[b];
+    *dst = rank_of_slot(r, r->pl.block_slot[b]);
+}
+
+static af_result_t store_read(af_run_state_t *r, void *ctx, int64_t b, double *buf)
+{
+    (void)ctx;
+    memcpy(buf, r->rep_store + (size_t)r->rep_off[b] * (size_t)r->T,
+           sizeof(double) * (size_t)r->T);
+    return AF_OK;
+}
+
+static af_result_t rollback_write(af_run_state_t *r, void *ctx, int64_t b, const double *buf)
+{
+    (void)ctx;
+    return r->k->ops->write_slot(r->k, local_of(r, r->pl.block_slot[b]), buf);
+}
+
+af_result_t af_rollback(af_run_state_t *r)
+{
+    static const xfer_ops_t ops = {rollback_ranks, store_read, rollback_write, NULL};
+    AF_CHECK(transfer(r, r->B, &ops, NULL));
+    r->n_replayed += r->state_step - r->replica_step;
+    r->n_rollbacks++;
+    r->state_step = r->replica_step;
+    return AF_OK;
+}
+
+/* ---- moves ----------------------------------------------------------------------------------- */
+
+typedef struct move_ctx {
+    const af_move_t *moves;
+    int restore_data; /* 1: restores read the replica (no rollback); 0: they carry nothing */
+} move_ctx_t;
+
+static void move_ranks(af_run_state_t *r, void *vctx, int64_t i, int *src, int *dst)
+{
+    const move_ctx_t *c = vctx;
+    const af_move_t *m = &c->moves[i];
+    *dst = rank_of_slot(r, m->to_slot);
+    if (m->kind == AF_MOVE_RESTORE) {
+        /* Without data to carry (a rollback restores every block afterwards), nobody sends. */
+        *src = c->restore_data ? r->rep_rank[m->block] : -1;
+        if (*src < 0) {
+            *dst = -1;
+        }
+    } else {
+        *src = rank_of_slot(r, m->from_slot);
+    }
+}
+
+static af_result_t move_read(af_run_state_t *r, void *vctx, int64_t i, double *buf)
+{
+    const move_ctx_t *c = vctx;
+    const af_move_t *m = &c->moves[i];
+    if (m->kind == AF_MOVE_RESTORE) {
+        return store_read(r, NULL, m->block, buf);
+    }
+    return r->k->ops->read_slot(r->k, local_of(r, m->from_slot), buf);
+}
+
+static af_result_t move_write(af_run_state_t *r, void *vctx, int64_t i, const double *buf)
+{
+    const move_ctx_t *c = vctx;
+    return r->k->ops->write_slot(r->k, local_of(r, c->moves[i].to_slot), buf);
+}
+
+static af_result_t move_local(af_run_state_t *r, void *vctx, int64_t i)
+{
+    const move_ctx_t *c = vctx;
+    const af_move_t *m = &c->moves[i];
+    if (m->kind == AF_MOVE_RESTORE) {
+        AF_CHECK(store_read(r, NULL, m->block, r->cellbuf));
+        return r->k->ops->write_slot(r->k, local_of(r, m->to_slot), r->cellbuf);
+    }
+    return r->k->ops->copy_slot(r->k, local_of(r, m->from_slot), local_of(r, m->to_slot));
+}
+
+af_result_t af_apply_moves(af_run_state_t *r, const af_move_t *moves, int64_t n, int restore_data)
+{
+    static const xfer_ops_t ops = {move_ranks, move_read, move_write, move_local};
+    move_ctx_t ctx = {moves, restore_data};
+    AF_CHECK(transfer(r, n, &ops, &ctx));
+    for (int64_t i = 0; i < n; ++i) {
+        af_slot_control(r, moves[i].from_slot);
+        af_slot_control(r, moves[i].to_slot);
+    }
+    return r->k->ops->upload_control(r->k);
+}
+
+/* ---- DMR twins -------------------------------------------------------------------------------- */
+
+/* Items are blocks with a twin: the primary's committed state goes to the twin before the
+ * compute, and the twin's result comes back after it. */
+static void twin_in_ranks(af_run_state_t *r, void *ctx, int64_t i, int *src, int *dst)
+{
+    (void)ctx;
+    int64_t b = r->items[i];
+    *src = rank_of_slot(r, r->pl.block_slot[b]);
+    *dst = rank_of_slot(r, r->twin[b]);
+}
+
+static af_result_t twin_in_write(af_run_state_t *r, void *ctx, int64_t i, const double *buf)
+{
+    (void)ctx;
+    return r->k->ops->write_slot(r->k, local_of(r, r->twin[r->items[i]]), buf);
+}
+
+static af_result_t twin_in_read(af_run_state_t *r, void *ctx, int64_t i, double *buf)
+{
+    (void)ctx;
+    return r->k->ops->read_slot(r->k, local_of(r, r->pl.block_slot[r->items[i]]), buf);
+}
+
+static af_result_t twin_in_local(af_run_state_t *r, void *ctx, int64_t i)
+{
+    (void)ctx;
+    int64_t b = r->items[i];
+    return r->k->ops->copy_slot(r->k, local_of(r, r->pl.block_slot[b]), local_of(r, r->twin[b]));
+}
+
+/* A twin's home: the least-loaded HEALTHY unit with room (own device first); failing that,
+ * another FADING unit than the primary's, whose independent corruption draws still make a
+ * mismatch visible. */
+static int32_t twin_target(af_run_state_t *r, int64_t primary_slot)
+{
+    int64_t dev = af_slot_device(&r->pl, primary_slot);
+    int32_t t = af_coord_target(&r->pl, r->unit_state, dev, 0);
+    if (t >= 0) {
+        return t;
+    }
+    int64_t own = af_slot_unit(&r->pl, primary_slot);
+    int64_t best = -1;
+    for (int64_t u = 0; u < r->units; ++u) {
+        if (u == own || r->unit_state[u] != AF_FADING || r->pl.unit_load[u] >= r->C) {
+            continue;
+        }
+        if (best < 0 || r->pl.unit_load[u] < r->pl.unit_load[best]) {
+            best = u;
+        }
+    }
+    return best < 0 ? -1 : af_placement_free_slot(&r->pl, best);
+}
+
+af_result_t af_dmr_begin(af_run_state_t *r, const af_move_t *only, int64_t n_only,
+                         int64_t *n_twins)
+{
+    int64_t n = 0;
+    int64_t candidates = only != NULL ? n_only : r->B;
+    for (int64_t i = 0; i < candidates; ++i) {
+        int64_t b = only != NULL ? only[i].block : i;
+        r->twin[b] = -1;
+        int64_t g = r->pl.block_slot[b];
+        if (r->unit_state[af_slot_unit(&r->pl, g)] != AF_FADING) {
+            continue;
+        }
+        int32_t t = twin_target(r, g);
+        if (t < 0) {
+            continue; /* no room at all: this block runs without its twin */
+        }
+        r->pl.slot_block[t] = AF_SLOT_RESERVED;
+        r->pl.unit_load[af_slot_unit(&r->pl, t)]++;
+        r->twin[b] = t;
+        r->items[n++] = b;
+    }
+    static const xfer_ops_t ops = {twin_in_ranks, twin_in_read, twin_in_write, twin_in_local};
+    AF_CHECK(transfer(r, n, &ops, NULL));
+    for (int64_t i = 0; i < n; ++i) {
+        int64_t t = r->twin[r->items[i]];
+        if (af_slot_is_local(&r->pl, t)) {
+            int s = local_of(r, t);
+            int64_t u = af_slot_unit(&r->pl, t);
+            r->k->slot_block[s] = (int32_t)r->items[i];
+            r->k->slot_mode[s] = AF_MODE_SHADOW;
+            r->k->slot_p[s] = r->unit_state[u] == AF_FADING ? r->unit_p[u] : 0.0;
+        }
+    }
+    *n_twins = n;
+    return r->k->ops->upload_control(r->k);
+}
+
+static void twin_out_ranks(af_run_state_t *r, void *ctx, int64_t i, int *src, int *dst)
+{
+    twin_in_ranks(r, ctx, i, dst, src);
+}
+
+static af_result_t twin_out_read(af_run_state_t *r, void *ctx, int64_t i, double *buf)
+{
+    (void)ctx;
+    return r->k->ops->read_next(r->k, local_of(r, r->twin[r->items[i]]), buf);
+}
+
+/* The primary's rank compares its result with the twin's, bit for bit. On a mismatch it adopts
+ * the twin's result when the twin ran on a HEALTHY unit, and fences the block otherwise (two
+ * FADING units disagree: neither is trusted). The outcome goes to dmr_mark[]. */
+static af_result_t twin_out_write(af_run_state_t *r, void *ctx, int64_t i, const double *buf)
+{
+    (void)ctx;
+    int64_t b = r->items[i];
+    int s = local_of(r, r->pl.block_slot[b]);
+    AF_CHECK(r->k->ops->read_next(r->k, s, r->twin_buf));
+    if (memcmp(buf, r->twin_buf, sizeof(double) * (size_t)r->T) != 0) {
+        if (r->unit_state[af_slot_unit(&r->pl, r->twin[b])] == AF_HEALTHY) {
+            AF_CHECK(r->k->ops->write_next(r->k, s, buf));
+            r->dmr_mark[s] = AF_DMR_ADOPTED;
+        } else {
+            r->dmr_mark[s] = AF_DMR_FENCED;
+        }
+    }
+    return AF_OK;
+}
+
+af_result_t af_dmr_end(af_run_state_t *r, int64_t n)
+{
+    static const xfer_ops_t ops = {twin_out_ranks, twin_out_read, twin_out_write, NULL};
+    AF_CHECK(transfer(r, n, &ops, NULL));
+    for (int64_t i = 0; i < n; ++i) {
+        int64_t t = r->twin[r->items[i]];
+        r->pl.slot_block[t] = AF_SLOT_FREE;
+        r->pl.unit_load[af_slot_unit(&r->pl, t)]--;
+        af_slot_control(r, t);
+    }
+    return r->k->ops->upload_control(r->k);
+}
+
+/* ---- retries ---------------------------------------------------------------------------------- */
+
+/* Blocks fenced this step (their status word is set in the exchange) are re-homed to a healthy
+ * unit and recomputed there from the previous step's state and halos. Every rank plans the same
+ * re-homing from the same tables, so no message is needed. */
+af_result_t af_retry_fenced(af_run_state_t *r, int64_t *n_retried)
+{
+    int64_t n = 0;
+    for (int64_t b = 0; b < r->B; ++b) {
+        if ((r->xchg_cur[4 * r->B + b] & 1U) == 0) {
+            continue;
+        }
+        int32_t from = r->pl.block_slot[b];
+        int64_t dev = af_slot_device(&r->pl, from);
+        int32_t to = af_coord_target(&r->pl, r->unit_state, dev, 0);
+        if (to < 0) {
+            /* No healthy room left: another FADING unit, with fresh injection draws. */
+            to = af_coord_target(&r->pl, r->unit_state, dev, 1);
+        }
+        if (to < 0) {
+            r->exhausted = 1;
+            r->exhausted_why = "no live slot is left to retry a fenced block on";
+            *n_retried = n;
+            return AF_OK;
+        }
+        af_placement_move(&r->pl, (int32_t)b, to);
+        r->moves[n] = (af_move_t){(int32_t)b, from, to, AF_MOVE_RETRY};
+        n++;
+    }
+    *n_retried = n;
+    if (n == 0) {
+        return AF_OK;
+    }
+    AF_CHECK(af_apply_moves(r, r->moves, n, 0));
+    for (int s = 0; s < r->n_local; ++s) {
+        r->k->select[s] = 0;
+    }
+    for (int64_t i = 0; i < n; ++i) {
+        if (af_slot_is_local(&r->pl, r->moves[i].to_slot)) {
+            r->k->select[local_of(r, r->moves[i].to_slot)] = 1;
+        }
+    }
+    AF_CHECK(r->k->ops->upload_control(r->k));
+    return AF_OK;
+}

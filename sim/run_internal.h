@@ -1,0 +1,143 @@
+/* agefence run driver internals, shared by run.c (start-up, verdict), step.c (one step) and
+ * recover.c (data movement: moves, replicas, rollback, DMR twins, retries). */
+#ifndef AF_RUN_INTERNAL_H
+#define AF_RUN_INTERNAL_H
+
+#include <stdint.h>
+
+#include "../fabric/fabric.h"
+#include "../kernels/kernels.h"
+#include "aging.h"
+#include "config.h"
+#include "coord.h"
+#include "log.h"
+#include "placement.h"
+
+/* Counters each rank reports for each step; summed on rank 0. */
+enum {
+    CNT_INJECTED,
+    CNT_DETECTED,
+    CNT_FENCED,
+    CNT_RETRIED,
+    CNT_SDC,
+    CNT_ALLOCS,
+    CNT_COMMS,
+    NCOUNTS
+};
+
+/* What each rank sends to rank 0 at the end of a step: the phases of this step, except step_us
+ * and log_us, which are those of the previous step (a step's own log phase ends after its
+ * gather). */
+typedef struct af_payload {
+    double phase[AF_NPHASES];
+    int64_t count[NCOUNTS];
+} af_payload_t;
+
+/* Transfers of whole blocks (T doubles) between ranks go through host staging in chunks. */
+#define AF_XFER_CHUNK 512
+
+/* Outcome of a DMR comparison on the primary's slot. */
+enum { AF_DMR_NONE = 0, AF_DMR_ADOPTED = 1, AF_DMR_FENCED = 2 };
+
+/* Per fading unit corruption probability, broadcast with the plan. */
+typedef struct af_pfade {
+    int64_t unit;
+    double p;
+} af_pfade_t;
+
+typedef struct af_run_state {
+    af_config_t cfg;
+    af_world_t world;
+    af_fabric_t *fab;
+    af_kernels_t *k;
+    af_placement_t pl;
+    af_coeffs_t coeffs;
+    int64_t T, B, D, U, C;
+    int n_local;          /* local slots */
+    int64_t slot0;        /* global index of local slot 0 */
+    int64_t units;        /* D * U */
+
+    uint64_t *xchg_prev;  /* exchange of the committed state the next compute reads */
+    uint64_t *xchg_cur;   /* exchange being built after this step's commit */
+    double *cellbuf;      /* T doubles */
+
+    /* Health, as every rank knows it (rank 0 also runs the model). */
+    int8_t *unit_state;   /* units */
+    double *unit_p;       /* units: corruption probability per element */
+    af_aging_t aging;     /* rank 0 only */
+
+    /* The coordinator's message. */
+    af_plan_header_t plan;
+    af_health_change_t *changes; /* units */
+    af_move_t *moves;            /* blocks */
+    af_pfade_t *pfade;           /* units */
+    int64_t n_pfade;
+    char *plan_body;             /* bytes: changes + moves + pfade, for the broadcast */
+    size_t plan_body_cap;
+
+    /* Replicas: block b's copy lives in the host memory of rank rep_rank[b] at rep_off[b]. */
+    int32_t *rep_rank;    /* blocks */
+    int64_t *rep_off;     /* blocks */
+    double *rep_store;    /* my replicas x T */
+    int64_t n_reps;
+    int64_t replica_step; /* logical step the replicas hold */
+
+    /* Transfers. */
+    double *stage_send;   /* AF_XFER_CHUNK x T */
+    double *stage_recv;   /* AF_XFER_CHUNK x T */
+    af_p2p_t *p2p;        /* 2 x AF_XFER_CHUNK */
+    int64_t *items;       /* blocks: scratch list of work items */
+    int32_t *twin;        /* blocks: DMR twin slot of each block this step, or -1 */
+    uint8_t *dmr_mark;    /* local slots: AF_DMR_* outcome of the last comparison */
+    double *twin_buf;     /* T doubles */
+
+    /* Progress. */
+    int64_t tick;         /* executed steps */
+    int64_t state_step;   /* logical step of the committed state */
+    double sim_hours;
+    int stop_signal;
+    int exhausted;
+    const char *exhausted_why;
+    double max_blackout;
+    int64_t leaked_total;
+    int64_t sdc_total;
+
+    /* Step counters known to every rank alike. */
+    int64_t n_drain, n_restore, n_retry_moves, n_rollbacks, n_replayed, n_leaked;
+
+    /* Log (rank 0). */
+    af_payload_t mine;
+    af_payload_t *all;
+    double *phases;
+    af_step_row_t row_prev;
+    af_step_row_t totals; /* rank 0: counters summed over the run */
+    int have_prev;
+    af_log_t *log;
+    const char *out_path;
+    double prev_step_us;
+    double prev_log_us;
+    int progress;
+} af_run_state_t;
+
+/* run.c: 1 once SIGINT or SIGTERM arrived. */
+int af_stop_flag(void);
+
+/* step.c */
+af_result_t af_step_init(af_run_state_t *r);
+void af_step_destroy(af_run_state_t *r);
+af_result_t af_step(af_run_state_t *r, int *stop);
+af_result_t af_step_log(af_run_state_t *r, int final);
+void af_slot_control(af_run_state_t *r, int64_t g);
+
+/* recover.c */
+af_result_t af_replicas_init(af_run_state_t *r);
+af_result_t af_replicas_refresh(af_run_state_t *r);
+af_result_t af_rollback(af_run_state_t *r);
+af_result_t af_apply_moves(af_run_state_t *r, const af_move_t *moves, int64_t n, int restore_data);
+/* Twins for the blocks on FADING units: all blocks, or only those of a retry round's moves. */
+af_result_t af_dmr_begin(af_run_state_t *r, const af_move_t *only, int64_t n_only,
+                         int64_t *n_twins);
+af_result_t af_dmr_end(af_run_state_t *r, int64_t n_twins);
+af_result_t af_retry_fenced(af_run_state_t *r, int64_t *n_retried);
+
+#endif

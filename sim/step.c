@@ -1,0 +1,591 @@
+/* agefence: one step of a run (DESIGN "One step").
+ *   1. coordinator  rank 0 ages the fleet, plans restores and drains, broadcasts the plan
+ *   2. moves        every rank applies it: slot copies, cross-rank transfers, a rollback
+ *   3. kernel       DMR twins, masked compute with fault injection, containment, commit
+ *   4. halo         exact all-reduce of the new edges, diagnostics and fenced flags; fenced
+ *                   blocks are re-homed and recomputed within the step (retries)
+ *   5. replica      every replica_interval logical steps
+ *   6. log          gather to rank 0, one row
+ * Every array touched here was allocated in af_step_init(). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "af_alloc.h"
+#include "af_time.h"
+#include "run_internal.h"
+
+/* Retry rounds within one step before giving up (a retry runs on a healthy unit, without
+ * injection: a second round means something is wrong). */
+#define AF_MAX_RETRY_ROUNDS 6
+
+/* The injection counter of a compute pass: executed step x 8 + retry round, so a retry (or a
+ * replay after a rollback) draws fresh corruption, whatever unit it runs on. */
+static uint64_t inject_key(const af_run_state_t *r, int round)
+{
+    return (uint64_t)r->tick * 8U + (uint64_t)round;
+}
+
+/* AGEFENCE_DEBUG=scan: after each phase, report every live local slot whose committed buffer
+ * holds a non-finite value (finds where a containment hole opens). */
+static void debug_scan(af_run_state_t *r, const char *phase)
+{
+    static int on = -1;
+    if (on < 0) {
+        const char *d = getenv("AGEFENCE_DEBUG");
+        on = d != NULL && strstr(d, "scan") != NULL;
+    }
+    if (!on) {
+        return;
+    }
+    for (int s = 0; s < r->n_local; ++s) {
+        if (r->k->slot_block[s] < 0 || r->k->slot_mode[s] == AF_MODE_DEAD ||
+            r->k->slot_mode[s] == AF_MODE_SHADOW) {
+            continue;
+        }
+        if (r->k->ops->read_slot(r->k, s, r->cellbuf) != AF_OK) {
+            return;
+        }
+        int nf = 0;
+        for (int64_t i = 0; i < r->T; ++i) {
+            nf += af_nonfinite(r->cellbuf[i]);
+        }
+        if (nf) {
+            fprintf(stderr, "agefence: scan: tick %lld after %s: rank %d slot %lld block %d mode %d "
+                            "holds %d non-finite values\n",
+                    (long long)r->tick, phase, r->world.rank, (long long)(r->slot0 + s),
+                    r->k->slot_block[s], r->k->slot_mode[s], nf);
+        }
+    }
+}
+
+static void log_event(af_run_state_t *r, const char *kind, int64_t block, int64_t from_slot,
+                      int64_t to_slot, int64_t detail)
+{
+    if (r->log == NULL) {
+        return;
+    }
+    af_event_row_t e;
+    memset(&e, 0, sizeof e);
+    e.step = r->tick;
+    snprintf(e.kind, sizeof e.kind, "%s", kind);
+    e.block = block;
+    const af_placement_t *p = &r->pl;
+    e.from_device = from_slot >= 0 ? af_slot_device(p, from_slot) : -1;
+    e.from_unit = from_slot >= 0 ? af_slot_unit(p, from_slot) % p->units : -1;
+    e.from_slot = from_slot >= 0 ? from_slot % p->capacity : -1;
+    e.to_device = to_slot >= 0 ? af_slot_device(p, to_slot) : -1;
+    e.to_unit = to_slot >= 0 ? af_slot_unit(p, to_slot) % p->units : -1;
+    e.to_slot = to_slot >= 0 ? to_slot % p->capacity : -1;
+    e.detail = detail;
+    (void)af_log_event(r->log, &e);
+}
+
+void af_slot_control(af_run_state_t *r, int64_t g)
+{
+    if (!af_slot_is_local(&r->pl, g)) {
+        return;
+    }
+    int s = (int)(g - r->slot0);
+    int64_t u = af_slot_unit(&r->pl, g);
+    int32_t b = r->pl.slot_block[g];
+    r->k->slot_block[s] = b >= 0 ? b : -1;
+    int8_t st = r->unit_state[u];
+    r->k->slot_mode[s] = st == AF_DEAD ? AF_MODE_DEAD : st == AF_FADING ? AF_MODE_FADING
+                                                                        : AF_MODE_HEALTHY;
+    r->k->slot_p[s] = st == AF_FADING ? r->unit_p[u] : 0.0;
+}
+
+af_result_t af_step_init(af_run_state_t *r)
+{
+    size_t B = (size_t)r->B;
+    size_t units = (size_t)r->units;
+    size_t T = (size_t)r->T;
+    r->xchg_prev = af_alloc(sizeof(uint64_t) * af_xchg_len((int)r->B));
+    r->xchg_cur = af_alloc(sizeof(uint64_t) * af_xchg_len((int)r->B));
+    r->cellbuf = af_alloc(sizeof(double) * T);
+    r->twin_buf = af_alloc(sizeof(double) * T);
+    r->unit_state = af_alloc(units);
+    r->unit_p = af_alloc(sizeof(double) * units);
+    r->changes = af_alloc(sizeof(af_health_change_t) * units);
+    r->pfade = af_alloc(sizeof(af_pfade_t) * units);
+    r->moves = af_alloc(sizeof(af_move_t) * B);
+    r->plan_body_cap = sizeof(af_health_change_t) * units + sizeof(af_move_t) * B +
+                       sizeof(af_pfade_t) * units;
+    r->plan_body = af_alloc(r->plan_body_cap);
+    r->rep_rank = af_alloc(sizeof(int32_t) * B);
+    r->rep_off = af_alloc(sizeof(int64_t) * B);
+    size_t chunk = B < AF_XFER_CHUNK ? B : AF_XFER_CHUNK;
+    r->stage_send = af_alloc(sizeof(double) * chunk * T);
+    r->stage_recv = af_alloc(sizeof(double) * chunk * T);
+    r->p2p = af_alloc(sizeof(af_p2p_t) * 2 * AF_XFER_CHUNK);
+    r->items = af_alloc(sizeof(int64_t) * B);
+    r->twin = af_alloc(sizeof(int32_t) * B);
+    r->dmr_mark = af_alloc((size_t)(r->n_local > 0 ? r->n_local : 1));
+    if (!r->xchg_prev || !r->xchg_cur || !r->cellbuf || !r->twin_buf || !r->unit_state ||
+        !r->unit_p || !r->changes || !r->pfade || !r->moves || !r->plan_body || !r->rep_rank ||
+        !r->rep_off || !r->stage_send || !r->stage_recv || !r->p2p || !r->items || !r->twin || !r->dmr_mark) {
+        af_error_set("cannot allocate the step buffers for %lld blocks and %lld units",
+                     (long long)r->B, (long long)r->units);
+        return AF_ERR_NOMEM;
+    }
+    if (r->world.rank == 0) {
+        AF_CHECK(af_aging_init(&r->aging, &r->cfg, r->D));
+    }
+    AF_CHECK(af_replicas_init(r));
+    return AF_OK;
+}
+
+void af_step_destroy(af_run_state_t *r)
+{
+    af_free(r->xchg_prev);
+    af_free(r->xchg_cur);
+    af_free(r->cellbuf);
+    af_free(r->twin_buf);
+    af_free(r->unit_state);
+    af_free(r->unit_p);
+    af_free(r->changes);
+    af_free(r->pfade);
+    af_free(r->moves);
+    af_free(r->plan_body);
+    af_free(r->rep_rank);
+    af_free(r->rep_off);
+    af_free(r->rep_store);
+    af_free(r->stage_send);
+    af_free(r->stage_recv);
+    af_free(r->p2p);
+    af_free(r->items);
+    af_free(r->twin);
+    af_free(r->dmr_mark);
+    af_aging_destroy(&r->aging);
+}
+
+/* Rank 0: the aging model and the plan. */
+static void plan(af_run_state_t *r)
+{
+    af_plan_header_t *h = &r->plan;
+    memset(h, 0, sizeof *h);
+    h->step = r->tick;
+    h->rollback_to = -1;
+    int64_t nc = af_aging_step(&r->aging, &r->cfg, r->tick, r->pl.unit_load, r->C, r->changes);
+    for (int64_t i = 0; i < nc; ++i) {
+        r->unit_state[r->changes[i].unit] = r->changes[i].state;
+    }
+    int64_t exhausted = 0;
+    int64_t nm = af_coord_plan(&r->pl, r->unit_state, r->changes, nc, r->cfg.drain,
+                               r->cfg.max_moves_per_step, r->moves, &exhausted);
+    int any_restore = 0;
+    for (int64_t i = 0; i < nm; ++i) {
+        any_restore |= r->moves[i].kind == AF_MOVE_RESTORE;
+    }
+    /* A restore from a replica older than the committed state would mix steps: roll every
+     * block back to the replica step instead, and replay. */
+    if (any_restore && r->replica_step != r->state_step) {
+        h->rollback_to = r->replica_step;
+    }
+    r->n_pfade = 0;
+    for (int64_t u = 0; u < r->units; ++u) {
+        if (r->unit_state[u] == AF_FADING) {
+            r->pfade[r->n_pfade].unit = u;
+            r->pfade[r->n_pfade].p = af_aging_p_corrupt(&r->aging, &r->cfg, u);
+            r->n_pfade++;
+        }
+    }
+    h->n_changes = nc;
+    h->n_moves = nm;
+    h->exhausted = exhausted;
+    h->fading = r->aging.fading;
+    h->dead = r->aging.dead;
+    /* Events of the model and the plan. */
+    for (int64_t i = 0; i < nc; ++i) {
+        const af_health_change_t *c = &r->changes[i];
+        const char *kind = c->state == AF_FADING        ? "fade"
+                           : c->cause == AF_CAUSE_SUDDEN ? "sudden"
+                                                         : "death";
+        int64_t g = (int64_t)c->unit * r->C;
+        log_event(r, kind, -1, g, -1, c->cause);
+    }
+    for (int64_t i = 0; i < nm; ++i) {
+        const af_move_t *m = &r->moves[i];
+        log_event(r, m->kind == AF_MOVE_DRAIN ? "drain" : "restore", m->block, m->from_slot,
+                  m->to_slot, h->rollback_to);
+    }
+    if (h->rollback_to >= 0) {
+        log_event(r, "rollback", -1, -1, -1, r->state_step - h->rollback_to);
+    }
+    if (exhausted) {
+        log_event(r, "capacity", -1, -1, -1, r->aging.dead);
+    }
+}
+
+/* The plan travels as a fixed header, then (only when there is anything) its body. */
+static af_result_t broadcast_plan(af_run_state_t *r)
+{
+    af_fabric_t *f = r->fab;
+    AF_CHECK(f->ops->bcast(f, &r->plan, sizeof r->plan, 0));
+    int64_t np = r->world.rank == 0 ? r->n_pfade : 0;
+    size_t sc = sizeof(af_health_change_t) * (size_t)r->plan.n_changes;
+    size_t sm = sizeof(af_move_t) * (size_t)r->plan.n_moves;
+    /* The fading units' probabilities change every step while any unit fades. */
+    if (r->plan.fading > 0 || r->plan.n_changes > 0 || r->plan.n_moves > 0) {
+        if (r->world.rank == 0) {
+            memcpy(r->plan_body, r->changes, sc);
+            memcpy(r->plan_body + sc, r->moves, sm);
+            memcpy(r->plan_body + sc + sm, r->pfade, sizeof(af_pfade_t) * (size_t)np);
+        }
+        size_t sp = sizeof(af_pfade_t) * (size_t)r->plan.fading;
+        AF_CHECK(f->ops->bcast(f, r->plan_body, sc + sm + sp, 0));
+        if (r->world.rank != 0) {
+            memcpy(r->changes, r->plan_body, sc);
+            memcpy(r->moves, r->plan_body + sc, sm);
+            memcpy(r->pfade, r->plan_body + sc + sm, sp);
+            r->n_pfade = r->plan.fading;
+        }
+    } else if (r->world.rank != 0) {
+        r->n_pfade = 0;
+    }
+    return AF_OK;
+}
+
+/* Every rank: the health changes and the moves of the plan, in the tables and slots. */
+static af_result_t apply_plan(af_run_state_t *r)
+{
+    const af_plan_header_t *h = &r->plan;
+    for (int64_t i = 0; i < h->n_changes; ++i) {
+        const af_health_change_t *c = &r->changes[i];
+        r->unit_state[c->unit] = c->state;
+        if (c->state == AF_DEAD) {
+            r->unit_p[c->unit] = 0.0;
+            /* A dead unit's memory is lost: poison its local slots so any read is caught. */
+            for (int64_t k = 0; k < r->C; ++k) {
+                int64_t g = (int64_t)c->unit * r->C + k;
+                if (af_slot_is_local(&r->pl, g)) {
+                    AF_CHECK(r->k->ops->poison_slot(r->k, (int)(g - r->slot0)));
+                }
+            }
+        }
+    }
+    for (int64_t i = 0; i < r->n_pfade; ++i) {
+        r->unit_p[r->pfade[i].unit] = r->pfade[i].p;
+    }
+    if (r->world.rank != 0) {
+        for (int64_t i = 0; i < h->n_moves; ++i) {
+            af_placement_move(&r->pl, r->moves[i].block, r->moves[i].to_slot);
+        }
+    }
+    /* Slot control of every slot whose unit changed, and of the fading units (p rises). */
+    for (int64_t i = 0; i < h->n_changes; ++i) {
+        for (int64_t k = 0; k < r->C; ++k) {
+            af_slot_control(r, (int64_t)r->changes[i].unit * r->C + k);
+        }
+    }
+    for (int64_t i = 0; i < r->n_pfade; ++i) {
+        for (int64_t k = 0; k < r->C; ++k) {
+            af_slot_control(r, r->pfade[i].unit * r->C + k);
+        }
+    }
+    return AF_OK;
+}
+
+static af_result_t exchange(af_run_state_t *r)
+{
+    AF_CHECK(r->k->ops->pack(r->k, r->xchg_cur));
+    r->xchg_cur[5 * r->B + AF_XCHG_STOP] = af_stop_flag() ? 1 : 0;
+    AF_CHECK(r->fab->ops->allreduce_max_u64(r->fab, r->xchg_cur, af_xchg_len((int)r->B)));
+    return AF_OK;
+}
+
+static int any_fenced(const af_run_state_t *r)
+{
+    for (int64_t b = 0; b < r->B; ++b) {
+        if ((r->xchg_cur[4 * r->B + b] & 1U) != 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Containment after a compute pass over `flags`' slots: commit what is clean, count the rest. */
+static void contain(af_run_state_t *r, int flags)
+{
+    af_kernels_t *k = r->k;
+    int selected = (flags & AF_COMPUTE_SELECTED) != 0;
+    for (int s = 0; s < r->n_local; ++s) {
+        int live = k->slot_block[s] >= 0 &&
+                   (k->slot_mode[s] == AF_MODE_HEALTHY || k->slot_mode[s] == AF_MODE_FADING);
+        if ((selected && !k->select[s]) || !live) {
+            k->commit[s] = 0; /* committed in the main pass already, or not live */
+            continue;
+        }
+        r->mine.count[CNT_INJECTED] += k->injected[s];
+        if (r->dmr_mark[s] == AF_DMR_ADOPTED) {
+            /* The healthy twin's result replaced ours: a recompute within the step. */
+            k->commit[s] = 1;
+            r->mine.count[CNT_FENCED]++;
+            r->mine.count[CNT_RETRIED]++;
+            r->mine.count[CNT_DETECTED] += k->injected[s];
+        } else if (r->dmr_mark[s] == AF_DMR_FENCED || k->nonfinite[s] != 0) {
+            k->commit[s] = 0;
+            r->mine.count[CNT_FENCED]++;
+            r->mine.count[CNT_DETECTED] += k->injected[s];
+        } else {
+            k->commit[s] = 1;
+            r->mine.count[CNT_SDC] += k->injected[s]; /* finite corruption got through */
+        }
+    }
+}
+
+af_result_t af_step(af_run_state_t *r, int *stop)
+{
+    af_kernels_t *k = r->k;
+    memset(&r->mine, 0, sizeof r->mine);
+    r->n_drain = r->n_restore = r->n_retry_moves = r->n_rollbacks = r->n_replayed = 0;
+    r->tick++;
+    double t0 = af_now_us();
+
+    /* 1. Coordinator. */
+    if (r->world.rank == 0) {
+        plan(r);
+    }
+    AF_CHECK(broadcast_plan(r));
+    AF_CHECK(apply_plan(r));
+    for (int64_t i = 0; i < r->plan.n_moves; ++i) {
+        r->n_drain += r->moves[i].kind == AF_MOVE_DRAIN;
+        r->n_restore += r->moves[i].kind == AF_MOVE_RESTORE;
+    }
+    debug_scan(r, "plan");
+    double t1 = af_now_us();
+    if (r->plan.exhausted) {
+        r->exhausted = 1;
+        r->exhausted_why = "the live slots cannot hold every block";
+        *stop = 1;
+        r->mine.phase[AF_PHASE_coord_us] = t1 - t0;
+        return AF_OK;
+    }
+
+    /* 2. Moves, and a rollback when a restore found its replica stale. */
+    int rollback = r->plan.rollback_to >= 0;
+    AF_CHECK(af_apply_moves(r, r->moves, r->plan.n_moves, !rollback));
+    double t_halo = 0.0;
+    if (rollback) {
+        AF_CHECK(af_rollback(r));
+        double th = af_now_us();
+        for (int s = 0; s < r->n_local; ++s) {
+            k->commit[s] = 1;
+        }
+        AF_CHECK(exchange(r));
+        uint64_t *t = r->xchg_prev;
+        r->xchg_prev = r->xchg_cur;
+        r->xchg_cur = t;
+        t_halo += af_now_us() - th;
+    }
+    debug_scan(r, "moves");
+    double t2 = af_now_us();
+
+    /* 3. Kernel: DMR twins, the masked compute, containment, commit. */
+    for (int s = 0; s < r->n_local; ++s) {
+        k->select[s] = 0;
+        r->dmr_mark[s] = AF_DMR_NONE;
+    }
+    int64_t twins = 0;
+    if (r->cfg.detect == AF_DETECT_DMR) {
+        AF_CHECK(af_dmr_begin(r, NULL, 0, &twins));
+    }
+    AF_CHECK(k->ops->compute(k, inject_key(r, 0), r->xchg_prev, 0));
+    AF_CHECK(k->ops->download_results(k));
+    if (twins > 0) {
+        AF_CHECK(af_dmr_end(r, twins));
+    }
+    contain(r, 0);
+    AF_CHECK(k->ops->upload_control(k));
+    AF_CHECK(k->ops->commit(k));
+    debug_scan(r, "commit");
+    double t3 = af_now_us();
+
+    /* 4. Halo of the new state; fenced blocks are retried within the step. */
+    AF_CHECK(exchange(r));
+    double t4 = af_now_us();
+    double t_retry = 0.0;
+    for (int round = 0; any_fenced(r); ++round) {
+        if (round == AF_MAX_RETRY_ROUNDS) {
+            /* Only FADING units were left to retry on, and they kept failing. */
+            r->exhausted = 1;
+            r->exhausted_why = "fenced blocks kept failing on the FADING units left to retry on";
+            *stop = 1;
+            break;
+        }
+        double tr = af_now_us();
+        int64_t n = 0;
+        AF_CHECK(af_retry_fenced(r, &n));
+        for (int64_t i = 0; i < n; ++i) {
+            log_event(r, "retry", r->moves[i].block, r->moves[i].from_slot, r->moves[i].to_slot,
+                      round);
+        }
+        r->n_retry_moves += n;
+        if (r->exhausted) {
+            *stop = 1;
+            break;
+        }
+        /* Retries that had to land on FADING units are checked by twins too. */
+        int64_t rtwins = 0;
+        for (int s = 0; s < r->n_local; ++s) {
+            r->dmr_mark[s] = AF_DMR_NONE;
+        }
+        if (r->cfg.detect == AF_DETECT_DMR) {
+            AF_CHECK(af_dmr_begin(r, r->moves, n, &rtwins));
+            for (int64_t i = 0; i < rtwins; ++i) {
+                int64_t tw = r->twin[r->items[i]];
+                if (af_slot_is_local(&r->pl, tw)) {
+                    k->select[tw - r->slot0] = 1;
+                }
+            }
+            AF_CHECK(k->ops->upload_control(k));
+        }
+        AF_CHECK(k->ops->compute(k, inject_key(r, round + 1), r->xchg_prev, AF_COMPUTE_SELECTED));
+        AF_CHECK(k->ops->download_results(k));
+        if (rtwins > 0) {
+            AF_CHECK(af_dmr_end(r, rtwins));
+        }
+        contain(r, AF_COMPUTE_SELECTED);
+        AF_CHECK(k->ops->upload_control(k));
+        AF_CHECK(k->ops->commit(k));
+        /* Every live slot is committed now unless a retry failed again. */
+        for (int s = 0; s < r->n_local; ++s) {
+            k->commit[s] = (uint8_t)(k->select[s] ? k->commit[s] : 1);
+        }
+        debug_scan(r, "retry");
+        double th = af_now_us();
+        AF_CHECK(exchange(r));
+        t_halo += af_now_us() - th;
+        t_retry += th - tr;
+    }
+    /* An independent containment check: the owners count the NaN/Inf values of every committed
+     * buffer when it is written, whatever the commit decision was. */
+    r->n_leaked = 0;
+    for (int64_t b = 0; b < r->B; ++b) {
+        int64_t bad = (int64_t)(r->xchg_cur[4 * r->B + b] >> 1);
+        r->n_leaked += bad;
+    }
+    r->leaked_total += r->n_leaked;
+    if (r->xchg_cur[5 * r->B + AF_XCHG_STOP] != 0) {
+        *stop = 1;
+        r->stop_signal = 1;
+    }
+    uint64_t *t = r->xchg_prev;
+    r->xchg_prev = r->xchg_cur;
+    r->xchg_cur = t;
+    if (!r->exhausted) {
+        r->state_step++;
+    }
+    double t5 = af_now_us();
+
+    /* 5. Replicas. */
+    if (!r->exhausted && r->state_step % r->cfg.replica_interval == 0) {
+        AF_CHECK(af_replicas_refresh(r));
+    }
+    double t6 = af_now_us();
+
+    r->sim_hours += r->cfg.sim_hours_per_step;
+    r->mine.phase[AF_PHASE_coord_us] = t1 - t0;
+    r->mine.phase[AF_PHASE_moves_us] = t2 - t1 - t_halo;
+    r->mine.phase[AF_PHASE_kernel_us] = (t3 - t2) + t_retry;
+    r->mine.phase[AF_PHASE_halo_us] = (t4 - t3) + t_halo;
+    r->mine.phase[AF_PHASE_replica_us] = t6 - t5;
+    (void)t5;
+    double blackout = (double)r->plan.dead / (double)r->units;
+    if (blackout > r->max_blackout) {
+        r->max_blackout = blackout;
+    }
+    if (r->state_step >= r->cfg.steps) {
+        *stop = 1;
+    }
+    return AF_OK;
+}
+
+/* Sums the logical-order block diagnostics of the last exchange into mass and energy. */
+static void diag_from_xchg(const af_run_state_t *r, double *mass, double *energy)
+{
+    double dx = af_config_dx(&r->cfg);
+    double m = 0.0;
+    double e = 0.0;
+    for (int64_t b = 0; b < r->B; ++b) {
+        m += af_double(r->xchg_prev[2 * r->B + b]);
+        e += af_double(r->xchg_prev[3 * r->B + b]);
+    }
+    *mass = m * dx;
+    *energy = e * dx;
+}
+
+/* The log phase: every rank sends its payload to rank 0, which completes the previous row with
+ * the step and log times it was waiting for, appends it, and keeps this step's row pending. */
+af_result_t af_step_log(af_run_state_t *r, int final)
+{
+    r->mine.phase[AF_PHASE_step_us] = r->prev_step_us;
+    r->mine.phase[AF_PHASE_log_us] = r->prev_log_us;
+    r->mine.count[CNT_ALLOCS] = af_alloc_after_seal();
+    r->mine.count[CNT_COMMS] = r->fab->comms_created;
+    AF_CHECK(r->fab->ops->gather(r->fab, &r->mine, sizeof r->mine, r->all, 0));
+    if (r->world.rank != 0) {
+        return AF_OK;
+    }
+    const int R = r->world.size;
+    if (r->have_prev) {
+        for (int q = 0; q < R; ++q) {
+            r->phases[AF_PHASE_step_us * R + q] = r->all[q].phase[AF_PHASE_step_us];
+            r->phases[AF_PHASE_log_us * R + q] = r->all[q].phase[AF_PHASE_log_us];
+        }
+        AF_CHECK(af_log_append(r->log, &r->row_prev, r->phases));
+        r->have_prev = 0;
+    }
+    if (final) {
+        return AF_OK;
+    }
+    af_step_row_t *row = &r->row_prev;
+    memset(row, 0, sizeof *row);
+    row->step = r->tick;
+    row->state_step = r->state_step;
+    row->sim_hours = r->sim_hours;
+    diag_from_xchg(r, &row->mass, &row->energy);
+    row->dead_units = r->plan.dead;
+    row->fading_units = r->plan.fading;
+    row->healthy_units = r->units - r->plan.dead - r->plan.fading;
+    row->blackout_frac = (double)r->plan.dead / (double)r->units;
+    row->moves_drain = r->n_drain;
+    row->moves_restore = r->n_restore;
+    row->moves_retry = r->n_retry_moves;
+    row->retried = r->n_retry_moves;
+    row->rollbacks = r->n_rollbacks;
+    row->replayed_steps = r->n_replayed;
+    row->nonfinite_leaked = r->n_leaked;
+    for (int q = 0; q < R; ++q) {
+        const af_payload_t *p = &r->all[q];
+        row->corrupt_injected += p->count[CNT_INJECTED];
+        row->corrupt_detected += p->count[CNT_DETECTED];
+        row->fenced += p->count[CNT_FENCED];
+        row->retried += p->count[CNT_RETRIED];
+        row->sdc_undetected += p->count[CNT_SDC];
+        row->allocs_after_init += p->count[CNT_ALLOCS];
+        row->comms_after_init += p->count[CNT_COMMS];
+        for (int ph = 0; ph < AF_NPHASES; ++ph) {
+            if (ph != AF_PHASE_step_us && ph != AF_PHASE_log_us) {
+                r->phases[ph * R + q] = p->phase[ph];
+            }
+        }
+    }
+    r->sdc_total += row->sdc_undetected;
+    r->totals.corrupt_injected += row->corrupt_injected;
+    r->totals.corrupt_detected += row->corrupt_detected;
+    r->totals.fenced += row->fenced;
+    r->totals.retried += row->retried;
+    r->totals.moves_drain += row->moves_drain;
+    r->totals.moves_restore += row->moves_restore;
+    r->totals.moves_retry += row->moves_retry;
+    r->totals.rollbacks += row->rollbacks;
+    r->totals.replayed_steps += row->replayed_steps;
+    r->have_prev = 1;
+    if (r->tick % r->cfg.flush_interval == 0) {
+        AF_CHECK(af_log_flush(r->log));
+    }
+    return AF_OK;
+}

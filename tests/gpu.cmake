@@ -1,0 +1,32 @@
+# agefence GPU tests and the GPU kernel benchmark (included from tests/CMakeLists.txt).
+#   test_backend          label unit: backend selection, runs everywhere (no GPU needed)
+#   test_cuda             label gpu: the CUDA kernels against the CPU backend, bit for bit
+#   test_cuda_nccl        label gpu: the NCCL fabric at one rank (mpiexec -n 1)
+#   test_cuda_shared_gpu  label gpu: two ranks on one GPU must be refused (mpiexec -n 2)
+#   bench_kernel_cuda     not a test: scripts/gpu-check.sh runs it (docs/GPU.md)
+# GPU tests exit 77 (SKIP) where no GPU is visible or the build has no CUDA; CTest reports them
+# as skipped, not passed.
+add_executable(test_backend ${CMAKE_CURRENT_LIST_DIR}/test_backend.c)
+target_link_libraries(test_backend PRIVATE agefence_core PkgConfig::CMOCKA)
+target_compile_options(test_backend PRIVATE ${AF_WARN})
+add_test(NAME test_backend COMMAND test_backend)
+set_tests_properties(test_backend PROPERTIES LABELS unit TIMEOUT 120 ENVIRONMENT "${AF_MPI_ENV}")
+
+add_executable(test_cuda ${CMAKE_CURRENT_LIST_DIR}/test_cuda.c)
+target_link_libraries(test_cuda PRIVATE agefence_core PkgConfig::CMOCKA ${MATH_LIBRARY})
+target_compile_options(test_cuda PRIVATE ${AF_WARN})
+add_test(NAME test_cuda COMMAND test_cuda)
+add_test(NAME test_cuda_nccl
+         COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 1 $<TARGET_FILE:test_cuda> nccl)
+add_test(NAME test_cuda_shared_gpu
+         COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 2 --oversubscribe
+                 $<TARGET_FILE:test_cuda> shared)
+set_tests_properties(test_cuda test_cuda_nccl test_cuda_shared_gpu PROPERTIES
+                     LABELS gpu TIMEOUT 300 SKIP_RETURN_CODE 77 ENVIRONMENT "${AF_MPI_ENV}")
+
+if(AGEFENCE_HAVE_CUDA)
+  add_executable(bench_kernel_cuda ${PROJECT_SOURCE_DIR}/bench/bench_kernel_cuda.cu)
+  target_link_libraries(bench_kernel_cuda PRIVATE agefence_core)
+  set_property(TARGET bench_kernel_cuda PROPERTY CUDA_ARCHITECTURES ${CMAKE_CUDA_ARCHITECTURES})
+  target_compile_options(bench_kernel_cuda PRIVATE ${AF_CUDA_FLAGS})
+endif()
