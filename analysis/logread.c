@@ -131,8 +131,8 @@ af_result_t af_logfile_attr_str(const af_logfile_t *lf, const char *obj, const c
     return rc;
 }
 
-static af_result_t attr_num(const af_logfile_t *lf, const char *obj, const char *name,
-                            hid_t mtype, void *out)
+static af_result_t attr_num(const af_logfile_t *lf, const char *obj, const char *name, hid_t mtype,
+                            void *out)
 {
     hid_t a = open_attr(lf, obj, name);
     if (a < 0) {
@@ -199,8 +199,8 @@ static af_result_t read_all(const af_logfile_t *lf, const char *path, hid_t mtyp
     hid_t s = H5Dget_space(d);
     hssize_t np = H5Sget_simple_extent_npoints(s);
     af_result_t rc = AF_ERR_IO;
-    if (np >= 0 && (size_t)np == n && (n == 0 || H5Dread(d, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT,
-                                                        out) >= 0)) {
+    if (np >= 0 && (size_t)np == n &&
+        (n == 0 || H5Dread(d, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, out) >= 0)) {
         rc = AF_OK;
     }
     H5Sclose(s);
@@ -241,10 +241,11 @@ static int dataset_class_is(const af_logfile_t *lf, const char *path, H5T_class_
 int af_logfile_check(const af_logfile_t *lf, FILE *out)
 {
     int bad = 0;
-    const char *root_str[] = {"agefence_version", "git_revision", "config", "scenario",
-                              "compute_backend", "fabric_backend", "hostnames", "start_time"};
-    const char *root_int[] = {"schema_version", "seed", "ranks", "devices", "units_per_device",
-                              "blocks", "block_len", "capacity", "steps_planned"};
+    const char *root_str[] = {"agefence_version", "git_revision",   "config",    "scenario",
+                              "compute_backend",  "fabric_backend", "hostnames", "start_time"};
+    const char *root_int[] = {"schema_version",   "seed",   "ranks",     "devices",
+                              "units_per_device", "blocks", "block_len", "capacity",
+                              "steps_planned"};
     char sbuf[256];
     int64_t v = 0;
     for (size_t i = 0; i < sizeof root_str / sizeof root_str[0]; ++i) {
@@ -332,7 +333,8 @@ int af_logfile_check(const af_logfile_t *lf, FILE *out)
     }
     if (strcmp(reason, "error") != 0 && reason[0] != '\0') {
         int64_t be = -1;
-        if (af_logfile_attr_i64(lf, "/final", "bitwise_equal", &be) != AF_OK || (be != 0 && be != 1)) {
+        if (af_logfile_attr_i64(lf, "/final", "bitwise_equal", &be) != AF_OK ||
+            (be != 0 && be != 1)) {
             VIOLATION("/final@bitwise_equal: missing or not 0/1");
         }
         const char *fs[] = {"state_checksum", "reference_checksum"};
@@ -346,8 +348,8 @@ int af_logfile_check(const af_logfile_t *lf, FILE *out)
         if (af_logfile_shape(lf, "/final/state", &rank, dims) != AF_OK) {
             VIOLATION("/final/state: missing dataset");
         } else if (rank != 1 || dims[0] != blocks * block_len) {
-            VIOLATION("/final/state: expected %lld cells, found %lld", (long long)(blocks * block_len),
-                      (long long)dims[0]);
+            VIOLATION("/final/state: expected %lld cells, found %lld",
+                      (long long)(blocks * block_len), (long long)dims[0]);
         }
     }
     /* Row contents: contiguous steps and consistent counters. */
@@ -384,8 +386,7 @@ int af_logfile_check(const af_logfile_t *lf, FILE *out)
                 af_logfile_read_i64(lf, path, a, (size_t)nrows);
                 for (int64_t i = 0; i < nrows; ++i) {
                     if (a[i] < 0) {
-                        VIOLATION("%s[%lld]: negative (%lld)", path, (long long)i,
-                                  (long long)a[i]);
+                        VIOLATION("%s[%lld]: negative (%lld)", path, (long long)i, (long long)a[i]);
                         break;
                     }
                 }

@@ -17,8 +17,7 @@ static void usage(FILE *f)
                "exit status: 0 ok, 1 the file breaks the schema (--check), 2 bad input\n");
 }
 
-static void print_attr(const af_logfile_t *lf, const char *obj, const char *name,
-                       const char *label)
+static void print_attr(const af_logfile_t *lf, const char *obj, const char *name, const char *label)
 {
     char s[4096];
     int64_t i = 0;
@@ -39,17 +38,18 @@ static int summary(const af_logfile_t *lf)
 {
     printf("agefence log %s (schema %lld)\n", lf->path, (long long)lf->schema_version);
     printf("run\n");
-    const char *root[] = {"scenario", "agefence_version", "git_revision", "ranks", "devices",
-                          "units_per_device", "blocks", "block_len", "capacity",
-                          "compute_backend", "fabric_backend", "seed", "hostnames",
-                          "start_time"};
+    const char *root[] = {"scenario",  "agefence_version", "git_revision",   "ranks",
+                          "devices",   "units_per_device", "blocks",         "block_len",
+                          "capacity",  "compute_backend",  "fabric_backend", "seed",
+                          "hostnames", "start_time"};
     for (size_t i = 0; i < sizeof root / sizeof root[0]; ++i) {
         print_attr(lf, "/", root[i], root[i]);
     }
     printf("final\n");
-    const char *fin[] = {"exit_reason", "steps_completed", "bitwise_equal", "state_checksum",
-                         "reference_checksum", "mass_initial", "mass_final", "max_blackout",
-                         "nonfinite_leaked_total", "sdc_undetected_total", "allocs_after_init"};
+    const char *fin[] = {"exit_reason",          "steps_completed",    "bitwise_equal",
+                         "state_checksum",       "reference_checksum", "mass_initial",
+                         "mass_final",           "max_blackout",       "nonfinite_leaked_total",
+                         "sdc_undetected_total", "allocs_after_init"};
     for (size_t i = 0; i < sizeof fin / sizeof fin[0]; ++i) {
         print_attr(lf, "/final", fin[i], fin[i]);
     }
@@ -62,9 +62,10 @@ static int summary(const af_logfile_t *lf)
             return 1;
         }
         printf("totals over %zu steps\n", n);
-        const char *cols[] = {"corrupt_injected", "corrupt_detected", "fenced", "retried",
-                              "nonfinite_leaked", "sdc_undetected", "moves_drain",
-                              "moves_restore", "moves_retry", "rollbacks", "replayed_steps"};
+        const char *cols[] = {"corrupt_injected", "corrupt_detected", "fenced",
+                              "retried",          "nonfinite_leaked", "sdc_undetected",
+                              "moves_drain",      "moves_restore",    "moves_retry",
+                              "rollbacks",        "replayed_steps"};
         for (size_t c = 0; c < sizeof cols / sizeof cols[0]; ++c) {
             char path[96];
             snprintf(path, sizeof path, "/steps/%s", cols[c]);

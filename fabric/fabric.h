@@ -19,9 +19,9 @@ typedef struct af_fabric af_fabric_t;
 
 /* One half of a point-to-point transfer; a batch of them is posted together by exchange(). */
 typedef struct af_p2p {
-    int peer;     /* the other rank */
-    int is_send;  /* 1: send buf to peer; 0: receive into buf from peer */
-    void *buf;    /* `bytes` bytes in the backend's memory space */
+    int peer;    /* the other rank */
+    int is_send; /* 1: send buf to peer; 0: receive into buf from peer */
+    void *buf;   /* `bytes` bytes in the backend's memory space */
     size_t bytes;
 } af_p2p_t;
 

@@ -72,8 +72,8 @@ static af_result_t mpi_gatherv(af_fabric_t *f, const void *send, size_t bytes, v
             off += (int)counts[r];
         }
     }
-    AF_MPI_CHECK(MPI_Gatherv(send, (int)bytes, MPI_BYTE, recv, m->counts, m->displs, MPI_BYTE,
-                             root, m->comm));
+    AF_MPI_CHECK(MPI_Gatherv(send, (int)bytes, MPI_BYTE, recv, m->counts, m->displs, MPI_BYTE, root,
+                             m->comm));
     return AF_OK;
 }
 
@@ -86,11 +86,11 @@ static af_result_t mpi_exchange(af_fabric_t *f, const af_p2p_t *ops, int n)
     }
     for (int i = 0; i < n; ++i) {
         if (ops[i].is_send) {
-            AF_MPI_CHECK(MPI_Isend(ops[i].buf, (int)ops[i].bytes, MPI_BYTE, ops[i].peer, 7,
-                                   m->comm, &m->reqs[i]));
+            AF_MPI_CHECK(MPI_Isend(ops[i].buf, (int)ops[i].bytes, MPI_BYTE, ops[i].peer, 7, m->comm,
+                                   &m->reqs[i]));
         } else {
-            AF_MPI_CHECK(MPI_Irecv(ops[i].buf, (int)ops[i].bytes, MPI_BYTE, ops[i].peer, 7,
-                                   m->comm, &m->reqs[i]));
+            AF_MPI_CHECK(MPI_Irecv(ops[i].buf, (int)ops[i].bytes, MPI_BYTE, ops[i].peer, 7, m->comm,
+                                   &m->reqs[i]));
         }
     }
     AF_MPI_CHECK(MPI_Waitall(n, m->reqs, MPI_STATUSES_IGNORE));

@@ -1,7 +1,7 @@
 /* agefence shared arithmetic: the per-cell Burgers update, the fault-injection hash, the
  * containment test and the fixed-order diagnostics. Compiled as C by the CPU backend, the serial
- * reference and the tests, and as CUDA by kernels/kernels_cuda.cu, so that every backend produces the same
- * bits. Build flags keep it so: -ffp-contract=off for C, -fmad=false for nvcc (no fused
+ * reference and the tests, and as CUDA by kernels/kernels_cuda.cu, so that every backend produces
+ * the same bits. Build flags keep it so: -ffp-contract=off for C, -fmad=false for nvcc (no fused
  * multiply-add may change a rounding). */
 #ifndef AF_BURGERS_H
 #define AF_BURGERS_H
@@ -105,8 +105,13 @@ AF_HD double af_u01(uint64_t h)
 #define AF_TWIN_SALT 0x5a17000000000000ULL
 
 /* Kinds of injected corruption (also the /events `detail` of a corruption). */
-enum { AF_CORRUPT_NONE = 0, AF_CORRUPT_NAN = 1, AF_CORRUPT_PINF = 2, AF_CORRUPT_NINF = 3,
-       AF_CORRUPT_BITFLIP = 4 };
+enum {
+    AF_CORRUPT_NONE = 0,
+    AF_CORRUPT_NAN = 1,
+    AF_CORRUPT_PINF = 2,
+    AF_CORRUPT_NINF = 3,
+    AF_CORRUPT_BITFLIP = 4
+};
 
 /* Fault injection on a FADING unit's output: with probability p per element (keyed by seed,
  * step, logical block and element, so it does not depend on where the block runs), replaces

@@ -106,7 +106,8 @@ static af_result_t cpu_create(const af_shard_desc_t *desc, af_kernels_t **out)
     k->injected = af_alloc(n * sizeof(int32_t));
     k->bitflips = af_alloc(n * sizeof(int32_t));
     AF_REQUIRE_GOTO(c->state && c->parity && c->diag && k->slot_block && k->slot_mode &&
-                        k->slot_p && k->commit && k->select && k->nonfinite && k->injected && k->bitflips,
+                        k->slot_p && k->commit && k->select && k->nonfinite && k->injected &&
+                        k->bitflips,
                     AF_ERR_NOMEM, rc, fail);
     for (size_t s = 0; s < n; ++s) {
         k->slot_block[s] = -1;
@@ -217,8 +218,8 @@ static af_result_t cpu_compute(af_kernels_t *k, uint64_t step, const uint64_t *x
             int flips = 0;
             for (int i = 0; i < T; ++i) {
                 int kind = AF_CORRUPT_NONE;
-                un[i] = af_inject(un[i], k->slot_p[s], k->desc.seed, key, (uint64_t)b,
-                                  (uint64_t)i, &kind);
+                un[i] = af_inject(un[i], k->slot_p[s], k->desc.seed, key, (uint64_t)b, (uint64_t)i,
+                                  &kind);
                 inj += kind != AF_CORRUPT_NONE;
                 flips += kind == AF_CORRUPT_BITFLIP;
             }
@@ -254,8 +255,7 @@ static af_result_t cpu_copy_slot(af_kernels_t *k, int src, int dst)
     af_cpu_t *c = k->impl;
     memcpy(cpu_buf(k, c, dst, c->parity[dst]), cpu_buf(k, c, src, c->parity[src]),
            sizeof(double) * (size_t)k->desc.block_len);
-    memcpy(cpu_diag(c, dst, c->parity[dst]), cpu_diag(c, src, c->parity[src]),
-           3 * sizeof(double));
+    memcpy(cpu_diag(c, dst, c->parity[dst]), cpu_diag(c, src, c->parity[src]), 3 * sizeof(double));
     return AF_OK;
 }
 

@@ -27,7 +27,7 @@ runtime=(libopenmpi3 openmpi-bin openmpi-common libhdf5-openmpi-103-1 libcmocka0
 devel=(libopenmpi-dev libhdf5-openmpi-dev libcmocka-dev libinih-dev)
 # Packages of the closure not taken: the base system and toolchain every image has, X11 and
 # hwloc's optional plugins, and the transports of multi-node fabrics (and what pulls them in).
-exclude='^(libc6|libc-bin|libgcc-s1|gcc-[0-9]+-base|libstdc\+\+6|dpkg|tar|passwd|adduser|debconf|cdebconf|libdebian-installer4|libnewt0\.52|libslang2|libtextwrap1|libpam.*|libaudit.*|libselinux1|libsemanage.*|libsepol2|libcap-ng0|libacl1|libcrypt1|libdb5\.3|libbz2-1\.0|liblzma5|libpcre2-8-0|libtinfo6|libreadline8|readline-common|install-info|libmd0|libbsd0|libuuid1|zlib1g|openssh-client|libedit2|libfido2-1|libcbor0\.8|libhwloc-plugins|libxml2|libicu72|libx11-.*|libxcb1|libxau6|libxdmcp6|libxext6|libxnvctrl0|ocl-icd-libopencl1|libpciaccess0|libfabric1|libibverbs1|librdmacm1|ibverbs-providers|libnl-.*|libpsm2-2|libpsm-infinipath1|libucx0|libnuma1|libmunge2|libefa1|libgfortran5|libquadmath0|libatomic1|libsasl2-modules-db|libgcc1)$'
+exclude='^(libc6|libc-bin|libgcc-s1|gcc-[0-9]+-base|libstdc\+\+6|dpkg|tar|passwd|adduser|debconf|cdebconf|libdebian-installer4|libnewt0\.52|libslang2|libtextwrap1|libpam.*|libaudit.*|libselinux1|libsemanage.*|libsepol2|libcap-ng0|libacl1|libcrypt1|libdb5\.3|libbz2-1\.0|liblzma5|libpcre2-8-0|libtinfo6|libreadline8|readline-common|install-info|libmd0|libbsd0|libuuid1|zlib1g|openssh-client|libedit2|libfido2-1|libcbor0\.8|libhwloc-plugins|libxml2|libicu72|libx11-.*|libxcb1|libxau6|libxdmcp6|libxext6|libxnvctrl0|ocl-icd-libopencl1|libpciaccess0|libfabric1|libibverbs1|librdmacm1|ibverbs-providers|libnl-.*|libpsm2-2|libpsm-infinipath1|libucx0|libnuma1|libefa1|libgfortran5|libquadmath0|libatomic1|libsasl2-modules-db|libgcc1)$'
 
 mode=run
 for arg in "$@"; do
@@ -93,6 +93,11 @@ find "$root" \( -name 'libmpi_mpifh*' -o -name 'libmpi_usempi*' -o -name 'libmpi
 rm -rf "$lib/openmpi/include/openmpi/mpp" "$lib/openmpi/lib/openmpi3/mca_sshmem_"* \
        "$lib/openmpi/lib/openmpi3/mca_spml_"* "$lib/openmpi/lib/openmpi3/mca_scoll_"* \
        "$lib/openmpi/lib/openmpi3/mca_atomic_"* "$lib/openmpi/lib/openmpi3/mca_memheap_"*
+# Open MPI's internal headers (mpi.h for C needs only mpiext), OpenSHMEM's, Fortran modules.
+inc=$lib/openmpi/include
+rm -rf "$inc/openshmem" "$inc/pshmem.h" "$inc/pshmemx.h" "$inc/shmem.h" "$inc/shmemx.h" \
+       "$inc/openmpi/opal" "$inc/openmpi/orte" "$inc/openmpi/ompi" "$inc"/openmpi/*.h \
+       "$lib/fortran"
 # OpenSSL's engines and providers are not used by HDF5's (unused) network file driver.
 rm -rf "$lib/engines-3" "$lib/ossl-modules"
 

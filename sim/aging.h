@@ -28,20 +28,20 @@ typedef struct af_health_change {
 } af_health_change_t;
 
 typedef struct af_aging {
-    int64_t units;       /* D * U */
-    int64_t per_device;  /* U */
-    double *lifetime_h;  /* Weibull draw at T_ref */
-    double *sudden_h;    /* exponential draw; +inf when the rate is 0 */
-    double *temp_off_k;  /* device + unit hotspot offsets */
-    double *age_h;       /* accumulated, temperature-accelerated age */
-    double *temp_k;      /* temperature in the last step */
-    int8_t *state;       /* AF_HEALTHY / AF_FADING / AF_DEAD */
-    int8_t *cause;       /* of death */
-    int64_t *fade_step;  /* -1 until it happens */
+    int64_t units;      /* D * U */
+    int64_t per_device; /* U */
+    double *lifetime_h; /* Weibull draw at T_ref */
+    double *sudden_h;   /* exponential draw; +inf when the rate is 0 */
+    double *temp_off_k; /* device + unit hotspot offsets */
+    double *age_h;      /* accumulated, temperature-accelerated age */
+    double *temp_k;     /* temperature in the last step */
+    int8_t *state;      /* AF_HEALTHY / AF_FADING / AF_DEAD */
+    int8_t *cause;      /* of death */
+    int64_t *fade_step; /* -1 until it happens */
     int64_t *death_step;
     int64_t dead;
     int64_t fading;
-    double hours;        /* simulated service hours so far */
+    double hours; /* simulated service hours so far */
 } af_aging_t;
 
 /* Draws every unit's parameters. Allocates; call before the allocation seal. */

@@ -33,7 +33,7 @@ typedef struct key_def {
  * longer value could not be read back from `agefence config` output. */
 #define AF_MAX_LINE  199
 #define AF_MAX_VALUE 180
-#define BIG    9.0e15
+#define BIG          9.0e15
 
 /* Every key of a scenario. Order is the order of `agefence config` output. */
 static const key_def_t KEYS[] = {
@@ -41,12 +41,11 @@ static const key_def_t KEYS[] = {
      "scenario name, copied into the log"},
     {"scenario", "seed", T_INT, OFF(seed), 0, 0, BIG, NULL, "20261129", "",
      "seed of every random draw (lifetimes, sudden failures, corruption)"},
-    {"scenario", "steps", T_INT, OFF(steps), 0, 1, 1e9, NULL, "2000", "steps",
-     "time steps to run"},
+    {"scenario", "steps", T_INT, OFF(steps), 0, 1, 1e9, NULL, "2000", "steps", "time steps to run"},
     {"scenario", "devices", T_INT, OFF(devices), 0, 0, 1e7, NULL, "8", "devices",
      "fleet size D (0: one device per rank); ranks split it in contiguous ranges"},
-    {"scenario", "units_per_device", T_INT, OFF(units_per_device), 0, 1, 4096, NULL, "16",
-     "units", "compute units U per device (the grain of failure; think SMs)"},
+    {"scenario", "units_per_device", T_INT, OFF(units_per_device), 0, 1, 4096, NULL, "16", "units",
+     "compute units U per device (the grain of failure; think SMs)"},
     {"scenario", "blocks", T_INT, OFF(blocks), 0, 1, 1e9, NULL, "256", "blocks",
      "blocks B of the global problem (never reshaped)"},
     {"scenario", "block_len", T_INT, OFF(block_len), 0, 3, 1 << 24, NULL, "256", "cells",
@@ -72,14 +71,14 @@ static const key_def_t KEYS[] = {
      "hours", "time compression: simulated hours of service per step"},
     {"aging", "weibull_shape", T_REAL, OFF(weibull_shape), 0, 0.1, 20, NULL, "3.0", "",
      "Weibull shape k of unit lifetimes (k > 1: wear-out, hazard rising with age)"},
-    {"aging", "weibull_scale_hours", T_REAL, OFF(weibull_scale_hours), 0, 1.0, 1e9, NULL,
-     "43800", "hours", "Weibull scale eta at the reference temperature (characteristic life)"},
+    {"aging", "weibull_scale_hours", T_REAL, OFF(weibull_scale_hours), 0, 1.0, 1e9, NULL, "43800",
+     "hours", "Weibull scale eta at the reference temperature (characteristic life)"},
     {"aging", "fade_window", T_REAL, OFF(fade_window), 0, 0.0, 0.9, NULL, "0.05", "fraction",
      "precursor window w: FADING from age (1-w)*lifetime until death"},
     {"aging", "p_max", T_REAL, OFF(p_max), 0, 0.0, 1.0, NULL, "2e-4", "per element",
      "corruption probability per output element reached at the end of the fade window"},
-    {"aging", "sudden_rate_per_hour", T_REAL, OFF(sudden_rate_per_hour), 0, 0.0, 1.0, NULL,
-     "1e-7", "1/hour", "rate of sudden (exponential, no precursor) unit deaths"},
+    {"aging", "sudden_rate_per_hour", T_REAL, OFF(sudden_rate_per_hour), 0, 0.0, 1.0, NULL, "1e-7",
+     "1/hour", "rate of sudden (exponential, no precursor) unit deaths"},
     {"aging", "t_ambient_k", T_REAL, OFF(t_ambient_k), 0, 200, 500, NULL, "318.15", "K",
      "ambient (coolant-side) die temperature"},
     {"aging", "t_ref_k", T_REAL, OFF(t_ref_k), 0, 200, 500, NULL, "343.15", "K",
@@ -94,8 +93,8 @@ static const key_def_t KEYS[] = {
      "temperature rise of a fully loaded unit (load = occupied-slot fraction)"},
     {"recovery", "max_moves_per_step", T_INT, OFF(max_moves_per_step), 0, 1, 65536, NULL, "8",
      "moves", "drain moves planned per step at most (restores and retries are not capped)"},
-    {"recovery", "replica_interval", T_INT, OFF(replica_interval), 0, 1, 1e9, NULL, "20",
-     "steps", "steps between refreshes of every block's replica on a buddy device"},
+    {"recovery", "replica_interval", T_INT, OFF(replica_interval), 0, 1, 1e9, NULL, "20", "steps",
+     "steps between refreshes of every block's replica on a buddy device"},
     {"recovery", "detect", T_ENUM, OFF(detect), 0, 0, 0, "finite|dmr", "finite", "",
      "finite: fence non-finite outputs; dmr: also recompute FADING units' blocks on a healthy "
      "buddy and compare bitwise"},
@@ -389,8 +388,10 @@ static int set_event(parse_ctx_t *c, int n, const char *key, const char *value)
             hi = lo;
         }
         if (!ok || lo < 0 || hi < lo) {
-            ctx_fail(c, "event.%d.units = '%s' is invalid: expected a unit or a range A-B with "
-                        "0 <= A <= B", n, value);
+            ctx_fail(c,
+                     "event.%d.units = '%s' is invalid: expected a unit or a range A-B with "
+                     "0 <= A <= B",
+                     n, value);
             return 0;
         }
         e->unit_lo = lo;
@@ -415,14 +416,15 @@ static int handler(void *user, const char *section, const char *name, const char
         return set_event(c, n, name, value);
     }
     if (!section_known(section)) {
-        ctx_fail(c, "unknown section [%s]: expected scenario, workload, backend, log, aging, "
-                    "recovery or event.N", section);
+        ctx_fail(c,
+                 "unknown section [%s]: expected scenario, workload, backend, log, aging, "
+                 "recovery or event.N",
+                 section);
         return 0;
     }
     int ki = find_key(section, name);
     if (ki < 0) {
-        ctx_fail(c, "unknown key '%s' in [%s] (agefence config --keys lists them)", name,
-                 section);
+        ctx_fail(c, "unknown key '%s' in [%s] (agefence config --keys lists them)", name, section);
         return 0;
     }
     return set_value(c, ki, value);
@@ -493,8 +495,9 @@ static af_result_t parse_text(af_config_t *cfg, const char *text, const char *or
         if (e->set_mask != 15) {
             for (int k = 0; k < 4; ++k) {
                 if (!(e->set_mask & (1 << k))) {
-                    snprintf(err, errlen, "%s: [event.%d] lacks '%s' (each event needs step, "
-                                          "action, device and units)",
+                    snprintf(err, errlen,
+                             "%s: [event.%d] lacks '%s' (each event needs step, "
+                             "action, device and units)",
                              origin, e->index, EVENT_KEYS[k]);
                     return AF_ERR_USAGE;
                 }

@@ -25,8 +25,8 @@ typedef struct af_event_cfg {
     int64_t device;
     int64_t unit_lo;
     int64_t unit_hi;
-    int set_mask; /* which of step/action/device/units were given (all four are required) */
-    int index;    /* N of [event.N] */
+    int set_mask;      /* which of step/action/device/units were given (all four are required) */
+    int index;         /* N of [event.N] */
     char where[4][80]; /* where step, action, device and units were set ("FILE:LINE", "--set") */
 } af_event_cfg_t;
 

@@ -1,39 +1,48 @@
 #include "coord.h"
 
-static int64_t best_unit(const af_placement_t *p, const int8_t *unit_state, int64_t u0,
-                         int64_t u1, int allow_fading)
+/* The least-loaded unit of [u0, u1) in state `want` with a free slot, not `exclude`; ties go to
+ * the lowest index. */
+static int64_t best_unit(const af_placement_t *p, const int8_t *unit_state, int64_t u0, int64_t u1,
+                         int8_t want, int64_t exclude)
 {
     int64_t best = -1;
     int32_t best_load = 0;
     for (int64_t u = u0; u < u1; ++u) {
-        int8_t s = unit_state[u];
-        if (s == AF_DEAD || (s == AF_FADING && !allow_fading)) {
+        if (unit_state[u] != want || u == exclude || p->unit_load[u] >= p->capacity) {
             continue;
         }
-        int32_t load = p->unit_load[u];
-        if (load >= p->capacity) {
-            continue;
-        }
-        if (best < 0 || load < best_load) {
+        if (best < 0 || p->unit_load[u] < best_load) {
             best = u;
-            best_load = load;
+            best_load = p->unit_load[u];
         }
     }
     return best;
 }
 
+int32_t af_coord_target_excluding(const af_placement_t *p, const int8_t *unit_state,
+                                  int64_t prefer_device, int allow_fading, int64_t exclude_unit)
+{
+    const int8_t want[2] = {AF_HEALTHY, AF_FADING};
+    for (int w = 0; w < (allow_fading ? 2 : 1); ++w) {
+        int64_t u = -1;
+        if (prefer_device >= 0) {
+            u = best_unit(p, unit_state, prefer_device * p->units, (prefer_device + 1) * p->units,
+                          want[w], exclude_unit);
+        }
+        if (u < 0) {
+            u = best_unit(p, unit_state, 0, p->devices * p->units, want[w], exclude_unit);
+        }
+        if (u >= 0) {
+            return af_placement_free_slot(p, u);
+        }
+    }
+    return -1;
+}
+
 int32_t af_coord_target(const af_placement_t *p, const int8_t *unit_state, int64_t prefer_device,
                         int allow_fading)
 {
-    int64_t u = -1;
-    if (prefer_device >= 0) {
-        u = best_unit(p, unit_state, prefer_device * p->units, (prefer_device + 1) * p->units,
-                      allow_fading);
-    }
-    if (u < 0) {
-        u = best_unit(p, unit_state, 0, p->devices * p->units, allow_fading);
-    }
-    return u < 0 ? -1 : af_placement_free_slot(p, u);
+    return af_coord_target_excluding(p, unit_state, prefer_device, allow_fading, -1);
 }
 
 int64_t af_coord_plan(af_placement_t *p, const int8_t *unit_state, const af_health_change_t *ch,
@@ -55,10 +64,7 @@ int64_t af_coord_plan(af_placement_t *p, const int8_t *unit_state, const af_heal
             if (b < 0) {
                 continue;
             }
-            int32_t to = af_coord_target(p, unit_state, dev, 0);
-            if (to < 0) {
-                to = af_coord_target(p, unit_state, dev, 1);
-            }
+            int32_t to = af_coord_target(p, unit_state, dev, 1);
             if (to < 0) {
                 *exhausted = 1;
                 return n;

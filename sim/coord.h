@@ -34,11 +34,14 @@ typedef struct af_plan_header {
     int64_t dead;        /* units DEAD after the changes */
 } af_plan_header_t;
 
-/* The least-loaded unit with a free slot, the block's own device first: HEALTHY units only,
- * or also FADING ones when allow_fading (the last resort of a restore). Ties go to the lowest
- * unit index. Returns a free global slot, or -1 when there is none. */
+/* The least-loaded HEALTHY unit with a free slot, the block's own device first; when none has
+ * room and allow_fading is set, the least-loaded FADING unit likewise (the last resort). Ties go
+ * to the lowest unit index. Returns a free global slot, or -1 when there is none. */
 int32_t af_coord_target(const af_placement_t *p, const int8_t *unit_state, int64_t prefer_device,
                         int allow_fading);
+/* The same, never choosing exclude_unit (a fenced block's own unit, a twin's primary's). */
+int32_t af_coord_target_excluding(const af_placement_t *p, const int8_t *unit_state,
+                                  int64_t prefer_device, int allow_fading, int64_t exclude_unit);
 
 /* Plans the moves that follow this step's health changes (already applied to unit_state):
  * every block on a newly DEAD unit is restored to a live slot (exhausted=1 when impossible);
@@ -48,11 +51,13 @@ int64_t af_coord_plan(af_placement_t *p, const int8_t *unit_state, const af_heal
                       int64_t n_changes, int drain, int64_t max_drain, af_move_t *moves,
                       int64_t *exhausted);
 
-/* Buddy device of device d: half the fleet away, so that with two or more ranks it lives on
- * another rank whatever their number (contiguous ranges are at most ceil(D/2) long). */
-static inline int64_t af_buddy_device(int64_t d, int64_t devices)
+/* The rank whose host memory keeps the replicas of the blocks that start on home_rank: half the
+ * launch away, so another rank whenever there are two or more. Replicas live in host memory,
+ * which the model does not age, so their place changes what a refresh costs, never what
+ * happens: the failure history stays independent of the number of ranks. */
+static inline int af_replica_rank(int home_rank, int nranks)
 {
-    return (d + (devices + 1) / 2) % devices;
+    return (home_rank + (nranks + 1) / 2) % nranks;
 }
 
 #endif

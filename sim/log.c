@@ -24,10 +24,10 @@ struct af_log {
     hid_t phase[AF_NPHASES];
     hid_t events;
     hid_t event_type;
-    af_step_row_t *rows;   /* flush_interval rows */
-    double *phase_buf;     /* flush_interval x AF_NPHASES x nranks */
-    double *colbuf;        /* flush_interval values of one column */
-    double *phase_tmp;     /* flush_interval x nranks values of one phase */
+    af_step_row_t *rows; /* flush_interval rows */
+    double *phase_buf;   /* flush_interval x AF_NPHASES x nranks */
+    double *colbuf;      /* flush_interval values of one column */
+    double *phase_tmp;   /* flush_interval x nranks values of one phase */
     af_event_row_t *ev_buf;
 };
 
@@ -162,7 +162,8 @@ af_result_t af_log_create(af_log_t **out, const char *path, int nranks, int64_t 
     log->nranks = nranks;
     log->flush_interval = flush_interval;
     log->rows = af_alloc(sizeof(af_step_row_t) * (size_t)flush_interval);
-    log->phase_buf = af_alloc(sizeof(double) * (size_t)flush_interval * AF_NPHASES * (size_t)nranks);
+    log->phase_buf =
+        af_alloc(sizeof(double) * (size_t)flush_interval * AF_NPHASES * (size_t)nranks);
     log->colbuf = af_alloc(sizeof(double) * (size_t)flush_interval);
     log->phase_tmp = af_alloc(sizeof(double) * (size_t)flush_interval * (size_t)nranks);
     log->ev_buf = af_alloc(sizeof(af_event_row_t) * AF_EVENT_BUFFER);
@@ -174,8 +175,9 @@ af_result_t af_log_create(af_log_t **out, const char *path, int nranks, int64_t 
         rc = AF_ERR_IO;
         goto fail;
     }
-    hsize_t chunk = (hsize_t)(flush_interval < 64 ? 64 : flush_interval > 4096 ? 4096
-                                                                             : flush_interval);
+    hsize_t chunk = (hsize_t)(flush_interval < 64     ? 64
+                              : flush_interval > 4096 ? 4096
+                                                      : flush_interval);
     const char *groups[] = {"/steps", "/ranks", "/calibration", "/final", "/units", "/host"};
     for (size_t i = 0; i < sizeof groups / sizeof groups[0]; ++i) {
         hid_t g = H5Gcreate2(log->file, groups[i], H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
@@ -193,8 +195,8 @@ af_result_t af_log_create(af_log_t **out, const char *path, int nranks, int64_t 
     H5Gclose(steps);
     hid_t ranks = H5Gopen2(log->file, "/ranks", H5P_DEFAULT);
     for (int i = 0; i < AF_NPHASES; ++i) {
-        log->phase[i] = make_extendible(ranks, PHASE_NAMES[i], H5T_IEEE_F64LE, 2,
-                                        (hsize_t)nranks, chunk);
+        log->phase[i] =
+            make_extendible(ranks, PHASE_NAMES[i], H5T_IEEE_F64LE, 2, (hsize_t)nranks, chunk);
         if (log->phase[i] >= 0) {
             attr_str(log->phase[i], "doc", PHASE_DOCS[i]);
             attr_str(log->phase[i], "units", "microseconds");
@@ -344,8 +346,8 @@ out:
 }
 
 /* Extends a dataset along axis 0 by n rows and writes buf there. */
-static af_result_t extend_write(hid_t d, int rank, hsize_t cols, int64_t at, int64_t n,
-                                hid_t mtype, const void *buf)
+static af_result_t extend_write(hid_t d, int rank, hsize_t cols, int64_t at, int64_t n, hid_t mtype,
+                                const void *buf)
 {
     hsize_t size[2] = {(hsize_t)(at + n), cols};
     H5_CHECK(H5Dset_extent(d, size));

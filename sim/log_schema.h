@@ -10,18 +10,18 @@
 
 /* /steps/<name>: one value per step. X(name, type, doc) with type I64 or F64. */
 #define AF_STEP_COLUMNS(X)                                                                         \
-    X(step, I64, "executed step number, from 1, contiguous (replays after a rollback count)")    \
-    X(state_step, I64, "logical step of the committed state after this executed step")           \
-    X(sim_hours, F64, "simulated hours of service at the end of the step")                        \
-    X(mass, F64, "sum of u*dx after the step, reduced in logical block order")                    \
-    X(energy, F64, "sum of u^2/2*dx after the step, reduced in logical block order")              \
+    X(step, I64, "executed step number, from 1, contiguous (replays after a rollback count)")      \
+    X(state_step, I64, "logical step of the committed state after this executed step")             \
+    X(sim_hours, F64, "simulated hours of service at the end of the step")                         \
+    X(mass, F64, "sum of u*dx after the step, reduced in logical block order")                     \
+    X(energy, F64, "sum of u^2/2*dx after the step, reduced in logical block order")               \
     X(healthy_units, I64, "units HEALTHY after the step")                                          \
     X(fading_units, I64, "units FADING after the step")                                            \
     X(dead_units, I64, "units DEAD after the step")                                                \
     X(blackout_frac, F64, "dead_units / all units")                                                \
     X(corrupt_injected, I64, "corrupted output elements injected on FADING units")                 \
     X(corrupt_detected, I64, "injected corruptions caught (non-finite count, or DMR mismatch)")    \
-    X(fenced, I64, "slot results not committed because they failed containment")                  \
+    X(fenced, I64, "slot results not committed because they failed containment")                   \
     X(retried, I64, "blocks recomputed on a healthy unit within the step")                         \
     X(nonfinite_leaked, I64, "non-finite values committed to state (must be 0)")                   \
     X(sdc_undetected, I64, "finite corruptions committed (silent data corruption)")                \
@@ -35,11 +35,11 @@
 
 /* /ranks/<name>: step x rank wall times in microseconds. */
 #define AF_PHASES(X)                                                                               \
-    X(step_us, "whole step, from its start to the start of the next")                            \
-    X(kernel_us, "masked compute, containment, retries and commit")                               \
-    X(halo_us, "edge pack and exact all-reduce of edges and diagnostics")                        \
-    X(coord_us, "coordinator: aging model, planning and broadcast")                               \
-    X(moves_us, "applying the move list (slot copies and cross-rank transfers)")                 \
+    X(step_us, "whole step, from its start to the start of the next")                              \
+    X(kernel_us, "masked compute, containment, retries and commit")                                \
+    X(halo_us, "edge pack and exact all-reduce of edges and diagnostics")                          \
+    X(coord_us, "coordinator: aging model, planning and broadcast")                                \
+    X(moves_us, "applying the move list (slot copies and cross-rank transfers)")                   \
     X(replica_us, "replica refresh")                                                               \
     X(log_us, "gathering the row to rank 0 and writing the log")
 

@@ -10,19 +10,18 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: agefence run [-c FILE] [--set section.key=value]... [-o FILE.h5] [-q]\n"
-            "       agefence config [-c FILE] [--set section.key=value]... [--keys]\n"
-            "       agefence --help | --version\n"
-            "\n"
-            "  run      runs a scenario under mpirun/srun (the embedded default without -c),\n"
-            "           logs it to HDF5 and checks the final state bit for bit against the\n"
-            "           serial fault-free reference.\n"
-            "  config   prints the fully resolved scenario as INI (save it, run it again);\n"
-            "           --keys lists every key with its unit, default and allowed range.\n"
-            "\n"
-            "exit status: 0 pass, 1 error, 2 bad input, 3 final state differs from the\n"
-            "reference, 4 capacity exhausted, 5 stopped by a signal, 6 NaN/Inf leaked.\n");
+    fprintf(f, "usage: agefence run [-c FILE] [--set section.key=value]... [-o FILE.h5] [-q]\n"
+               "       agefence config [-c FILE] [--set section.key=value]... [--keys]\n"
+               "       agefence --help | --version\n"
+               "\n"
+               "  run      runs a scenario under mpirun/srun (the embedded default without -c),\n"
+               "           logs it to HDF5 and checks the final state bit for bit against the\n"
+               "           serial fault-free reference.\n"
+               "  config   prints the fully resolved scenario as INI (save it, run it again);\n"
+               "           --keys lists every key with its unit, default and allowed range.\n"
+               "\n"
+               "exit status: 0 pass, 1 error, 2 bad input, 3 final state differs from the\n"
+               "reference, 4 capacity exhausted, 5 stopped by a signal, 6 NaN/Inf leaked.\n");
 }
 
 /* Parses the options shared by run and config. Returns 0, or 2 with one line in o->usage_error

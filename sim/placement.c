@@ -63,8 +63,7 @@ af_result_t af_placement_init(af_placement_t *p, int64_t devices, int64_t units,
     af_rank_devices(devices, nranks, rank, &p->dev_lo, &p->dev_hi);
     int64_t nslots = devices * units * p->capacity;
     if (nslots > INT32_MAX) {
-        af_error_set("placement: %lld slots exceed the 2^31 table limit",
-                     (long long)nslots);
+        af_error_set("placement: %lld slots exceed the 2^31 table limit", (long long)nslots);
         return AF_ERR_USAGE;
     }
     p->block_slot = af_alloc(sizeof(int32_t) * (size_t)blocks);

@@ -75,22 +75,21 @@ static af_result_t transfer(af_run_state_t *r, int64_t n, const xfer_ops_t *ops,
 
 af_result_t af_replicas_init(af_run_state_t *r)
 {
-    /* Block b's replica lives with the buddy of the device b started on: a function of the
-     * fleet alone, so the failure history does not depend on the number of ranks. */
+    /* Block b's replica lives on the rank half the launch away from the rank b started on. */
     int64_t *count = af_alloc(sizeof(int64_t) * (size_t)r->world.size);
     if (count == NULL) {
         return AF_ERR_NOMEM;
     }
     for (int64_t b = 0; b < r->B; ++b) {
-        int64_t d0 = af_slot_device(&r->pl, r->pl.block_slot[b]);
-        int q = af_device_rank(r->D, r->world.size, af_buddy_device(d0, r->D));
+        int home = rank_of_slot(r, r->pl.block_slot[b]);
+        int q = af_replica_rank(home, r->world.size);
         r->rep_rank[b] = q;
         r->rep_off[b] = count[q]++;
     }
     r->n_reps = count[r->world.rank];
     af_free(count);
-    r->rep_store = af_alloc(sizeof(double) * (size_t)(r->n_reps > 0 ? r->n_reps : 1) *
-                            (size_t)r->T);
+    r->rep_store =
+        af_alloc(sizeof(double) * (size_t)(r->n_reps > 0 ? r->n_reps : 1) * (size_t)r->T);
     if (r->rep_store == NULL) {
         af_error_set("cannot allocate %lld replicas", (long long)r->n_reps);
         return AF_ERR_NOMEM;
@@ -114,8 +113,7 @@ static af_result_t refresh_read(af_run_state_t *r, void *ctx, int64_t b, double 
 static af_result_t store_write(af_run_state_t *r, void *ctx, int64_t b, const double *buf)
 {
     (void)ctx;
-    memcpy(r->rep_store + (size_t)r->rep_off[b] * (size_t)r->T, buf,
-           sizeof(double) * (size_t)r->T);
+    memcpy(r->rep_store + (size_t)r->rep_off[b] * (size_t)r->T, buf, sizeof(double) * (size_t)r->T);
     return AF_OK;
 }
 
@@ -137,8 +135,7 @@ static void rollback_ranks(af_run_state_t *r, void *ctx, int64_t b, int *src, in
 static af_result_t store_read(af_run_state_t *r, void *ctx, int64_t b, double *buf)
 {
     (void)ctx;
-    memcpy(buf, r->rep_store + (size_t)r->rep_off[b] * (size_t)r->T,
-           sizeof(double) * (size_t)r->T);
+    memcpy(buf, r->rep_store + (size_t)r->rep_off[b] * (size_t)r->T, sizeof(double) * (size_t)r->T);
     return AF_OK;
 }
 
@@ -220,7 +217,8 @@ af_result_t af_apply_moves(af_run_state_t *r, const af_move_t *moves, int64_t n,
     return r->k->ops->upload_control(r->k);
 }
 
-/* ---- DMR twins -------------------------------------------------------------------------------- */
+/* ---- DMR twins --------------------------------------------------------------------------------
+ */
 
 /* Items are blocks with a twin: the primary's committed state goes to the twin before the
  * compute, and the twin's result comes back after it. */
@@ -256,26 +254,11 @@ static af_result_t twin_in_local(af_run_state_t *r, void *ctx, int64_t i)
  * mismatch visible. */
 static int32_t twin_target(af_run_state_t *r, int64_t primary_slot)
 {
-    int64_t dev = af_slot_device(&r->pl, primary_slot);
-    int32_t t = af_coord_target(&r->pl, r->unit_state, dev, 0);
-    if (t >= 0) {
-        return t;
-    }
-    int64_t own = af_slot_unit(&r->pl, primary_slot);
-    int64_t best = -1;
-    for (int64_t u = 0; u < r->units; ++u) {
-        if (u == own || r->unit_state[u] != AF_FADING || r->pl.unit_load[u] >= r->C) {
-            continue;
-        }
-        if (best < 0 || r->pl.unit_load[u] < r->pl.unit_load[best]) {
-            best = u;
-        }
-    }
-    return best < 0 ? -1 : af_placement_free_slot(&r->pl, best);
+    return af_coord_target_excluding(&r->pl, r->unit_state, af_slot_device(&r->pl, primary_slot), 1,
+                                     af_slot_unit(&r->pl, primary_slot));
 }
 
-af_result_t af_dmr_begin(af_run_state_t *r, const af_move_t *only, int64_t n_only,
-                         int64_t *n_twins)
+af_result_t af_dmr_begin(af_run_state_t *r, const af_move_t *only, int64_t n_only, int64_t *n_twins)
 {
     int64_t n = 0;
     int64_t candidates = only != NULL ? n_only : r->B;
@@ -355,7 +338,8 @@ af_result_t af_dmr_end(af_run_state_t *r, int64_t n)
     return r->k->ops->upload_control(r->k);
 }
 
-/* ---- retries ---------------------------------------------------------------------------------- */
+/* ---- retries ----------------------------------------------------------------------------------
+ */
 
 /* Blocks fenced this step (their status word is set in the exchange) are re-homed to a healthy
  * unit and recomputed there from the previous step's state and halos. Every rank plans the same
@@ -369,11 +353,10 @@ af_result_t af_retry_fenced(af_run_state_t *r, int64_t *n_retried)
         }
         int32_t from = r->pl.block_slot[b];
         int64_t dev = af_slot_device(&r->pl, from);
-        int32_t to = af_coord_target(&r->pl, r->unit_state, dev, 0);
-        if (to < 0) {
-            /* No healthy room left: another FADING unit, with fresh injection draws. */
-            to = af_coord_target(&r->pl, r->unit_state, dev, 1);
-        }
+        /* A healthy unit; with no healthy room left, another FADING unit than the one that
+         * failed (with fresh injection draws). */
+        int32_t to =
+            af_coord_target_excluding(&r->pl, r->unit_state, dev, 1, af_slot_unit(&r->pl, from));
         if (to < 0) {
             r->exhausted = 1;
             r->exhausted_why = "no live slot is left to retry a fenced block on";

@@ -59,8 +59,8 @@ static af_result_t distribute_config(run_t *r, const af_run_opts_t *o)
         fprintf(stderr, "agefence: %s\n", o->usage_error);
         status = 1;
     } else if (r->world.rank == 0) {
-        af_result_t rc = af_config_load(&r->cfg, o->config_file, o->sets, o->nsets, err,
-                                        sizeof err);
+        af_result_t rc =
+            af_config_load(&r->cfg, o->config_file, o->sets, o->nsets, err, sizeof err);
         if (rc == AF_OK) {
             rc = af_config_validate(&r->cfg, r->world.size, err, sizeof err);
         }
@@ -274,7 +274,6 @@ static void progress(run_t *r, int64_t step, double t_start)
     fflush(stderr);
 }
 
-
 /* Gathers the committed state of every block to rank 0 in logical order. */
 static af_result_t gather_state(run_t *r, double *global)
 {
@@ -297,8 +296,8 @@ static af_result_t gather_state(run_t *r, double *global)
     for (int64_t b = 0; b < r->B; ++b) {
         int32_t g = r->pl.block_slot[b];
         if (af_slot_is_local(&r->pl, g)) {
-            AF_CHECK_GOTO(r->k->ops->read_slot(r->k, af_slot_local(&r->pl, g), send + at * T),
-                          rc, out);
+            AF_CHECK_GOTO(r->k->ops->read_slot(r->k, af_slot_local(&r->pl, g), send + at * T), rc,
+                          out);
             at++;
         }
     }
@@ -314,9 +313,9 @@ static af_result_t gather_state(run_t *r, double *global)
             counts[q] += (size_t)T * sizeof(double);
         }
     }
-    AF_CHECK_GOTO(r->fab->ops->gatherv(r->fab, send, (size_t)(mine * T) * sizeof(double), recv,
-                                       counts, 0),
-                  rc, out);
+    AF_CHECK_GOTO(
+        r->fab->ops->gatherv(r->fab, send, (size_t)(mine * T) * sizeof(double), recv, counts, 0),
+        rc, out);
     if (r->world.rank == 0) {
         /* Rank q's blocks start at the sum of the earlier ranks' counts. */
         int64_t off = 0;
@@ -503,8 +502,8 @@ static void print_summary(const run_t *r, const verdict_t *v, double wall_s)
     printf("  exit reason    %s\n", v->exit_reason);
     printf("  final state    %s the serial fault-free reference (checksum %016llx, reference "
            "%016llx)\n",
-           v->bitwise_equal ? "BITWISE EQUAL to" : "DIFFERS from",
-           (unsigned long long)v->state_sum, (unsigned long long)v->ref_sum);
+           v->bitwise_equal ? "BITWISE EQUAL to" : "DIFFERS from", (unsigned long long)v->state_sum,
+           (unsigned long long)v->ref_sum);
     printf("  mass           %.17g -> %.17g (drift %.3g)\n", v->mass0, v->mass_final,
            v->mass_final - v->mass0);
     printf("  allocations    %lld after start-up on rank 0, %lld communicators created\n",
@@ -617,12 +616,14 @@ int af_run(const af_run_opts_t *opts, int *argc, char ***argv)
             print_summary(r, &v, wall_s);
         }
         if (r->stop_signal) {
-            fprintf(stderr, "agefence: stopped by a signal after step %lld; the log is complete "
-                            "up to it\n",
+            fprintf(stderr,
+                    "agefence: stopped by a signal after step %lld; the log is complete "
+                    "up to it\n",
                     (long long)r->tick);
         } else if (r->exhausted) {
-            fprintf(stderr, "agefence: capacity exhausted at step %lld (%lld of %lld units dead): "
-                            "%s\n",
+            fprintf(stderr,
+                    "agefence: capacity exhausted at step %lld (%lld of %lld units dead): "
+                    "%s\n",
                     (long long)r->tick, (long long)r->plan.dead, (long long)r->units,
                     r->exhausted_why);
         }
@@ -652,6 +653,14 @@ out:
     af_free(r->all);
     af_free(r->phases);
     af_fabric_destroy(&r->fab);
+    /* Everything agefence allocated through af_alloc is freed by now: a leak is a bug. */
+    if (af_alloc_bytes_live() != 0) {
+        fprintf(stderr,
+                "agefence: rank %d: %lld bytes of agefence's own allocations were not "
+                "freed\n",
+                r->world.rank, (long long)af_alloc_bytes_live());
+        code = code == AF_EXIT_OK ? AF_EXIT_ERROR : code;
+    }
     af_world_finalize();
     return code;
 }

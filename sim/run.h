@@ -11,8 +11,8 @@ typedef struct af_run_opts {
     const char *config_file; /* NULL: the embedded default scenario */
     const char *sets[AF_MAX_SETS];
     int nsets;
-    const char *output; /* NULL: log.path of the scenario */
-    int quiet;          /* no summary on stdout */
+    const char *output;    /* NULL: log.path of the scenario */
+    int quiet;             /* no summary on stdout */
     char usage_error[300]; /* a bad command line: reported by rank 0, exit 2 */
 } af_run_opts_t;
 

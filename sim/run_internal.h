@@ -53,18 +53,18 @@ typedef struct af_run_state {
     af_placement_t pl;
     af_coeffs_t coeffs;
     int64_t T, B, D, U, C;
-    int n_local;          /* local slots */
-    int64_t slot0;        /* global index of local slot 0 */
-    int64_t units;        /* D * U */
+    int n_local;   /* local slots */
+    int64_t slot0; /* global index of local slot 0 */
+    int64_t units; /* D * U */
 
-    uint64_t *xchg_prev;  /* exchange of the committed state the next compute reads */
-    uint64_t *xchg_cur;   /* exchange being built after this step's commit */
-    double *cellbuf;      /* T doubles */
+    uint64_t *xchg_prev; /* exchange of the committed state the next compute reads */
+    uint64_t *xchg_cur;  /* exchange being built after this step's commit */
+    double *cellbuf;     /* T doubles */
 
     /* Health, as every rank knows it (rank 0 also runs the model). */
-    int8_t *unit_state;   /* units */
-    double *unit_p;       /* units: corruption probability per element */
-    af_aging_t aging;     /* rank 0 only */
+    int8_t *unit_state; /* units */
+    double *unit_p;     /* units: corruption probability per element */
+    af_aging_t aging;   /* rank 0 only */
 
     /* The coordinator's message. */
     af_plan_header_t plan;
@@ -72,28 +72,28 @@ typedef struct af_run_state {
     af_move_t *moves;            /* blocks */
     af_pfade_t *pfade;           /* units */
     int64_t n_pfade;
-    char *plan_body;             /* bytes: changes + moves + pfade, for the broadcast */
+    char *plan_body; /* bytes: changes + moves + pfade, for the broadcast */
     size_t plan_body_cap;
 
     /* Replicas: block b's copy lives in the host memory of rank rep_rank[b] at rep_off[b]. */
-    int32_t *rep_rank;    /* blocks */
-    int64_t *rep_off;     /* blocks */
-    double *rep_store;    /* my replicas x T */
+    int32_t *rep_rank; /* blocks */
+    int64_t *rep_off;  /* blocks */
+    double *rep_store; /* my replicas x T */
     int64_t n_reps;
     int64_t replica_step; /* logical step the replicas hold */
 
     /* Transfers. */
-    double *stage_send;   /* AF_XFER_CHUNK x T */
-    double *stage_recv;   /* AF_XFER_CHUNK x T */
-    af_p2p_t *p2p;        /* 2 x AF_XFER_CHUNK */
-    int64_t *items;       /* blocks: scratch list of work items */
-    int32_t *twin;        /* blocks: DMR twin slot of each block this step, or -1 */
-    uint8_t *dmr_mark;    /* local slots: AF_DMR_* outcome of the last comparison */
-    double *twin_buf;     /* T doubles */
+    double *stage_send; /* AF_XFER_CHUNK x T */
+    double *stage_recv; /* AF_XFER_CHUNK x T */
+    af_p2p_t *p2p;      /* 2 x AF_XFER_CHUNK */
+    int64_t *items;     /* blocks: scratch list of work items */
+    int32_t *twin;      /* blocks: DMR twin slot of each block this step, or -1 */
+    uint8_t *dmr_mark;  /* local slots: AF_DMR_* outcome of the last comparison */
+    double *twin_buf;   /* T doubles */
 
     /* Progress. */
-    int64_t tick;         /* executed steps */
-    int64_t state_step;   /* logical step of the committed state */
+    int64_t tick;       /* executed steps */
+    int64_t state_step; /* logical step of the committed state */
     double sim_hours;
     int stop_signal;
     int exhausted;

@@ -52,8 +52,9 @@ static void debug_scan(af_run_state_t *r, const char *phase)
             nf += af_nonfinite(r->cellbuf[i]);
         }
         if (nf) {
-            fprintf(stderr, "agefence: scan: tick %lld after %s: rank %d slot %lld block %d mode %d "
-                            "holds %d non-finite values\n",
+            fprintf(stderr,
+                    "agefence: scan: tick %lld after %s: rank %d slot %lld block %d mode %d "
+                    "holds %d non-finite values\n",
                     (long long)r->tick, phase, r->world.rank, (long long)(r->slot0 + s),
                     r->k->slot_block[s], r->k->slot_mode[s], nf);
         }
@@ -92,8 +93,9 @@ void af_slot_control(af_run_state_t *r, int64_t g)
     int32_t b = r->pl.slot_block[g];
     r->k->slot_block[s] = b >= 0 ? b : -1;
     int8_t st = r->unit_state[u];
-    r->k->slot_mode[s] = st == AF_DEAD ? AF_MODE_DEAD : st == AF_FADING ? AF_MODE_FADING
-                                                                        : AF_MODE_HEALTHY;
+    r->k->slot_mode[s] = st == AF_DEAD     ? AF_MODE_DEAD
+                         : st == AF_FADING ? AF_MODE_FADING
+                                           : AF_MODE_HEALTHY;
     r->k->slot_p[s] = st == AF_FADING ? r->unit_p[u] : 0.0;
 }
 
@@ -111,8 +113,8 @@ af_result_t af_step_init(af_run_state_t *r)
     r->changes = af_alloc(sizeof(af_health_change_t) * units);
     r->pfade = af_alloc(sizeof(af_pfade_t) * units);
     r->moves = af_alloc(sizeof(af_move_t) * B);
-    r->plan_body_cap = sizeof(af_health_change_t) * units + sizeof(af_move_t) * B +
-                       sizeof(af_pfade_t) * units;
+    r->plan_body_cap =
+        sizeof(af_health_change_t) * units + sizeof(af_move_t) * B + sizeof(af_pfade_t) * units;
     r->plan_body = af_alloc(r->plan_body_cap);
     r->rep_rank = af_alloc(sizeof(int32_t) * B);
     r->rep_off = af_alloc(sizeof(int64_t) * B);
@@ -125,7 +127,8 @@ af_result_t af_step_init(af_run_state_t *r)
     r->dmr_mark = af_alloc((size_t)(r->n_local > 0 ? r->n_local : 1));
     if (!r->xchg_prev || !r->xchg_cur || !r->cellbuf || !r->twin_buf || !r->unit_state ||
         !r->unit_p || !r->changes || !r->pfade || !r->moves || !r->plan_body || !r->rep_rank ||
-        !r->rep_off || !r->stage_send || !r->stage_recv || !r->p2p || !r->items || !r->twin || !r->dmr_mark) {
+        !r->rep_off || !r->stage_send || !r->stage_recv || !r->p2p || !r->items || !r->twin ||
+        !r->dmr_mark) {
         af_error_set("cannot allocate the step buffers for %lld blocks and %lld units",
                      (long long)r->B, (long long)r->units);
         return AF_ERR_NOMEM;
@@ -200,7 +203,7 @@ static void plan(af_run_state_t *r)
     /* Events of the model and the plan. */
     for (int64_t i = 0; i < nc; ++i) {
         const af_health_change_t *c = &r->changes[i];
-        const char *kind = c->state == AF_FADING        ? "fade"
+        const char *kind = c->state == AF_FADING         ? "fade"
                            : c->cause == AF_CAUSE_SUDDEN ? "sudden"
                                                          : "death";
         int64_t g = (int64_t)c->unit * r->C;

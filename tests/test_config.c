@@ -237,8 +237,7 @@ static void test_a_line_longer_than_199_characters_is_an_error_with_its_line(voi
     char path[260];
     long_path(path, 250);
     snprintf(text, sizeof text, "[scenario]\nsteps = 10\n[log]\npath = %s\n", path);
-    assert_int_equal(af_config_parse_text(&cfg_a, text, "long.ini", err, sizeof err),
-                     AF_ERR_USAGE);
+    assert_int_equal(af_config_parse_text(&cfg_a, text, "long.ini", err, sizeof err), AF_ERR_USAGE);
     assert_non_null(strstr(err, "long.ini:4:"));
     assert_non_null(strstr(err, "longer than"));
 }
