@@ -249,10 +249,18 @@ static af_result_t run_init(run_t *r)
     };
     AF_CHECK(kops->create(&desc, &r->k));
     AF_CHECK(af_step_init(r));
+    size_t cap = (size_t)r->cfg.flush_interval + 1;
+    r->batch = af_alloc(sizeof(af_payload_t) * cap);
+    if (r->batch == NULL) {
+        return AF_ERR_NOMEM;
+    }
     if (r->world.rank == 0) {
-        r->all = af_alloc(sizeof(af_payload_t) * (size_t)r->world.size);
+        r->all = af_alloc(sizeof(af_payload_t) * cap * (size_t)r->world.size);
+        r->rows = af_alloc(sizeof(af_step_row_t) * cap);
         r->phases = af_alloc(sizeof(double) * AF_NPHASES * (size_t)r->world.size);
-        if (r->all == NULL || r->phases == NULL) {
+        if (r->all == NULL || r->rows == NULL || r->phases == NULL) {
+            af_error_set("cannot allocate the log buffers of %zu steps x %d ranks", cap,
+                         r->world.size);
             return AF_ERR_NOMEM;
         }
     }
@@ -350,8 +358,7 @@ typedef struct verdict {
 
 static af_result_t finish(run_t *r, verdict_t *v)
 {
-    /* The last row still waits for its step and log times: one more gather. */
-    memset(&r->mine, 0, sizeof r->mine);
+    /* The rows still in the batch (the last one was waiting for its step and log times). */
     AF_CHECK(af_step_log(r, 1));
     int64_t n = r->B * r->T;
     double *state = NULL;
@@ -651,6 +658,8 @@ out:
     af_step_destroy(r);
     af_placement_destroy(&r->pl);
     af_free(r->all);
+    af_free(r->rows);
+    af_free(r->batch);
     af_free(r->phases);
     af_fabric_destroy(&r->fab);
     /* Everything agefence allocated through af_alloc is freed by now: a leak is a bug. */

@@ -105,13 +105,14 @@ typedef struct af_run_state {
     /* Step counters known to every rank alike. */
     int64_t n_drain, n_restore, n_retry_moves, n_rollbacks, n_replayed, n_leaked;
 
-    /* Log (rank 0). */
-    af_payload_t mine;
-    af_payload_t *all;
-    double *phases;
-    af_step_row_t row_prev;
+    /* Log. */
+    af_payload_t mine;   /* this step's payload */
+    af_payload_t *batch; /* flush_interval + 1 payloads waiting for the next gather */
+    int64_t n_batch;
+    af_step_row_t *rows;  /* rank 0: the rows of the batch */
+    af_payload_t *all;    /* rank 0: nranks x (flush_interval + 1) gathered payloads */
+    double *phases;       /* rank 0: AF_NPHASES x nranks of one row */
     af_step_row_t totals; /* rank 0: counters summed over the run */
-    int have_prev;
     af_log_t *log;
     const char *out_path;
     double prev_step_us;

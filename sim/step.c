@@ -520,75 +520,95 @@ static void diag_from_xchg(const af_run_state_t *r, double *mass, double *energy
     *energy = e * dx;
 }
 
-/* The log phase: every rank sends its payload to rank 0, which completes the previous row with
- * the step and log times it was waiting for, appends it, and keeps this step's row pending. */
-af_result_t af_step_log(af_run_state_t *r, int final)
+/* Rank 0: the rows of `n` buffered steps get every rank's counters and phase times (gathered
+ * into r->all, rank-major) and go to the log, which is then flushed. */
+static af_result_t write_rows(af_run_state_t *r, int64_t n)
 {
-    r->mine.phase[AF_PHASE_step_us] = r->prev_step_us;
-    r->mine.phase[AF_PHASE_log_us] = r->prev_log_us;
-    r->mine.count[CNT_ALLOCS] = af_alloc_after_seal();
-    r->mine.count[CNT_COMMS] = r->fab->comms_created;
-    AF_CHECK(r->fab->ops->gather(r->fab, &r->mine, sizeof r->mine, r->all, 0));
-    if (r->world.rank != 0) {
-        return AF_OK;
-    }
     const int R = r->world.size;
-    if (r->have_prev) {
+    const int64_t cap = r->cfg.flush_interval + 1;
+    for (int64_t k = 0; k < n; ++k) {
+        af_step_row_t *row = &r->rows[k];
         for (int q = 0; q < R; ++q) {
-            r->phases[AF_PHASE_step_us * R + q] = r->all[q].phase[AF_PHASE_step_us];
-            r->phases[AF_PHASE_log_us * R + q] = r->all[q].phase[AF_PHASE_log_us];
-        }
-        AF_CHECK(af_log_append(r->log, &r->row_prev, r->phases));
-        r->have_prev = 0;
-    }
-    if (final) {
-        return AF_OK;
-    }
-    af_step_row_t *row = &r->row_prev;
-    memset(row, 0, sizeof *row);
-    row->step = r->tick;
-    row->state_step = r->state_step;
-    row->sim_hours = r->sim_hours;
-    diag_from_xchg(r, &row->mass, &row->energy);
-    row->dead_units = r->plan.dead;
-    row->fading_units = r->plan.fading;
-    row->healthy_units = r->units - r->plan.dead - r->plan.fading;
-    row->blackout_frac = (double)r->plan.dead / (double)r->units;
-    row->moves_drain = r->n_drain;
-    row->moves_restore = r->n_restore;
-    row->moves_retry = r->n_retry_moves;
-    row->retried = r->n_retry_moves;
-    row->rollbacks = r->n_rollbacks;
-    row->replayed_steps = r->n_replayed;
-    row->nonfinite_leaked = r->n_leaked;
-    for (int q = 0; q < R; ++q) {
-        const af_payload_t *p = &r->all[q];
-        row->corrupt_injected += p->count[CNT_INJECTED];
-        row->corrupt_detected += p->count[CNT_DETECTED];
-        row->fenced += p->count[CNT_FENCED];
-        row->retried += p->count[CNT_RETRIED];
-        row->sdc_undetected += p->count[CNT_SDC];
-        row->allocs_after_init += p->count[CNT_ALLOCS];
-        row->comms_after_init += p->count[CNT_COMMS];
-        for (int ph = 0; ph < AF_NPHASES; ++ph) {
-            if (ph != AF_PHASE_step_us && ph != AF_PHASE_log_us) {
+            const af_payload_t *p = &r->all[(size_t)q * (size_t)cap + (size_t)k];
+            row->corrupt_injected += p->count[CNT_INJECTED];
+            row->corrupt_detected += p->count[CNT_DETECTED];
+            row->fenced += p->count[CNT_FENCED];
+            row->retried += p->count[CNT_RETRIED];
+            row->sdc_undetected += p->count[CNT_SDC];
+            row->allocs_after_init += p->count[CNT_ALLOCS];
+            row->comms_after_init += p->count[CNT_COMMS];
+            for (int ph = 0; ph < AF_NPHASES; ++ph) {
                 r->phases[ph * R + q] = p->phase[ph];
             }
         }
+        r->sdc_total += row->sdc_undetected;
+        r->totals.corrupt_injected += row->corrupt_injected;
+        r->totals.corrupt_detected += row->corrupt_detected;
+        r->totals.fenced += row->fenced;
+        r->totals.retried += row->retried;
+        r->totals.moves_drain += row->moves_drain;
+        r->totals.moves_restore += row->moves_restore;
+        r->totals.moves_retry += row->moves_retry;
+        r->totals.rollbacks += row->rollbacks;
+        r->totals.replayed_steps += row->replayed_steps;
+        AF_CHECK(af_log_append(r->log, row, r->phases));
     }
-    r->sdc_total += row->sdc_undetected;
-    r->totals.corrupt_injected += row->corrupt_injected;
-    r->totals.corrupt_detected += row->corrupt_detected;
-    r->totals.fenced += row->fenced;
-    r->totals.retried += row->retried;
-    r->totals.moves_drain += row->moves_drain;
-    r->totals.moves_restore += row->moves_restore;
-    r->totals.moves_retry += row->moves_retry;
-    r->totals.rollbacks += row->rollbacks;
-    r->totals.replayed_steps += row->replayed_steps;
-    r->have_prev = 1;
-    if (r->tick % r->cfg.flush_interval == 0) {
-        AF_CHECK(af_log_flush(r->log));
+    return af_log_flush(r->log);
+}
+
+/* The log phase. Every rank keeps its per-step payloads in a batch; rank 0 keeps the rows it
+ * can fill alone (health, moves, diagnostics). Every flush_interval steps (and at the end) one
+ * gather brings the batch to rank 0, which completes the rows and writes them, so a step costs
+ * the log a few stores, not a collective. A step's own step_us and log_us are known only at
+ * the next step: the newest entry waits for them. */
+af_result_t af_step_log(af_run_state_t *r, int final)
+{
+    const int64_t cap = r->cfg.flush_interval + 1;
+    if (r->n_batch > 0) {
+        af_payload_t *last = &r->batch[r->n_batch - 1];
+        last->phase[AF_PHASE_step_us] = r->prev_step_us;
+        last->phase[AF_PHASE_log_us] = r->prev_log_us;
     }
+    if (!final) {
+        r->mine.count[CNT_ALLOCS] = af_alloc_after_seal();
+        r->mine.count[CNT_COMMS] = r->fab->comms_created;
+        r->batch[r->n_batch] = r->mine;
+        if (r->world.rank == 0) {
+            af_step_row_t *row = &r->rows[r->n_batch];
+            memset(row, 0, sizeof *row);
+            row->step = r->tick;
+            row->state_step = r->state_step;
+            row->sim_hours = r->sim_hours;
+            diag_from_xchg(r, &row->mass, &row->energy);
+            row->dead_units = r->plan.dead;
+            row->fading_units = r->plan.fading;
+            row->healthy_units = r->units - r->plan.dead - r->plan.fading;
+            row->blackout_frac = (double)r->plan.dead / (double)r->units;
+            row->moves_drain = r->n_drain;
+            row->moves_restore = r->n_restore;
+            row->moves_retry = r->n_retry_moves;
+            row->retried = r->n_retry_moves;
+            row->rollbacks = r->n_rollbacks;
+            row->replayed_steps = r->n_replayed;
+            row->nonfinite_leaked = r->n_leaked;
+        }
+        r->n_batch++;
+    }
+    /* Complete entries: all but the newest, or all of them at the end. */
+    int64_t complete = final ? r->n_batch : r->n_batch - 1;
+    if (complete == 0 || (!final && complete < r->cfg.flush_interval)) {
+        return AF_OK;
+    }
+    AF_CHECK(r->fab->ops->gather(r->fab, r->batch, sizeof(af_payload_t) * (size_t)cap, r->all, 0));
+    if (r->world.rank == 0) {
+        AF_CHECK(write_rows(r, complete));
+        if (!final) {
+            r->rows[0] = r->rows[complete];
+        }
+    }
+    if (!final) {
+        r->batch[0] = r->batch[complete];
+    }
+    r->n_batch -= complete;
     return AF_OK;
 }
