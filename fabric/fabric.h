@@ -83,6 +83,10 @@ void af_world_versions(char *out, size_t size);
 
 /* Creates the MPI backend over a private duplicate of MPI_COMM_WORLD. */
 af_result_t af_fabric_mpi_create(af_fabric_t **out);
+/* A new MPI fabric over a split of f's communicator (MPI_Comm_split with color and key): the
+ * reshape-and-rebuild baseline of `agefence bench recovery`. Counts one communicator created. */
+af_result_t af_fabric_mpi_split(af_fabric_t *f, int color, int key, af_fabric_t **out);
+
 /* NCCL backend (device buffers), bootstrapped over MPI. AF_ERR_UNSUPPORTED when built without
  * CUDA. `cuda_device` is the GPU this rank drives. */
 af_result_t af_fabric_nccl_create(af_fabric_t **out, int cuda_device);

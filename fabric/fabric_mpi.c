@@ -167,6 +167,40 @@ fail:
     return rc;
 }
 
+af_result_t af_fabric_mpi_split(af_fabric_t *f, int color, int key, af_fabric_t **out)
+{
+    af_result_t rc = AF_OK;
+    af_fabric_t *n = af_alloc(sizeof *n);
+    af_mpi_t *m = af_alloc(sizeof *m);
+    AF_REQUIRE_GOTO(n != NULL && m != NULL, AF_ERR_NOMEM, rc, fail);
+    n->ops = &af_fabric_mpi_ops;
+    n->impl = m;
+    m->comm = MPI_COMM_NULL;
+    if (MPI_Comm_split(mpi_comm(f), color, key, &m->comm) != MPI_SUCCESS) {
+        af_error_set("MPI: MPI_Comm_split failed");
+        rc = AF_ERR_FABRIC;
+        goto fail;
+    }
+    n->comms_created = 1;
+    MPI_Comm_set_errhandler(m->comm, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(m->comm, &n->rank);
+    MPI_Comm_size(m->comm, &n->size);
+    m->reqs = af_alloc(sizeof(MPI_Request) * AF_FABRIC_MAX_P2P);
+    m->counts = af_alloc(sizeof(int) * (size_t)n->size);
+    m->displs = af_alloc(sizeof(int) * (size_t)n->size);
+    AF_REQUIRE_GOTO(m->reqs && m->counts && m->displs, AF_ERR_NOMEM, rc, fail);
+    *out = n;
+    return AF_OK;
+fail:
+    if (n != NULL) {
+        n->impl = m;
+        mpi_destroy(n);
+    } else {
+        af_free(m);
+    }
+    return rc;
+}
+
 void af_fabric_destroy(af_fabric_t **f)
 {
     if (f != NULL && *f != NULL) {

@@ -21,6 +21,10 @@
 
 #include "../sim/af_alloc.h"
 
+/* The release of af_alloc_note_external's count; weak so that this file links whether or not
+ * sim/af_alloc.c has it yet (kernels/kernels_cuda.cu says the same). */
+void af_alloc_note_external_free(size_t bytes) __attribute__((weak));
+
 typedef struct af_nccl {
     ncclComm_t comm;
     cudaStream_t stream; /* private, non-blocking */
@@ -219,6 +223,9 @@ static void nccl_destroy(af_fabric_t *f)
         }
         if (c->word != NULL) {
             cudaFree(c->word);
+            if (af_alloc_note_external_free != NULL) {
+                af_alloc_note_external_free(sizeof *c->word);
+            }
         }
         if (c->after != NULL) {
             cudaEventDestroy(c->after);

@@ -131,6 +131,9 @@ extern const af_kernels_ops_t *const af_kernels_cuda;
  * an error (no driver, no device); never fails. */
 int af_cuda_visible_devices(void);
 
+/* "CUDA runtime X, driver Y, NCCL Z", or a note that the build has no CUDA (for the logs). */
+const char *af_device_versions(void);
+
 /* Device memory on the current GPU for buffers the driver hands to the cuda kernels and the
  * nccl fabric alike (the exchange vector), and blocking copies between it and host memory that
  * come after all work enqueued on the device before them. Counted by af_alloc_note_external.

@@ -23,17 +23,6 @@ static inline double *cpu_diag(const af_cpu_t *c, int slot, int which)
     return c->diag + ((size_t)slot * 2 + (size_t)which) * 3;
 }
 
-/* The diagnostics of one buffer: mass, energy and how many of its values are NaN or Inf. */
-static void cpu_fill_diag(const double *u, int len, double *d)
-{
-    af_block_diag(u, len, &d[0], &d[1]);
-    int nf = 0;
-    for (int i = 0; i < len; ++i) {
-        nf += af_nonfinite(u[i]);
-    }
-    d[2] = (double)nf;
-}
-
 void af_block_diag(const double *u, int len, double *mass, double *energy)
 {
     double pm[AF_LANES];
@@ -57,6 +46,66 @@ void af_block_diag(const double *u, int len, double *mass, double *energy)
     }
     *mass = af_lane_tree(pm);
     *energy = af_lane_tree(pe);
+}
+
+#if defined(__FINITE_MATH_ONLY__) && __FINITE_MATH_ONLY__
+#error "kernels_cpu.c counts NaN/Inf with v - v != 0: never build it with -ffinite-math-only"
+#endif
+
+/* 1.0 when v is NaN or +-Inf (v - v is then NaN), else 0.0: the verdict of af_nonfinite(), in a
+ * form the compiler vectorises without 64-bit integer compares. */
+static inline double cpu_nonfinite01(double v)
+{
+    return (v - v) != 0.0 ? 1.0 : 0.0;
+}
+
+/* Hot loops are built twice, for AVX2 and for the baseline x86-64, and the loader picks one.
+ * Neither uses FMA (-ffp-contract=off, and target "avx2" does not enable it), and a wider
+ * vector does not change any element's arithmetic or the order of the lane sums: both clones
+ * give the same bits. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+#define AF_HOT __attribute__((target_clones("avx2", "default")))
+#else
+#define AF_HOT
+#endif
+
+/* The diagnostics of one buffer: mass and energy in af_block_diag's order (element i to lane
+ * partial i % AF_LANES, in increasing i; then the butterfly), and how many values are NaN or
+ * Inf. The lanes go in groups of eight, whose partials stay in registers while the group's
+ * elements (every 32nd, from the L1-resident buffer) stream through. */
+AF_HOT static void cpu_fill_diag(const double *restrict u, int len, double *restrict d)
+{
+    double pm[AF_LANES];
+    double pe[AF_LANES];
+    double count = 0.0;
+    for (int g = 0; g < AF_LANES; g += 8) {
+        double m[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        double e[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        double nf[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        int i0 = 0;
+        for (; i0 + AF_LANES <= len; i0 += AF_LANES) {
+            for (int l = 0; l < 8; ++l) {
+                double v = u[i0 + g + l];
+                m[l] += v;
+                e[l] += 0.5 * v * v;
+                nf[l] += cpu_nonfinite01(v);
+            }
+        }
+        for (int l = 0; l < 8 && i0 + g + l < len; ++l) {
+            double v = u[i0 + g + l];
+            m[l] += v;
+            e[l] += 0.5 * v * v;
+            nf[l] += cpu_nonfinite01(v);
+        }
+        for (int l = 0; l < 8; ++l) {
+            pm[g + l] = m[l];
+            pe[g + l] = e[l];
+            count += nf[l];
+        }
+    }
+    d[0] = af_lane_tree(pm);
+    d[1] = af_lane_tree(pe);
+    d[2] = count;
 }
 
 static void cpu_destroy(af_kernels_t *k)
@@ -168,8 +217,8 @@ static af_result_t cpu_pack(af_kernels_t *k, uint64_t *xchg)
 
 /* One slot's update: cells 1..T-2 read only the slot, the two ends read the neighbours' edges.
  * Returns the number of non-finite outputs. */
-static void cpu_slot_update(const double *u, double *un, int T, double ul, double ur,
-                            af_coeffs_t kc)
+AF_HOT static void cpu_slot_update(const double *restrict u, double *restrict un, int T, double ul,
+                            double ur, af_coeffs_t kc)
 {
     if (T == 1) {
         un[0] = af_burgers_cell(ul, u[0], ur, kc);
@@ -181,6 +230,10 @@ static void cpu_slot_update(const double *u, double *un, int T, double ul, doubl
     }
     un[T - 1] = af_burgers_cell(u[T - 2], u[T - 1], ur, kc);
 }
+
+#if defined(__FINITE_MATH_ONLY__) && __FINITE_MATH_ONLY__
+#error "kernels_cpu.c counts NaN/Inf with v - v != 0: never build it with -ffinite-math-only"
+#endif
 
 static af_result_t cpu_compute(af_kernels_t *k, uint64_t step, const uint64_t *xchg, int flags)
 {
@@ -210,9 +263,13 @@ static af_result_t cpu_compute(af_kernels_t *k, uint64_t step, const uint64_t *x
         int right = (b + 1) % B;
         double ul = af_double(xchg[2 * (size_t)left + 1]);
         double ur = af_double(xchg[2 * (size_t)right]);
-        cpu_slot_update(u, un, T, ul, ur, kc);
         int mode = k->slot_mode[s];
-        if (!unmasked && (mode == AF_MODE_FADING || mode == AF_MODE_SHADOW) && k->slot_p[s] > 0.0) {
+        double *d = cpu_diag(c, s, c->parity[s] ^ 1);
+        int inject =
+            !unmasked && (mode == AF_MODE_FADING || mode == AF_MODE_SHADOW) && k->slot_p[s] > 0.0;
+        cpu_slot_update(u, un, T, ul, ur, kc);
+        if (inject) {
+            /* FADING outputs: corrupted after the update, before they are counted. */
             uint64_t key = mode == AF_MODE_SHADOW ? step ^ AF_TWIN_SALT : step;
             int inj = 0;
             int flips = 0;
@@ -226,7 +283,6 @@ static af_result_t cpu_compute(af_kernels_t *k, uint64_t step, const uint64_t *x
             k->injected[s] = inj;
             k->bitflips[s] = flips;
         }
-        double *d = cpu_diag(c, s, c->parity[s] ^ 1);
         cpu_fill_diag(un, T, d);
         if (!unmasked) {
             k->nonfinite[s] = (int32_t)d[2];

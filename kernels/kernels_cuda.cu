@@ -2,7 +2,7 @@
  *
  * Layout (all allocated in create(), never again):
  *   state    device, n_slots x 2 x T doubles: both buffers of every slot, as on the CPU
- *   diag     device, n_slots x 2 x 2 doubles: (mass, energy) of each buffer
+ *   diag     device, n_slots x 2 x 3 doubles: (mass, energy, non-finite count) of each buffer
  *   parity   device, n_slots bytes: which buffer of a slot is committed; a host mirror is kept
  *            in step with it by commit(), so slot_data() answers without a synchronisation
  *   control  device, one region: slot_p (f64) | slot_block (i32) | slot_mode (u8) | commit (u8)
@@ -23,6 +23,7 @@
  * owns a slot sums elements l, l+32, ... in increasing order, then a __shfl_xor_sync butterfly
  * with offsets 16..1 reproduces af_lane_tree). */
 #include <cuda_runtime.h>
+#include <nccl.h>
 
 #include <stdio.h>
 #include <string.h>
@@ -30,6 +31,15 @@
 extern "C" {
 #include "kernels.h"
 #include "../sim/af_alloc.h"
+}
+
+/* sim/af_alloc.c counts device bytes too (af_alloc_note_external and its _free), so a run's
+ * leak check at exit covers the GPU shard. */
+static void note_free(size_t bytes)
+{
+    if (bytes > 0) {
+        af_alloc_note_external_free(bytes);
+    }
 }
 
 /* Threads per block of the slot kernels: 8 warps, one slot each. */
@@ -88,6 +98,7 @@ typedef struct af_cuda {
     uint8_t *h_parity;        /* host mirror of parity */
     size_t control_bytes;
     size_t results_bytes;
+    size_t noted; /* bytes noted with af_alloc_note_external, released in destroy */
 } af_cuda_t;
 
 /* Views of the control and results regions, in the order described at the top. */
@@ -149,19 +160,30 @@ __device__ __forceinline__ double warp_lane_tree(double x)
     return x;
 }
 
-/* Block diagnostics of T values, one warp: af_block_diag's order exactly. */
-__device__ void warp_block_diag(const double *__restrict__ u, int T, int lane, double *mass,
-                                double *energy)
+/* Diagnostics of T values, one warp: mass and energy in af_block_diag's order exactly, and
+ * the number of NaN/Inf values (kernels_cpu.c's cpu_fill_diag). */
+__device__ void warp_block_diag(const double *__restrict__ u, int T, int lane, double *d)
 {
     double pm = 0.0;
     double pe = 0.0;
-    for (int i = lane; i < T; i += AF_LANES) {
-        double v = u[i];
-        pm += v;
-        pe += 0.5 * v * v;
+    int nonfinite = 0;
+    for (int base = 0; base < T; base += AF_LANES) { /* warp-uniform bounds: the ballot is safe */
+        const int i = base + lane;
+        const bool in = i < T;
+        const double v = in ? u[i] : 0.0;
+        if (in) {
+            pm += v;
+            pe += 0.5 * v * v;
+        }
+        nonfinite += __popc(__ballot_sync(AF_FULL_MASK, in && af_nonfinite(v)));
     }
-    *mass = warp_lane_tree(pm);
-    *energy = warp_lane_tree(pe);
+    const double mass = warp_lane_tree(pm);
+    const double energy = warp_lane_tree(pe);
+    if (lane == 0) {
+        d[0] = mass;
+        d[1] = energy;
+        d[2] = (double)nonfinite;
+    }
 }
 
 typedef struct step_args {
@@ -181,13 +203,15 @@ typedef struct step_args {
 } step_args_t;
 
 /* The masked Burgers step (kMasked) or its benchmark twin (every slot computed, no injection,
- * no containment count). One warp per slot, AF_CUDA_SLOTS_BLOCK slots per block. In a retry
+ * no containment count, though the buffer's non-finite count is kept in its diagnostics as on
+ * the CPU). One warp per slot, AF_CUDA_SLOTS_BLOCK slots per block. In a retry
  * round (selected) a slot whose select[] is 0 is left alone, result counters included. A
  * masked-out slot (empty, or on a DEAD unit) only has its result counters zeroed and writes
  * nothing else.
  * A computed slot reads its committed buffer and its neighbours' edges from xchg, writes the
- * other buffer, injects faults on a FADING unit after the cell update, then counts non-finite
- * outputs (warp ballot) and stores the new buffer's diagnostics. Lane l handles cells l, l+32,
+ * other buffer, injects faults after the cell update (a FADING slot keyed by step, a SHADOW
+ * twin with slot_p > 0 by step ^ AF_TWIN_SALT), then counts non-finite outputs (warp ballot)
+ * and stores the new buffer's diagnostics. Lane l handles cells l, l+32,
  * ... in increasing order, which is also the order its diagnostic partials need. */
 template <bool kMasked> __global__ void __launch_bounds__(AF_CUDA_BLOCK) step_kernel(step_args_t a)
 {
@@ -222,7 +246,8 @@ template <bool kMasked> __global__ void __launch_bounds__(AF_CUDA_BLOCK) step_ke
     const double ul = af_double(a.xchg[2 * (size_t)left + 1]);
     const double ur = af_double(a.xchg[2 * (size_t)right]);
     const double prob = a.ctl.slot_p[s];
-    const bool inject = kMasked && mode == AF_MODE_FADING && prob > 0.0;
+    const bool inject = kMasked && (mode == AF_MODE_FADING || mode == AF_MODE_SHADOW) && prob > 0.0;
+    const uint64_t key = mode == AF_MODE_SHADOW ? a.step ^ AF_TWIN_SALT : a.step;
     const af_coeffs_t kc = a.coeffs;
 
     double pm = 0.0;
@@ -255,15 +280,15 @@ template <bool kMasked> __global__ void __launch_bounds__(AF_CUDA_BLOCK) step_ke
             if (in) {
                 v = af_burgers_cell(l[j], c[j], r[j], kc);
                 if (inject) {
-                    v = af_inject(v, prob, a.seed, a.step, (uint64_t)b, (uint64_t)i, &kind);
+                    v = af_inject(v, prob, a.seed, key, (uint64_t)b, (uint64_t)i, &kind);
                 }
                 un[i] = v;
                 pm += v;
                 pe += 0.5 * v * v;
             }
+            /* The loop bounds are warp-uniform, so every lane reaches the ballots. */
+            nonfinite += __popc(__ballot_sync(AF_FULL_MASK, in && af_nonfinite(v)));
             if (kMasked) {
-                /* The loop bounds are warp-uniform, so every lane reaches the ballots. */
-                nonfinite += __popc(__ballot_sync(AF_FULL_MASK, in && af_nonfinite(v)));
                 if (inject) {
                     injected += __popc(__ballot_sync(AF_FULL_MASK, kind != AF_CORRUPT_NONE));
                     bitflips += __popc(__ballot_sync(AF_FULL_MASK, kind == AF_CORRUPT_BITFLIP));
@@ -274,9 +299,10 @@ template <bool kMasked> __global__ void __launch_bounds__(AF_CUDA_BLOCK) step_ke
     const double mass = warp_lane_tree(pm);
     const double energy = warp_lane_tree(pe);
     if (lane == 0) {
-        double *d = a.diag + ((size_t)s * 2 + (size_t)(p ^ 1)) * 2;
+        double *d = a.diag + ((size_t)s * 2 + (size_t)(p ^ 1)) * 3;
         d[0] = mass;
         d[1] = energy;
+        d[2] = (double)nonfinite;
         if (kMasked) {
             a.res.nonfinite[s] = nonfinite;
             a.res.injected[s] = injected;
@@ -285,9 +311,10 @@ template <bool kMasked> __global__ void __launch_bounds__(AF_CUDA_BLOCK) step_ke
     }
 }
 
-/* Writes the edge cells, diagnostics and status word (1: this step's result was fenced, as
- * commit[] says) of every occupied, published (HEALTHY or FADING) slot at its logical block's
- * place in xchg, zeroed before by a memset on the same stream. One thread per slot. */
+/* Writes the edge cells, diagnostics and status word (bit 0: this step's result was fenced, as
+ * commit[] says; bits 1..: non-finite values in the committed buffer) of every occupied,
+ * published (HEALTHY or FADING) slot at its logical block's place in xchg, zeroed before by a
+ * memset on the same stream. One thread per slot. */
 __global__ void pack_kernel(const double *__restrict__ state, const double *__restrict__ diag,
                             const uint8_t *__restrict__ parity, af_cuda_ctl_t ctl,
                             uint64_t *__restrict__ xchg, int n_slots, int T, int B)
@@ -303,12 +330,12 @@ __global__ void pack_kernel(const double *__restrict__ state, const double *__re
     }
     const int p = parity[s];
     const double *u = state + ((size_t)s * 2 + (size_t)p) * (size_t)T;
-    const double *d = diag + ((size_t)s * 2 + (size_t)p) * 2;
+    const double *d = diag + ((size_t)s * 2 + (size_t)p) * 3;
     xchg[2 * (size_t)b] = af_bits(u[0]);
     xchg[2 * (size_t)b + 1] = af_bits(u[T - 1]);
     xchg[2 * (size_t)B + (size_t)b] = af_bits(d[0]);
     xchg[3 * (size_t)B + (size_t)b] = af_bits(d[1]);
-    xchg[4 * (size_t)B + (size_t)b] = ctl.commit[s] ? 0 : 1;
+    xchg[4 * (size_t)B + (size_t)b] = (ctl.commit[s] ? 0U : 1U) | ((uint64_t)d[2] << 1);
 }
 
 /* Flips the parity of every slot whose commit flag is set. One thread per slot. */
@@ -327,17 +354,12 @@ __global__ void refresh_kernel(const double *__restrict__ state, double *__restr
 {
     const int lane = (int)threadIdx.x;
     const int p = parity[slot] ^ next;
-    double m = 0.0;
-    double e = 0.0;
-    warp_block_diag(state + ((size_t)slot * 2 + (size_t)p) * (size_t)T, T, lane, &m, &e);
-    if (lane == 0) {
-        double *d = diag + ((size_t)slot * 2 + (size_t)p) * 2;
-        d[0] = m;
-        d[1] = e;
-    }
+    warp_block_diag(state + ((size_t)slot * 2 + (size_t)p) * (size_t)T, T, lane,
+                    diag + ((size_t)slot * 2 + (size_t)p) * 3);
 }
 
-/* Fills both buffers and both diagnostics of one slot with a NaN pattern. */
+/* Fills both buffers of one slot with a NaN pattern; their diagnostics say so (mass and energy
+ * the pattern, T non-finite values), as on the CPU. */
 __global__ void poison_kernel(double *__restrict__ state, double *__restrict__ diag, int slot,
                               int T, uint64_t pattern)
 {
@@ -347,13 +369,12 @@ __global__ void poison_kernel(double *__restrict__ state, double *__restrict__ d
          i += (int)(gridDim.x * blockDim.x)) {
         u[i] = nan;
     }
-    if (blockIdx.x == 0 && threadIdx.x < 4) {
-        diag[(size_t)slot * 4 + threadIdx.x] = nan;
+    if (blockIdx.x == 0 && threadIdx.x < 6) {
+        diag[(size_t)slot * 6 + threadIdx.x] = threadIdx.x % 3 == 2 ? (double)T : nan;
     }
 }
 
-/* ---- the backend ------------------------------------------------------------------------------
- */
+/* ---- the backend ------------------------------------------------------------------------ */
 
 static inline af_cuda_t *impl(af_kernels_t *k)
 {
@@ -367,7 +388,7 @@ static inline double *dev_buf(const af_kernels_t *k, const af_cuda_t *c, int slo
 
 static inline double *dev_diag(const af_cuda_t *c, int slot, int which)
 {
-    return c->diag + ((size_t)slot * 2 + (size_t)which) * 2;
+    return c->diag + ((size_t)slot * 2 + (size_t)which) * 3;
 }
 
 static af_result_t check_slot(const af_kernels_t *k, int slot, const char *what)
@@ -422,6 +443,7 @@ static void cuda_destroy(af_kernels_t *k)
             cudaStreamDestroy(c->stream);
         }
         af_free(c->h_parity);
+        note_free(c->noted);
         af_free(c);
     }
     af_free(k->slot_block);
@@ -439,7 +461,6 @@ static af_result_t cuda_create(const af_shard_desc_t *desc, af_kernels_t **out)
     af_result_t rc = AF_OK;
     const size_t n = (size_t)desc->n_slots;
     const size_t T = (size_t)desc->block_len;
-    size_t total = 0;
     af_cuda_t *c = NULL;
     af_kernels_t *k = (af_kernels_t *)af_alloc(sizeof *k);
     AF_REQUIRE_GOTO(k != NULL, AF_ERR_NOMEM, rc, fail);
@@ -454,17 +475,17 @@ static af_result_t cuda_create(const af_shard_desc_t *desc, af_kernels_t **out)
     AF_CUDA_CHECK_GOTO(cudaEventCreateWithFlags(&c->staged, cudaEventDisableTiming), rc, fail);
     c->control_bytes = ctl_bytes(n);
     c->results_bytes = n * 3 * sizeof(int32_t);
-    AF_CHECK_GOTO(dev_alloc((void **)&c->state, n * 2 * T * sizeof(double), &total), rc, fail);
-    AF_CHECK_GOTO(dev_alloc((void **)&c->diag, n * 4 * sizeof(double), &total), rc, fail);
-    AF_CHECK_GOTO(dev_alloc((void **)&c->parity, n, &total), rc, fail);
-    AF_CHECK_GOTO(dev_alloc((void **)&c->control, c->control_bytes, &total), rc, fail);
-    AF_CHECK_GOTO(dev_alloc((void **)&c->results, c->results_bytes, &total), rc, fail);
-    AF_CHECK_GOTO(host_alloc((void **)&c->h_stage, c->control_bytes, &total), rc, fail);
-    AF_CHECK_GOTO(host_alloc((void **)&c->h_results, c->results_bytes, &total), rc, fail);
+    AF_CHECK_GOTO(dev_alloc((void **)&c->state, n * 2 * T * sizeof(double), &c->noted), rc, fail);
+    AF_CHECK_GOTO(dev_alloc((void **)&c->diag, n * 6 * sizeof(double), &c->noted), rc, fail);
+    AF_CHECK_GOTO(dev_alloc((void **)&c->parity, n, &c->noted), rc, fail);
+    AF_CHECK_GOTO(dev_alloc((void **)&c->control, c->control_bytes, &c->noted), rc, fail);
+    AF_CHECK_GOTO(dev_alloc((void **)&c->results, c->results_bytes, &c->noted), rc, fail);
+    AF_CHECK_GOTO(host_alloc((void **)&c->h_stage, c->control_bytes, &c->noted), rc, fail);
+    AF_CHECK_GOTO(host_alloc((void **)&c->h_results, c->results_bytes, &c->noted), rc, fail);
     /* Start-up contents match the CPU backend's zeroed memory. */
     AF_CUDA_CHECK_GOTO(cudaMemsetAsync(c->state, 0, n * 2 * T * sizeof(double), c->stream), rc,
                        fail);
-    AF_CUDA_CHECK_GOTO(cudaMemsetAsync(c->diag, 0, n * 4 * sizeof(double), c->stream), rc, fail);
+    AF_CUDA_CHECK_GOTO(cudaMemsetAsync(c->diag, 0, n * 6 * sizeof(double), c->stream), rc, fail);
     AF_CUDA_CHECK_GOTO(cudaMemsetAsync(c->parity, 0, n > 0 ? n : 1, c->stream), rc, fail);
     AF_CUDA_CHECK_GOTO(cudaMemsetAsync(c->results, 0, c->results_bytes, c->stream), rc, fail);
     c->h_parity = (uint8_t *)af_alloc(n > 0 ? n : 1);
@@ -485,7 +506,7 @@ static af_result_t cuda_create(const af_shard_desc_t *desc, af_kernels_t **out)
     for (size_t s = 0; s < n; ++s) {
         k->slot_block[s] = -1;
     }
-    k->bytes = total + n * (1 + sizeof(int32_t) + 1 + sizeof(double) + 1 + 1);
+    k->bytes = c->noted + n * (1 + sizeof(int32_t) + 1 + sizeof(double) + 1 + 1);
     AF_CHECK_GOTO(cuda_upload_control(k), rc, fail);
     AF_CUDA_CHECK_GOTO(cudaStreamSynchronize(c->stream), rc, fail);
     *out = k;
@@ -637,7 +658,7 @@ static af_result_t cuda_copy_slot(af_kernels_t *k, int src, int dst)
         dev_buf(k, c, dst, c->h_parity[dst]), dev_buf(k, c, src, c->h_parity[src]),
         sizeof(double) * (size_t)k->desc.block_len, cudaMemcpyDeviceToDevice, c->stream));
     AF_CUDA_CHECK(cudaMemcpyAsync(dev_diag(c, dst, c->h_parity[dst]),
-                                  dev_diag(c, src, c->h_parity[src]), 2 * sizeof(double),
+                                  dev_diag(c, src, c->h_parity[src]), 3 * sizeof(double),
                                   cudaMemcpyDeviceToDevice, c->stream));
     return AF_OK;
 }
@@ -741,19 +762,68 @@ int af_cuda_visible_devices(void)
     return n > 0 ? n : 0;
 }
 
+const char *af_device_versions(void)
+{
+    static char text[160];
+    int runtime = 0;
+    int driver = 0;
+    int nccl = 0;
+    cudaRuntimeGetVersion(&runtime);
+    if (cudaDriverGetVersion(&driver) != cudaSuccess) {
+        driver = 0;
+    }
+    cudaGetLastError();
+    if (ncclGetVersion(&nccl) != ncclSuccess) {
+        nccl = 0;
+    }
+    char drv[32];
+    if (driver > 0) {
+        snprintf(drv, sizeof drv, "%d.%d", driver / 1000, (driver % 1000) / 10);
+    } else {
+        snprintf(drv, sizeof drv, "none");
+    }
+    /* NCCL >= 2.9 encodes major * 10000 + minor * 100 + patch. */
+    snprintf(text, sizeof text, "CUDA runtime %d.%d, driver %s, NCCL %d.%d.%d", runtime / 1000,
+             (runtime % 1000) / 10, drv, nccl / 10000, (nccl % 10000) / 100, nccl % 100);
+    return text;
+}
+
+/* The sizes of af_cuda_alloc's live buffers, so that af_cuda_free can release what was noted
+ * (a handful at start-up: the exchange vector and its like). */
+#define AF_CUDA_TRACKED 64
+static struct {
+    void *p;
+    size_t bytes;
+} af_cuda_tracked[AF_CUDA_TRACKED];
+
 af_result_t af_cuda_alloc(void **out, size_t bytes)
 {
     *out = NULL;
     AF_CUDA_CHECK(cudaMalloc(out, bytes > 0 ? bytes : 1));
     af_alloc_note_external(bytes);
+    for (int i = 0; i < AF_CUDA_TRACKED; ++i) {
+        if (af_cuda_tracked[i].p == NULL) {
+            af_cuda_tracked[i].p = *out;
+            af_cuda_tracked[i].bytes = bytes;
+            break;
+        }
+    }
     return AF_OK;
 }
 
 void af_cuda_free(void *p)
 {
-    if (p != NULL) {
-        cudaFree(p);
+    if (p == NULL) {
+        return;
     }
+    for (int i = 0; i < AF_CUDA_TRACKED; ++i) {
+        if (af_cuda_tracked[i].p == p) {
+            note_free(af_cuda_tracked[i].bytes);
+            af_cuda_tracked[i].p = NULL;
+            break;
+        }
+    }
+    cudaFree(p);
 }
 
 /* The copies run on the legacy default stream, which waits for all earlier work on the

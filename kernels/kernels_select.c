@@ -11,6 +11,11 @@ int af_cuda_visible_devices(void)
     return 0;
 }
 
+const char *af_device_versions(void)
+{
+    return "none (built without CUDA)";
+}
+
 static af_result_t no_cuda(const char *what)
 {
     af_error_set("%s: this agefence was built without CUDA (rebuild with -DAGEFENCE_CUDA=ON)",

@@ -41,8 +41,7 @@ if ! command -v apt-get >/dev/null || ! command -v dpkg >/dev/null; then
   echo "gpu-prefix.sh: needs a Debian 12 machine (apt-get, dpkg)" >&2
   exit 1
 fi
-if [ -z "$(ls -A /var/lib/apt/lists 2>/dev/null | grep -v lock || true)" ] ||
-   ! apt-cache show libopenmpi3 >/dev/null 2>&1; then
+if ! apt-cache show libopenmpi3 >/dev/null 2>&1; then
   apt-get update -qq >&2
 fi
 
@@ -89,7 +88,9 @@ find "$root" \( -name 'libmpi_mpifh*' -o -name 'libmpi_usempi*' -o -name 'libmpi
                 -o -name 'mpi.jar' -o -name 'libompitrace*' -o -name 'h5pfc*' \
                 -o -name 'h5c++*' -o -name 'mpif*' -o -name 'oshmem*' -o -name 'shmem*' \
                 -o -name 'mpic++*' -o -name 'mpiCC*' -o -name 'mpicxx*' -o -name 'mpijava*' \
-                -o -name 'ortecc*' \) -exec rm -rf {} +
+                -o -name 'ortecc*' -o -name 'osh*' -o -name 'h5pcc*' \) -exec rm -rf {} +
+# (h5pcc goes too: a shell script with /usr paths in it, which would mislead CMake's FindHDF5;
+# scripts/gpu-check.sh points HDF5_ROOT at the library instead.)
 rm -rf "$lib/openmpi/include/openmpi/mpp" "$lib/openmpi/lib/openmpi3/mca_sshmem_"* \
        "$lib/openmpi/lib/openmpi3/mca_spml_"* "$lib/openmpi/lib/openmpi3/mca_scoll_"* \
        "$lib/openmpi/lib/openmpi3/mca_atomic_"* "$lib/openmpi/lib/openmpi3/mca_memheap_"*
@@ -146,7 +147,6 @@ done < <(find "$root" -name '*.pc')
 ln -sf mpirun.openmpi "$u/bin/mpirun" 2>/dev/null || true
 ln -sf mpirun.openmpi "$u/bin/mpiexec" 2>/dev/null || true
 ln -sf mpicc.openmpi "$u/bin/mpicc" 2>/dev/null || true
-ln -sf h5pcc.openmpi "$u/bin/h5pcc" 2>/dev/null || true
 if [ -e "$lib/openmpi/include" ] && [ ! -e "$u/include/$arch/mpi" ]; then
   mkdir -p "$u/include/$arch"
   ln -sfn ../../lib/$arch/openmpi/include "$u/include/$arch/mpi"

@@ -10,7 +10,11 @@ pkgs=(cmake make gcc pkg-config libopenmpi-dev openmpi-bin libhdf5-openmpi-dev h
       clang-format)
 for arg in "$@"; do
   case "$arg" in
-    --slurm) pkgs+=(slurm-wlm munge) ;;
+    # slurm-wlm pulls in slurmctld, slurmd, the client commands and slurm-wlm-basic-plugins,
+    # whose mpi_pmix plugin (`srun --mpi=pmix`) dlopens libpmix.so from pmix2/lib: that link
+    # is in libpmix-dev, not in the libpmix2 library package. procps: pkill in the batch
+    # script (configs/slurm/agefence.sbatch).
+    --slurm) pkgs+=(slurm-wlm munge libpmix-dev procps) ;;
     *) echo "setup.sh: unknown option '$arg' (expected --slurm)" >&2; exit 2 ;;
   esac
 done

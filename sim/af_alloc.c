@@ -37,6 +37,12 @@ void af_free(void *p)
     free(raw);
 }
 
+void af_alloc_reset(void)
+{
+    af_sealed = 0;
+    af_after_seal = 0;
+}
+
 void af_alloc_seal(void)
 {
     af_sealed = 1;
@@ -69,4 +75,9 @@ void af_alloc_note_external(size_t bytes)
     if (af_sealed) {
         af_after_seal++;
     }
+}
+
+void af_alloc_note_external_free(size_t bytes)
+{
+    af_live_bytes -= (int64_t)bytes;
 }

@@ -11,6 +11,9 @@
 void *af_alloc(size_t bytes);
 void af_free(void *p);
 
+/* Starts a new start-up window (a benchmark running several scenarios in one process). */
+void af_alloc_reset(void);
+
 /* Marks the end of start-up. */
 void af_alloc_seal(void);
 int af_alloc_sealed(void);
@@ -21,5 +24,7 @@ int64_t af_alloc_bytes_live(void);
 int64_t af_alloc_count_total(void);
 /* Called by backends that allocate outside af_alloc (cudaMalloc), so the same counter sees them. */
 void af_alloc_note_external(size_t bytes);
+/* ... and the release of such an allocation. */
+void af_alloc_note_external_free(size_t bytes);
 
 #endif

@@ -22,6 +22,8 @@ void af_aging_destroy(af_aging_t *a)
     af_free(a->temp_off_k);
     af_free(a->age_h);
     af_free(a->temp_k);
+    af_free(a->rate_h);
+    af_free(a->rate_load);
     af_free(a->state);
     af_free(a->cause);
     af_free(a->fade_step);
@@ -31,6 +33,8 @@ void af_aging_destroy(af_aging_t *a)
     a->temp_off_k = NULL;
     a->age_h = NULL;
     a->temp_k = NULL;
+    a->rate_h = NULL;
+    a->rate_load = NULL;
     a->state = NULL;
     a->cause = NULL;
     a->fade_step = NULL;
@@ -47,6 +51,8 @@ af_result_t af_aging_init(af_aging_t *a, const af_config_t *cfg, int64_t devices
     a->temp_off_k = af_alloc(n * sizeof(double));
     a->age_h = af_alloc(n * sizeof(double));
     a->temp_k = af_alloc(n * sizeof(double));
+    a->rate_h = af_alloc(n * sizeof(double));
+    a->rate_load = af_alloc(n * sizeof(int32_t));
     a->state = af_alloc(n);
     a->cause = af_alloc(n);
     a->fade_step = af_alloc(n * sizeof(int64_t));
@@ -72,6 +78,7 @@ af_result_t af_aging_init(af_aging_t *a, const af_config_t *cfg, int64_t devices
         a->fade_step[u] = -1;
         a->death_step[u] = -1;
         a->temp_k[u] = cfg->t_ambient_k + a->temp_off_k[u];
+        a->rate_load[u] = -1;
     }
     return AF_OK;
 }
@@ -114,10 +121,15 @@ int64_t af_aging_step(af_aging_t *a, const af_config_t *cfg, int64_t step, const
         if (a->state[u] == AF_DEAD) {
             continue;
         }
-        double load = (double)unit_load[u] / (double)capacity;
-        double t = cfg->t_ambient_k + a->temp_off_k[u] + cfg->load_delta_k * load;
-        a->temp_k[u] = t;
-        a->age_h[u] += dt_h * af_arrhenius(cfg->ea_ev, cfg->t_ref_k, t);
+        /* The Arrhenius factor changes only with the unit's load: recompute it then. */
+        if (unit_load[u] != a->rate_load[u]) {
+            double load = (double)unit_load[u] / (double)capacity;
+            double t = cfg->t_ambient_k + a->temp_off_k[u] + cfg->load_delta_k * load;
+            a->temp_k[u] = t;
+            a->rate_h[u] = dt_h * af_arrhenius(cfg->ea_ev, cfg->t_ref_k, t);
+            a->rate_load[u] = unit_load[u];
+        }
+        a->age_h[u] += a->rate_h[u];
         if (a->hours >= a->sudden_h[u]) {
             change(a, u, AF_DEAD, AF_CAUSE_SUDDEN, step, changes, &n);
         } else if (a->age_h[u] >= a->lifetime_h[u]) {

@@ -35,6 +35,8 @@ typedef struct af_aging {
     double *temp_off_k; /* device + unit hotspot offsets */
     double *age_h;      /* accumulated, temperature-accelerated age */
     double *temp_k;     /* temperature in the last step */
+    double *rate_h;     /* accelerated hours per step at the unit's current load */
+    int32_t *rate_load; /* the load rate_h was computed for (-1: not yet) */
     int8_t *state;      /* AF_HEALTHY / AF_FADING / AF_DEAD */
     int8_t *cause;      /* of death */
     int64_t *fade_step; /* -1 until it happens */

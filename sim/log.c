@@ -219,6 +219,41 @@ fail:
     return rc;
 }
 
+af_result_t af_log_create_plain(af_log_t **out, const char *path)
+{
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    af_log_t *log = af_alloc(sizeof *log);
+    if (log == NULL) {
+        return AF_ERR_NOMEM;
+    }
+    log->flush_interval = 1;
+    log->rows = af_alloc(sizeof(af_step_row_t));
+    log->colbuf = af_alloc(sizeof(double));
+    log->ev_buf = af_alloc(sizeof(af_event_row_t));
+    log->file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    if (log->file < 0 || log->rows == NULL || log->colbuf == NULL || log->ev_buf == NULL) {
+        af_error_set("%s: cannot create the file (is the folder there and writable?)", path);
+        log_free(log);
+        return AF_ERR_IO;
+    }
+    *out = log;
+    return AF_OK;
+}
+
+af_result_t af_log_group(af_log_t *log, const char *path)
+{
+    if (H5Lexists(log->file, path, H5P_DEFAULT) > 0) {
+        return AF_OK;
+    }
+    hid_t lcpl = H5Pcreate(H5P_LINK_CREATE);
+    H5Pset_create_intermediate_group(lcpl, 1);
+    hid_t g = H5Gcreate2(log->file, path, lcpl, H5P_DEFAULT, H5P_DEFAULT);
+    H5Pclose(lcpl);
+    H5_CHECK(g);
+    H5Gclose(g);
+    return AF_OK;
+}
+
 static hid_t open_obj(af_log_t *log, const char *obj)
 {
     return H5Oopen(log->file, obj, H5P_DEFAULT);

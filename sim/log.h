@@ -17,6 +17,10 @@ typedef struct af_log af_log_t;
 /* Creates (truncates) the file and every group and extendible dataset. */
 af_result_t af_log_create(af_log_t **out, const char *path, int nranks, int64_t flush_interval);
 
+/* Creates (truncates) a file with no run schema (benchmark results), and groups in it. */
+af_result_t af_log_create_plain(af_log_t **out, const char *path);
+af_result_t af_log_group(af_log_t *log, const char *path);
+
 /* Attributes on a group ("/", "/final", "/calibration", ...). */
 af_result_t af_log_attr_str(af_log_t *log, const char *obj, const char *name, const char *value);
 af_result_t af_log_attr_i64(af_log_t *log, const char *obj, const char *name, int64_t value);

@@ -5,6 +5,7 @@
 
 #include "af_result.h"
 #include "config.h"
+#include "bench.h"
 #include "run.h"
 #include "version.h"
 
@@ -12,6 +13,7 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: agefence run [-c FILE] [--set section.key=value]... [-o FILE.h5] [-q]\n"
                "       agefence config [-c FILE] [--set section.key=value]... [--keys]\n"
+            "       agefence bench NAME [options] (agefence bench --list)\n"
                "       agefence --help | --version\n"
                "\n"
                "  run      runs a scenario under mpirun/srun (the embedded default without -c),\n"
@@ -104,6 +106,9 @@ int main(int argc, char **argv)
     if (strcmp(argv[1], "--version") == 0) {
         printf("agefence %s (git %s)\n", af_version, af_git_revision);
         return 0;
+    }
+    if (strcmp(argv[1], "bench") == 0) {
+        return af_bench_main(argc, argv);
     }
     if (strcmp(argv[1], "config") == 0) {
         return cmd_config(argc, argv);

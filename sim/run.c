@@ -16,6 +16,7 @@
 #include "../kernels/kernels.h"
 #include "af_alloc.h"
 #include "af_time.h"
+#include "backend.h"
 #include "config.h"
 #include "log.h"
 #include "placement.h"
@@ -162,7 +163,10 @@ static af_result_t write_root_attrs(run_t *r)
     AF_CHECK(af_log_attr_i64(log, "/", "steps_planned", r->cfg.steps));
     AF_CHECK(af_log_attr_f64(log, "/", "max_blackout", r->cfg.max_blackout));
     AF_CHECK(af_log_attr_str(log, "/", "compute_backend", r->k->ops->name));
-    AF_CHECK(af_log_attr_str(log, "/", "fabric_backend", r->fab->ops->name));
+    AF_CHECK(af_log_attr_str(log, "/", "fabric_backend",
+                             r->nccl != NULL ? r->nccl->ops->name : r->fab->ops->name));
+    AF_CHECK(af_log_attr_str(log, "/", "backend_choice", r->backend_why));
+    AF_CHECK(af_log_attr_str(log, "/", "device_versions", af_device_versions()));
     iso_time(buf, sizeof buf);
     AF_CHECK(af_log_attr_str(log, "/", "start_time", buf));
     af_world_versions(buf, sizeof buf);
@@ -220,9 +224,37 @@ static af_result_t load_initial_state(run_t *r)
     AF_CHECK(r->k->ops->upload_control(r->k));
     /* The exchange of the initial state, which the first step's compute reads, and the first
      * replicas (logical step 0). */
-    AF_CHECK(r->k->ops->pack(r->k, r->xchg_prev));
-    AF_CHECK(r->fab->ops->allreduce_max_u64(r->fab, r->xchg_prev, af_xchg_len((int)r->B)));
+    AF_CHECK(af_exchange(r));
+    af_exchange_swap(r);
     return af_replicas_refresh(r);
+}
+
+/* Backend selection (sim/backend.c) on every rank, then an agreement: every rank must run the
+ * same pair. A bad request is reported once, by rank 0, as bad input. */
+static af_result_t select_backends(run_t *r, const af_kernels_ops_t **kops, int *use_nccl,
+                                   int *cuda_device)
+{
+    char why[200] = "";
+    af_result_t rc = af_backend_select(r->cfg.compute, r->cfg.fabric, r->world.local_rank,
+                                       r->world.local_size, kops, use_nccl, cuda_device, why,
+                                       sizeof why);
+    int pair = rc == AF_OK ? (*kops == &af_kernels_cpu ? 0 : 2) + *use_nccl : 0;
+    uint64_t v[3] = {rc != AF_OK, (uint64_t)pair, (uint64_t)(3 - pair)};
+    AF_CHECK(r->fab->ops->allreduce_max_u64(r->fab, v, 3));
+    if (v[0] != 0) {
+        af_error_set("%s", rc != AF_OK ? why : "backend selection failed on another rank");
+        return AF_ERR_USAGE;
+    }
+    if ((int)v[1] != 3 - (int)v[2]) {
+        af_error_set("ranks chose different backends (backend.compute = auto on nodes with and "
+                     "without GPUs): set backend.compute and backend.fabric explicitly");
+        return AF_ERR_USAGE;
+    }
+    snprintf(r->backend_why, sizeof r->backend_why, "%s", why);
+    if (r->world.rank == 0) {
+        fprintf(stderr, "agefence: backends: %s\n", why);
+    }
+    return AF_OK;
 }
 
 static af_result_t run_init(run_t *r)
@@ -238,17 +270,28 @@ static af_result_t run_init(run_t *r)
     r->C = r->pl.capacity;
     r->n_local = (int)af_placement_local_slots(&r->pl);
     r->slot0 = r->pl.dev_lo * r->U * r->C;
-    const af_kernels_ops_t *kops = &af_kernels_cpu;
+    const af_kernels_ops_t *kops = NULL;
+    int use_nccl = 0;
+    int cuda_device = -1;
+    AF_CHECK(select_backends(r, &kops, &use_nccl, &cuda_device));
     af_shard_desc_t desc = {
         .n_slots = r->n_local,
         .block_len = (int)r->T,
         .blocks = (int)r->B,
         .coeffs = r->coeffs,
         .seed = (uint64_t)r->cfg.seed,
-        .cuda_device = -1,
+        .cuda_device = cuda_device,
     };
     AF_CHECK(kops->create(&desc, &r->k));
+    if (use_nccl) {
+        AF_CHECK(af_fabric_nccl_create(&r->nccl, cuda_device));
+    }
     AF_CHECK(af_step_init(r));
+    if (kops != &af_kernels_cpu) {
+        size_t bytes = sizeof(uint64_t) * af_xchg_len((int)r->B);
+        AF_CHECK(af_buf_alloc(AF_MEM_DEVICE, bytes, (void **)&r->dxchg_prev));
+        AF_CHECK(af_buf_alloc(AF_MEM_DEVICE, bytes, (void **)&r->dxchg_cur));
+    }
     size_t cap = (size_t)r->cfg.flush_interval + 1;
     r->batch = af_alloc(sizeof(af_payload_t) * cap);
     if (r->batch == NULL) {
@@ -490,7 +533,8 @@ static void print_summary(const run_t *r, const verdict_t *v, double wall_s)
            "cells, capacity %lld slots/unit\n",
            r->cfg.name, r->world.size, (long long)r->D, (long long)r->U, (long long)r->B,
            (long long)r->T, (long long)r->C);
-    printf("  backends       compute=%s fabric=%s\n", r->k->ops->name, r->fab->ops->name);
+    printf("  backends       compute=%s fabric=%s\n", r->k->ops->name,
+           r->nccl != NULL ? r->nccl->ops->name : r->fab->ops->name);
     printf("  steps          %lld executed (%lld replayed) for %lld of %lld in %.2f s "
            "(%.0f steps/s), %.0f simulated hours\n",
            (long long)r->tick, (long long)t->replayed_steps, (long long)r->state_step,
@@ -521,15 +565,29 @@ static void print_summary(const run_t *r, const verdict_t *v, double wall_s)
 
 int af_run(const af_run_opts_t *opts, int *argc, char ***argv)
 {
-    run_t run;
-    memset(&run, 0, sizeof run);
-    run_t *r = &run;
-    int code = AF_EXIT_ERROR;
-    af_result_t rc = af_world_init(argc, argv, &r->world);
-    if (rc != AF_OK) {
+    af_world_t world;
+    if (af_world_init(argc, argv, &world) != AF_OK) {
         fprintf(stderr, "agefence: %s\n", af_error_message());
         return AF_EXIT_ERROR;
     }
+    int code = af_run_in_world(opts, &world);
+    af_world_finalize();
+    return code;
+}
+
+int af_run_in_world(const af_run_opts_t *opts, const af_world_t *world)
+{
+    run_t *r = calloc(1, sizeof *r);
+    if (r == NULL) {
+        fprintf(stderr, "agefence: rank %d: out of memory\n", world->rank);
+        return AF_EXIT_ERROR;
+    }
+    r->world = *world;
+    int code = AF_EXIT_ERROR;
+    af_result_t rc = AF_OK;
+    af_alloc_reset();
+    /* A benchmark may hold allocations of its own: only this run's must be gone at its end. */
+    int64_t live_at_start = af_alloc_bytes_live();
     install_signals();
     AF_CHECK_GOTO(af_fabric_mpi_create(&r->fab), rc, fail);
     rc = distribute_config(r, opts);
@@ -556,7 +614,10 @@ int af_run(const af_run_opts_t *opts, int *argc, char ***argv)
     rc = run_init(r);
     int init_bad = agree(r, rc == AF_OK ? 0 : (rc == AF_ERR_USAGE ? AF_EXIT_USAGE : 1));
     if (init_bad) {
-        if (rc != AF_OK) {
+        /* Bad input is said once, by rank 0; any other failure by the rank that met it. */
+        if (rc == AF_ERR_USAGE && r->world.rank == 0) {
+            fprintf(stderr, "agefence: %s\n", af_error_message());
+        } else if (rc != AF_OK && rc != AF_ERR_USAGE) {
             fprintf(stderr, "agefence: rank %d: %s\n", r->world.rank, af_error_message());
         }
         code = init_bad;
@@ -586,6 +647,9 @@ int af_run(const af_run_opts_t *opts, int *argc, char ***argv)
     int64_t max_ticks = r->cfg.steps * 100 + 1000;
     while (!stop && r->tick < max_ticks) {
         AF_CHECK_GOTO(af_step(r, &stop), rc, fail);
+        if (opts->hook != NULL) {
+            AF_CHECK_GOTO(opts->hook(r, af_now_us() - t_step, opts->hook_ctx), rc, fail);
+        }
         double t_log = af_now_us();
         AF_CHECK_GOTO(af_step_log(r, 0), rc, fail);
         double now = af_now_us();
@@ -654,8 +718,9 @@ out:
     if (r->log != NULL) {
         af_log_close(&r->log);
     }
-    af_kernels_destroy(&r->k);
     af_step_destroy(r);
+    af_kernels_destroy(&r->k);
+    af_fabric_destroy(&r->nccl);
     af_placement_destroy(&r->pl);
     af_free(r->all);
     af_free(r->rows);
@@ -663,13 +728,13 @@ out:
     af_free(r->phases);
     af_fabric_destroy(&r->fab);
     /* Everything agefence allocated through af_alloc is freed by now: a leak is a bug. */
-    if (af_alloc_bytes_live() != 0) {
+    if (af_alloc_bytes_live() != live_at_start) {
         fprintf(stderr,
                 "agefence: rank %d: %lld bytes of agefence's own allocations were not "
                 "freed\n",
-                r->world.rank, (long long)af_alloc_bytes_live());
+                r->world.rank, (long long)(af_alloc_bytes_live() - live_at_start));
         code = code == AF_EXIT_OK ? AF_EXIT_ERROR : code;
     }
-    af_world_finalize();
+    free(r);
     return code;
 }

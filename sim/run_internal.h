@@ -59,6 +59,13 @@ typedef struct af_run_state {
 
     uint64_t *xchg_prev; /* exchange of the committed state the next compute reads */
     uint64_t *xchg_cur;  /* exchange being built after this step's commit */
+    /* With the cuda backend the kernels read and write the exchange in device memory: these
+     * mirror xchg_prev/xchg_cur there (NULL with cpu). The host copies stay the coordinator's
+     * view (status words, diagnostics, flags). */
+    uint64_t *dxchg_prev;
+    uint64_t *dxchg_cur;
+    af_fabric_t *nccl; /* the device fabric for the halo (nccl), or NULL */
+    char backend_why[200];
     double *cellbuf;     /* T doubles */
 
     /* Health, as every rank knows it (rank 0 also runs the model). */
@@ -125,6 +132,11 @@ int af_stop_flag(void);
 
 /* step.c */
 af_result_t af_step_init(af_run_state_t *r);
+/* Packs the committed state's halo, diagnostics, status and stop flag into xchg_cur and
+ * combines it across ranks (through the device fabric when there is one). */
+af_result_t af_exchange(af_run_state_t *r);
+/* xchg_prev <-> xchg_cur (and their device mirrors). */
+void af_exchange_swap(af_run_state_t *r);
 void af_step_destroy(af_run_state_t *r);
 af_result_t af_step(af_run_state_t *r, int *stop);
 af_result_t af_step_log(af_run_state_t *r, int final);

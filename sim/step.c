@@ -14,6 +14,7 @@
 
 #include "af_alloc.h"
 #include "af_time.h"
+#include "backend.h"
 #include "run_internal.h"
 
 /* Retry rounds within one step before giving up (a retry runs on a healthy unit, without
@@ -144,6 +145,11 @@ void af_step_destroy(af_run_state_t *r)
 {
     af_free(r->xchg_prev);
     af_free(r->xchg_cur);
+    if (r->dxchg_prev != NULL) {
+        af_buf_free(AF_MEM_DEVICE, r->dxchg_prev);
+        af_buf_free(AF_MEM_DEVICE, r->dxchg_cur);
+        r->dxchg_prev = r->dxchg_cur = NULL;
+    }
     af_free(r->cellbuf);
     af_free(r->twin_buf);
     af_free(r->unit_state);
@@ -184,7 +190,7 @@ static void plan(af_run_state_t *r)
     }
     /* A restore from a replica older than the committed state would mix steps: roll every
      * block back to the replica step instead, and replay. */
-    if (any_restore && r->replica_step != r->state_step) {
+    if (any_restore && r->replica_step != r->state_step && !exhausted) {
         h->rollback_to = r->replica_step;
     }
     r->n_pfade = 0;
@@ -291,12 +297,46 @@ static af_result_t apply_plan(af_run_state_t *r)
     return AF_OK;
 }
 
-static af_result_t exchange(af_run_state_t *r)
+af_result_t af_exchange(af_run_state_t *r)
 {
-    AF_CHECK(r->k->ops->pack(r->k, r->xchg_cur));
-    r->xchg_cur[5 * r->B + AF_XCHG_STOP] = af_stop_flag() ? 1 : 0;
-    AF_CHECK(r->fab->ops->allreduce_max_u64(r->fab, r->xchg_cur, af_xchg_len((int)r->B)));
-    return AF_OK;
+    const size_t len = af_xchg_len((int)r->B);
+    const uint64_t flag = af_stop_flag() ? 1 : 0;
+    if (r->dxchg_cur == NULL) {
+        AF_CHECK(r->k->ops->pack(r->k, r->xchg_cur));
+        r->xchg_cur[5 * r->B + AF_XCHG_STOP] = flag;
+        return r->fab->ops->allreduce_max_u64(r->fab, r->xchg_cur, len);
+    }
+    /* Device-resident exchange: pack there, set the flag there, combine over nccl on the
+     * device (or stage through the host for mpi), and keep a host copy for the coordinator. */
+    AF_CHECK(r->k->ops->pack(r->k, r->dxchg_cur));
+    AF_CHECK(af_buf_copy(r->dxchg_cur + 5 * r->B + AF_XCHG_STOP, AF_MEM_DEVICE, &flag,
+                         AF_MEM_HOST, sizeof flag));
+    if (r->nccl != NULL) {
+        AF_CHECK(r->nccl->ops->allreduce_max_u64(r->nccl, r->dxchg_cur, len));
+        return af_buf_copy(r->xchg_cur, AF_MEM_HOST, r->dxchg_cur, AF_MEM_DEVICE,
+                           len * sizeof(uint64_t));
+    }
+    AF_CHECK(af_buf_copy(r->xchg_cur, AF_MEM_HOST, r->dxchg_cur, AF_MEM_DEVICE,
+                         len * sizeof(uint64_t)));
+    AF_CHECK(r->fab->ops->allreduce_max_u64(r->fab, r->xchg_cur, len));
+    return af_buf_copy(r->dxchg_cur, AF_MEM_DEVICE, r->xchg_cur, AF_MEM_HOST,
+                       len * sizeof(uint64_t));
+}
+
+void af_exchange_swap(af_run_state_t *r)
+{
+    uint64_t *t = r->xchg_prev;
+    r->xchg_prev = r->xchg_cur;
+    r->xchg_cur = t;
+    t = r->dxchg_prev;
+    r->dxchg_prev = r->dxchg_cur;
+    r->dxchg_cur = t;
+}
+
+/* The exchange the kernels read: device memory with the cuda backend. */
+static const uint64_t *kernel_xchg(const af_run_state_t *r)
+{
+    return r->dxchg_prev != NULL ? r->dxchg_prev : r->xchg_prev;
 }
 
 static int any_fenced(const af_run_state_t *r)
@@ -359,6 +399,10 @@ af_result_t af_step(af_run_state_t *r, int *stop)
     }
     debug_scan(r, "plan");
     double t1 = af_now_us();
+    double blackout = (double)r->plan.dead / (double)r->units;
+    if (blackout > r->max_blackout) {
+        r->max_blackout = blackout;
+    }
     if (r->plan.exhausted) {
         r->exhausted = 1;
         r->exhausted_why = "the live slots cannot hold every block";
@@ -371,17 +415,18 @@ af_result_t af_step(af_run_state_t *r, int *stop)
     int rollback = r->plan.rollback_to >= 0;
     AF_CHECK(af_apply_moves(r, r->moves, r->plan.n_moves, !rollback));
     double t_halo = 0.0;
+    double t_halo_rollback = 0.0;
     if (rollback) {
         AF_CHECK(af_rollback(r));
         double th = af_now_us();
         for (int s = 0; s < r->n_local; ++s) {
             k->commit[s] = 1;
         }
-        AF_CHECK(exchange(r));
-        uint64_t *t = r->xchg_prev;
-        r->xchg_prev = r->xchg_cur;
-        r->xchg_cur = t;
-        t_halo += af_now_us() - th;
+        AF_CHECK(k->ops->upload_control(k));
+        AF_CHECK(af_exchange(r));
+        af_exchange_swap(r);
+        t_halo_rollback = af_now_us() - th;
+        t_halo += t_halo_rollback;
     }
     debug_scan(r, "moves");
     double t2 = af_now_us();
@@ -395,7 +440,7 @@ af_result_t af_step(af_run_state_t *r, int *stop)
     if (r->cfg.detect == AF_DETECT_DMR) {
         AF_CHECK(af_dmr_begin(r, NULL, 0, &twins));
     }
-    AF_CHECK(k->ops->compute(k, inject_key(r, 0), r->xchg_prev, 0));
+    AF_CHECK(k->ops->compute(k, inject_key(r, 0), kernel_xchg(r), 0));
     AF_CHECK(k->ops->download_results(k));
     if (twins > 0) {
         AF_CHECK(af_dmr_end(r, twins));
@@ -407,7 +452,7 @@ af_result_t af_step(af_run_state_t *r, int *stop)
     double t3 = af_now_us();
 
     /* 4. Halo of the new state; fenced blocks are retried within the step. */
-    AF_CHECK(exchange(r));
+    AF_CHECK(af_exchange(r));
     double t4 = af_now_us();
     double t_retry = 0.0;
     for (int round = 0; any_fenced(r); ++round) {
@@ -445,7 +490,8 @@ af_result_t af_step(af_run_state_t *r, int *stop)
             }
             AF_CHECK(k->ops->upload_control(k));
         }
-        AF_CHECK(k->ops->compute(k, inject_key(r, round + 1), r->xchg_prev, AF_COMPUTE_SELECTED));
+        AF_CHECK(
+            k->ops->compute(k, inject_key(r, round + 1), kernel_xchg(r), AF_COMPUTE_SELECTED));
         AF_CHECK(k->ops->download_results(k));
         if (rtwins > 0) {
             AF_CHECK(af_dmr_end(r, rtwins));
@@ -457,9 +503,10 @@ af_result_t af_step(af_run_state_t *r, int *stop)
         for (int s = 0; s < r->n_local; ++s) {
             k->commit[s] = (uint8_t)(k->select[s] ? k->commit[s] : 1);
         }
+        AF_CHECK(k->ops->upload_control(k)); /* pack reads commit[] for the status words */
         debug_scan(r, "retry");
         double th = af_now_us();
-        AF_CHECK(exchange(r));
+        AF_CHECK(af_exchange(r));
         t_halo += af_now_us() - th;
         t_retry += th - tr;
     }
@@ -475,9 +522,7 @@ af_result_t af_step(af_run_state_t *r, int *stop)
         *stop = 1;
         r->stop_signal = 1;
     }
-    uint64_t *t = r->xchg_prev;
-    r->xchg_prev = r->xchg_cur;
-    r->xchg_cur = t;
+    af_exchange_swap(r);
     if (!r->exhausted) {
         r->state_step++;
     }
@@ -491,15 +536,11 @@ af_result_t af_step(af_run_state_t *r, int *stop)
 
     r->sim_hours += r->cfg.sim_hours_per_step;
     r->mine.phase[AF_PHASE_coord_us] = t1 - t0;
-    r->mine.phase[AF_PHASE_moves_us] = t2 - t1 - t_halo;
+    r->mine.phase[AF_PHASE_moves_us] = t2 - t1 - t_halo_rollback;
     r->mine.phase[AF_PHASE_kernel_us] = (t3 - t2) + t_retry;
     r->mine.phase[AF_PHASE_halo_us] = (t4 - t3) + t_halo;
     r->mine.phase[AF_PHASE_replica_us] = t6 - t5;
     (void)t5;
-    double blackout = (double)r->plan.dead / (double)r->units;
-    if (blackout > r->max_blackout) {
-        r->max_blackout = blackout;
-    }
     if (r->state_step >= r->cfg.steps) {
         *stop = 1;
     }

@@ -225,8 +225,8 @@ static int slot_of(int b, int n_slots)
 
 /* The lockstep run for one shape. Slot roles: scrambled blocks; every 5th occupied slot
  * FADING at p = 0.02; block 1's slot DEAD (poisoned; its neighbours read zero edges, the same
- * in both); one SHADOW twin of block 2 in a spare slot; every 7th step a retry round over the
- * fenced slots (AF_COMPUTE_SELECTED). */
+ * in both); SHADOW twins in spare slots; every 7th step a retry round over the fenced slots
+ * (AF_COMPUTE_SELECTED). */
 static void run_lockstep(int blocks, int block_len, int steps)
 {
     make_config(blocks, block_len < 3 ? 3 : block_len);
@@ -248,15 +248,18 @@ static void run_lockstep(int blocks, int block_len, int steps)
     p.gpu->slot_mode[dead] = AF_MODE_DEAD;
     assert_int_equal(p.cpu->ops->poison_slot(p.cpu, dead), AF_OK);
     assert_int_equal(p.gpu->ops->poison_slot(p.gpu, dead), AF_OK);
-    int shadow = -1;
-    for (int s = 0; s < n && shadow < 0; ++s) {
+    /* Two DMR twins in spare slots: block 2's on a healthy unit, block 4's (FADING) on a
+     * FADING unit, whose injection is keyed by step ^ AF_TWIN_SALT. */
+    int twins = 0;
+    for (int s = 0; s < n && twins < 2; ++s) {
         if (p.cpu->slot_block[s] < 0) {
-            shadow = s;
+            int b = twins == 0 ? 2 : 4;
+            pair_set(&p, s, b, AF_MODE_SHADOW, twins == 0 ? 0.0 : 0.02);
+            pair_write(&p, s, b);
+            twins++;
         }
     }
-    assert_true(shadow >= 0);
-    pair_set(&p, shadow, 2, AF_MODE_SHADOW, 0.0);
-    pair_write(&p, shadow, 2);
+    assert_int_equal(twins, 2);
     pair_upload(&p);
     pair_compare_state(&p, 0);
 

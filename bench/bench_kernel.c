@@ -1,0 +1,189 @@
+/* agefence bench kernel: the masked Burgers kernel against the same kernel unmasked and against
+ * STREAM-style copy and triad over arrays of the same length, on every rank at once, samples
+ * interleaved. Bandwidth counts STREAM's way: the kernel and copy move 16 bytes per cell (read
+ * one array, write one), triad 24 (read two, write one). The result is checked: the masked
+ * kernel's output must equal the unmasked kernel's and the serial reference step, bit for bit,
+ * and the triad's output its formula. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../kernels/kernels.h"
+#include "../sim/af_alloc.h"
+#include "../sim/af_time.h"
+#include "../sim/bench.h"
+#include "../sim/reference.h"
+
+enum { V_MASKED, V_UNMASKED, V_COPY, V_TRIAD, NV };
+static const char *VNAME[NV] = {"masked_kernel", "unmasked_kernel", "stream_copy", "stream_triad"};
+static const double VBYTES[NV] = {16.0, 16.0, 16.0, 24.0};
+
+typedef struct kbench {
+    af_kernels_t *k;
+    uint64_t *xchg;
+    double *a;
+    double *b;
+    double *c;
+    int64_t cells;
+    int slots;
+    int T;
+} kbench_t;
+
+static void triad(double *a, const double *b, const double *c, int64_t n, double s)
+{
+    for (int64_t i = 0; i < n; ++i) {
+        a[i] = b[i] + s * c[i];
+    }
+}
+
+static af_result_t run_variant(kbench_t *kb, int v)
+{
+    switch (v) {
+    case V_MASKED:
+        return kb->k->ops->compute(kb->k, 1, kb->xchg, 0);
+    case V_UNMASKED:
+        return kb->k->ops->compute(kb->k, 1, kb->xchg, AF_COMPUTE_UNMASKED);
+    case V_COPY:
+        memcpy(kb->a, kb->b, sizeof(double) * (size_t)kb->cells);
+        return AF_OK;
+    default:
+        triad(kb->a, kb->b, kb->c, kb->cells, 3.0);
+        return AF_OK;
+    }
+}
+
+/* The masked output, slot by slot, must equal the unmasked one and the reference step. */
+static void validate(af_bench_ctx_t *b, kbench_t *kb, const af_config_t *cfg)
+{
+    size_t n = (size_t)kb->cells;
+    double *state = malloc(sizeof(double) * n);
+    double *ref = malloc(sizeof(double) * n);
+    double *masked = malloc(sizeof(double) * n);
+    double *unmasked = malloc(sizeof(double) * n);
+    if (!state || !ref || !masked || !unmasked) {
+        af_bench_fail(b, "out of memory for the validation arrays");
+        goto out;
+    }
+    for (int s = 0; s < kb->slots; ++s) {
+        kb->k->ops->read_slot(kb->k, s, state + (size_t)s * (size_t)kb->T);
+    }
+    kb->k->ops->compute(kb->k, 1, kb->xchg, 0);
+    for (int s = 0; s < kb->slots; ++s) {
+        kb->k->ops->read_next(kb->k, s, masked + (size_t)s * (size_t)kb->T);
+    }
+    kb->k->ops->compute(kb->k, 1, kb->xchg, AF_COMPUTE_UNMASKED);
+    for (int s = 0; s < kb->slots; ++s) {
+        kb->k->ops->read_next(kb->k, s, unmasked + (size_t)s * (size_t)kb->T);
+    }
+    af_coeffs_t kc = af_scheme_coeffs(cfg);
+    af_reference_step(state, ref, kb->cells, kc.c_adv, kc.c_diff);
+    if (memcmp(masked, unmasked, sizeof(double) * n) != 0) {
+        af_bench_fail(b, "masked and unmasked kernels differ");
+    } else if (memcmp(masked, ref, sizeof(double) * n) != 0) {
+        af_bench_fail(b, "the masked kernel differs from the reference step");
+    }
+    triad(kb->a, kb->b, kb->c, kb->cells, 3.0);
+    for (int64_t i = 0; i < kb->cells; i += 997) {
+        if (kb->a[i] != kb->b[i] + 3.0 * kb->c[i]) {
+            af_bench_fail(b, "triad result wrong at %lld", (long long)i);
+            break;
+        }
+    }
+out:
+    free(state);
+    free(ref);
+    free(masked);
+    free(unmasked);
+}
+
+static af_result_t bench_kernel(af_bench_ctx_t *b)
+{
+    /* Per rank: two state buffers of `mib` MiB each, and three STREAM arrays of the same length. */
+    int mib = b->quick ? 2 : 32;
+    const int T = 256;
+    kbench_t kb;
+    memset(&kb, 0, sizeof kb);
+    kb.T = T;
+    kb.slots = (int)(((int64_t)mib << 20) / 8 / T);
+    kb.cells = (int64_t)kb.slots * T;
+    static af_config_t cfg;
+    char err[512];
+    char blocks[64];
+    snprintf(blocks, sizeof blocks, "scenario.blocks=%d", kb.slots);
+    const char *sets[] = {blocks, "scenario.block_len=256", "scenario.devices=1",
+                          "workload.dt=1e-12"};
+    AF_CHECK(af_config_load(&cfg, NULL, sets, 4, err, sizeof err) == AF_OK ? AF_OK
+                                                                           : AF_ERR_INTERNAL);
+    af_shard_desc_t desc = {kb.slots, T, kb.slots, af_scheme_coeffs(&cfg), 1, -1};
+    AF_CHECK(af_kernels_cpu.create(&desc, &kb.k));
+    kb.xchg = af_alloc(sizeof(uint64_t) * af_xchg_len(kb.slots));
+    kb.a = af_alloc(sizeof(double) * (size_t)kb.cells);
+    kb.b = af_alloc(sizeof(double) * (size_t)kb.cells);
+    kb.c = af_alloc(sizeof(double) * (size_t)kb.cells);
+    af_result_t rc = AF_OK;
+    double *t[NV];
+    for (int v = 0; v < NV; ++v) {
+        t[v] = calloc((size_t)b->samples, sizeof(double));
+    }
+    AF_REQUIRE_GOTO(kb.xchg && kb.a && kb.b && kb.c && t[0] && t[1] && t[2] && t[3], AF_ERR_NOMEM,
+                    rc, out);
+    for (int s = 0; s < kb.slots; ++s) {
+        kb.k->slot_block[s] = s;
+        kb.k->commit[s] = 1;
+        af_initial_cells(&cfg, (int64_t)s * T, T, kb.a);
+        AF_CHECK_GOTO(kb.k->ops->write_slot(kb.k, s, kb.a), rc, out);
+    }
+    for (int64_t i = 0; i < kb.cells; ++i) {
+        kb.b[i] = 1.0 + (double)(i % 1000) * 1e-3;
+        kb.c[i] = 2.0 - (double)(i % 777) * 1e-3;
+    }
+    AF_CHECK_GOTO(kb.k->ops->pack(kb.k, kb.xchg), rc, out);
+    int total = b->warmup + b->samples;
+    for (int it = 0; it < total; ++it) {
+        for (int j = 0; j < NV; ++j) {
+            int v = (it + j) % NV; /* rotate the order: no variant always runs first */
+            AF_CHECK_GOTO(b->fab->ops->barrier(b->fab), rc, out);
+            double t0 = af_now_us();
+            AF_CHECK_GOTO(run_variant(&kb, v), rc, out);
+            double dt = af_now_us() - t0;
+            AF_CHECK_GOTO(af_bench_max(b, &dt), rc, out);
+            if (it >= b->warmup) {
+                /* Aggregate bandwidth of all ranks, from the slowest rank's time. */
+                t[v][it - b->warmup] =
+                    VBYTES[v] * (double)kb.cells * b->world.size / (dt * 1e-6) / 1e9;
+            }
+        }
+        af_bench_progress(b, "kernel", it + 1, total);
+    }
+    for (int v = 0; v < NV; ++v) {
+        AF_CHECK_GOTO(af_bench_add(b, VNAME[v], "GB/s", t[v], b->samples), rc, out);
+    }
+    if (b->world.rank == 0) {
+        af_stats_t st[NV];
+        for (int v = 0; v < NV; ++v) {
+            st[v] = af_stats_of(t[v], b->samples);
+        }
+        af_bench_ratio(b, "masked / triad bandwidth (p50)", st[V_MASKED].p50 / st[V_TRIAD].p50, 1,
+                       0.8, 1);
+        af_bench_ratio(b, "masked / unmasked bandwidth (p50)",
+                       st[V_MASKED].p50 / st[V_UNMASKED].p50, 1, 0.97, 1);
+        af_bench_ratio(b, "masked / copy bandwidth (p50)", st[V_MASKED].p50 / st[V_COPY].p50, 0,
+                       0, 1);
+        af_bench_note(b, "%d ranks x %d MiB per state buffer (%d slots of %d cells); bytes "
+                         "counted as STREAM does",
+                      b->world.size, mib, kb.slots, T);
+    }
+    validate(b, &kb, &cfg);
+out:
+    for (int v = 0; v < NV; ++v) {
+        free(t[v]);
+    }
+    af_kernels_destroy(&kb.k);
+    af_free(kb.xchg);
+    af_free(kb.a);
+    af_free(kb.b);
+    af_free(kb.c);
+    return rc;
+}
+
+const af_bench_def_t af_bench_kernel = {
+    "kernel", "masked kernel vs unmasked vs STREAM copy and triad (GB/s, ratios)", bench_kernel};

@@ -1,0 +1,265 @@
+/* agefence bench recovery: the time from a unit's death to the next committed step, with
+ * agefence's index-table remap (the step in which the coordinator learns of the death, plans
+ * the restores, moves the blocks between preallocated slots and commits), against a
+ * reshape-and-rebuild baseline in the same binary, measured right after each death on the same
+ * ranks and the same data: split the communicator, free and reallocate the shard to the new
+ * shape, repartition every block, and compute one step. Samples alternate A, B, A, B.
+ *
+ * Checked: the run itself (bitwise equal to the reference) and the baseline's repartition (the
+ * blocks it received hash to the same value as the blocks the run holds). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../kernels/kernels.h"
+#include "../sim/af_alloc.h"
+#include "../sim/af_time.h"
+#include "../sim/bench.h"
+#include "../sim/reference.h"
+#include "../sim/run_internal.h"
+#include "bench_common.h"
+
+typedef struct rec {
+    af_bench_ctx_t *b;
+    double *a;      /* remap samples (us), rank max */
+    double *bl;     /* baseline samples */
+    int na;
+    int nb;
+    int cap;
+    int hash_bad;
+    double *buf;    /* T doubles */
+    double *stage;  /* AF_XFER_CHUNK x T, send side */
+    double *stage2; /* receive side */
+    af_p2p_t *p2p;
+} rec_t;
+
+static uint64_t block_hash(int64_t b, const double *u, int64_t T)
+{
+    return af_checksum(u, T) ^ af_mix64((uint64_t)b + 1);
+}
+
+/* The baseline, on every rank: returns its duration (us), rank max. */
+static af_result_t rebuild(af_run_state_t *r, rec_t *c, double *us)
+{
+    const int R = r->world.size;
+    const int me = r->world.rank;
+    const int64_t B = r->B;
+    const int64_t T = r->T;
+    af_result_t rc = AF_OK;
+    af_fabric_t *nf = NULL;
+    af_kernels_t *nk = NULL;
+    uint64_t *xchg = NULL;
+    AF_CHECK(r->fab->ops->barrier(r->fab));
+    double t0 = af_now_us();
+    /* 1. A new communicator for the survivors (every rank survives a unit's death here; the
+     *    split is what a shrink costs). */
+    AF_CHECK_GOTO(af_fabric_mpi_split(r->fab, 0, me, &nf), rc, out);
+    /* 2. Free and reallocate to the new shape: exactly the blocks of a contiguous partition,
+     *    no spare slots. */
+    int64_t lo = me * B / R;
+    int64_t hi = (me + 1) * B / R;
+    af_shard_desc_t desc = r->k->desc;
+    desc.n_slots = (int)(hi - lo);
+    AF_CHECK_GOTO(r->k->ops->create(&desc, &nk), rc, out);
+    xchg = af_alloc(sizeof(uint64_t) * af_xchg_len((int)B));
+    AF_REQUIRE_GOTO(xchg != NULL, AF_ERR_NOMEM, rc, out);
+    /* 3. Repartition: every block from where the run keeps it to its new owner. */
+    uint64_t hash_new = 0;
+    for (int64_t c0 = 0; c0 < B; c0 += AF_XFER_CHUNK) {
+        int64_t c1 = c0 + AF_XFER_CHUNK < B ? c0 + AF_XFER_CHUNK : B;
+        int np = 0;
+        int ns = 0;
+        int nr = 0;
+        for (int64_t blk = c0; blk < c1; ++blk) {
+            int32_t g = r->pl.block_slot[blk];
+            int src = af_device_rank(r->D, R, af_slot_device(&r->pl, g));
+            int dst = (int)((blk * R + R - 1) / B);
+            while (dst > 0 && dst * B / R > blk) {
+                dst--;
+            }
+            while ((dst + 1) * B / R <= blk) {
+                dst++;
+            }
+            if (src == me) {
+                double *p = dst == me ? c->buf : c->stage + (size_t)ns++ * (size_t)T;
+                AF_CHECK_GOTO(r->k->ops->read_slot(r->k, (int)(g - r->slot0), p), rc, out);
+                if (dst == me) {
+                    AF_CHECK_GOTO(nk->ops->write_slot(nk, (int)(blk - lo), p), rc, out);
+                    hash_new ^= block_hash(blk, p, T);
+                } else {
+                    c->p2p[np++] = (af_p2p_t){dst, 1, p, (size_t)T * sizeof(double)};
+                }
+            } else if (dst == me) {
+                c->p2p[np++] = (af_p2p_t){src, 0, c->stage2 + (size_t)nr++ * (size_t)T,
+                                          (size_t)T * sizeof(double)};
+            }
+        }
+        AF_CHECK_GOTO(nf->ops->exchange(nf, c->p2p, np), rc, out);
+        nr = 0;
+        for (int64_t blk = c0; blk < c1; ++blk) {
+            int32_t g = r->pl.block_slot[blk];
+            int src = af_device_rank(r->D, R, af_slot_device(&r->pl, g));
+            if (blk >= lo && blk < hi && src != me) {
+                const double *p = c->stage2 + (size_t)nr++ * (size_t)T;
+                AF_CHECK_GOTO(nk->ops->write_slot(nk, (int)(blk - lo), p), rc, out);
+                hash_new ^= block_hash(blk, p, T);
+            }
+        }
+    }
+    /* 4. One step on the new shape. */
+    for (int s = 0; s < desc.n_slots; ++s) {
+        nk->slot_block[s] = (int32_t)(lo + s);
+        nk->commit[s] = 1;
+    }
+    AF_CHECK_GOTO(nk->ops->upload_control(nk), rc, out);
+    AF_CHECK_GOTO(nk->ops->pack(nk, xchg), rc, out);
+    AF_CHECK_GOTO(nf->ops->allreduce_max_u64(nf, xchg, af_xchg_len((int)B)), rc, out);
+    AF_CHECK_GOTO(nk->ops->compute(nk, 1, xchg, 0), rc, out);
+    AF_CHECK_GOTO(nk->ops->commit(nk), rc, out);
+    AF_CHECK_GOTO(nk->ops->sync(nk), rc, out);
+    *us = af_now_us() - t0;
+    /* Check the repartition: the blocks received hash as the blocks the run holds. */
+    uint64_t hash_run = 0;
+    for (int64_t blk = 0; blk < B; ++blk) {
+        int32_t g = r->pl.block_slot[blk];
+        if (af_slot_is_local(&r->pl, g)) {
+            AF_CHECK_GOTO(r->k->ops->read_slot(r->k, (int)(g - r->slot0), c->buf), rc, out);
+            hash_run ^= block_hash(blk, c->buf, T);
+        }
+    }
+    /* XOR over ranks through two max-reductions is not an XOR: gather instead. */
+    uint64_t mine[2] = {hash_new, hash_run};
+    uint64_t *all = malloc(sizeof(uint64_t) * 2 * (size_t)R);
+    AF_REQUIRE_GOTO(all != NULL, AF_ERR_NOMEM, rc, out);
+    rc = r->fab->ops->gather(r->fab, mine, sizeof mine, all, 0);
+    if (rc == AF_OK && me == 0) {
+        uint64_t hn = 0;
+        uint64_t hr = 0;
+        for (int q = 0; q < R; ++q) {
+            hn ^= all[2 * q];
+            hr ^= all[2 * q + 1];
+        }
+        c->hash_bad |= hn != hr;
+    }
+    free(all);
+out:
+    af_free(xchg);
+    af_kernels_destroy(&nk);
+    af_fabric_destroy(&nf);
+    return rc;
+}
+
+static af_result_t hook(af_run_state_t *r, double step_us, void *ctx)
+{
+    rec_t *c = ctx;
+    /* A death in this step: its step is the remap's recovery time. */
+    int died = 0;
+    for (int64_t i = 0; i < r->plan.n_changes; ++i) {
+        died |= r->changes[i].state == AF_DEAD;
+    }
+    if (!died || c->na >= c->cap) {
+        return AF_OK;
+    }
+    /* Death to commit: the coordinator, the moves, the compute and the halo of the step (the
+     * replica refresh that follows the commit is not part of the recovery). */
+    (void)step_us;
+    double a = r->mine.phase[AF_PHASE_coord_us] + r->mine.phase[AF_PHASE_moves_us] +
+               r->mine.phase[AF_PHASE_kernel_us] + r->mine.phase[AF_PHASE_halo_us];
+    AF_CHECK(af_bench_max(c->b, &a));
+    double bl = 0;
+    AF_CHECK(rebuild(r, c, &bl));
+    AF_CHECK(af_bench_max(c->b, &bl));
+    c->a[c->na++] = a;
+    c->bl[c->nb++] = bl;
+    af_bench_progress(c->b, "recovery samples", c->na, c->cap);
+    return AF_OK;
+}
+
+static af_result_t bench_recovery(af_bench_ctx_t *b)
+{
+    /* A fleet that does not age by itself; one unit dies every 10 steps (scripted); replicas
+     * refreshed every step, so a death restores the current state with no rollback. */
+    int kills = b->warmup + b->samples;
+    if (kills > AF_MAX_EVENTS - 1) {
+        kills = AF_MAX_EVENTS - 1;
+    }
+    static char sets[AF_MAX_EVENTS * 4 + 8][64];
+    const char *extra[AF_MAX_EVENTS * 4 + 8];
+    int ne = 0;
+    snprintf(sets[ne], sizeof sets[0], "aging.sim_hours_per_step=0");
+    extra[ne] = sets[ne];
+    ne++;
+    snprintf(sets[ne], sizeof sets[0], "recovery.replica_interval=1");
+    extra[ne] = sets[ne];
+    ne++;
+    snprintf(sets[ne], sizeof sets[0], "scenario.steps=%d", 10 * kills + 10);
+    extra[ne] = sets[ne];
+    ne++;
+    for (int i = 0; i < kills; ++i) {
+        /* event.1 of the default scenario is replaced by the first of these. */
+        snprintf(sets[ne], sizeof sets[0], "event.%d.step=%d", i + 1, 10 * (i + 1));
+        extra[ne] = sets[ne];
+        ne++;
+        snprintf(sets[ne], sizeof sets[0], "event.%d.action=kill", i + 1);
+        extra[ne] = sets[ne];
+        ne++;
+        snprintf(sets[ne], sizeof sets[0], "event.%d.device=%d", i + 1, i % 8);
+        extra[ne] = sets[ne];
+        ne++;
+        snprintf(sets[ne], sizeof sets[0], "event.%d.units=%d", i + 1, (i / 8) % 16);
+        extra[ne] = sets[ne];
+        ne++;
+    }
+    rec_t c;
+    memset(&c, 0, sizeof c);
+    c.b = b;
+    c.cap = kills;
+    c.a = calloc((size_t)kills, sizeof(double));
+    c.bl = calloc((size_t)kills, sizeof(double));
+    /* Sized for the default block length; a larger one from -c/--set grows them below. */
+    int64_t T = 4096;
+    c.buf = malloc(sizeof(double) * (size_t)T);
+    c.stage = malloc(sizeof(double) * AF_XFER_CHUNK * (size_t)T);
+    c.stage2 = malloc(sizeof(double) * AF_XFER_CHUNK * (size_t)T);
+    c.p2p = malloc(sizeof(af_p2p_t) * 2 * AF_XFER_CHUNK);
+    af_result_t rc = AF_OK;
+    AF_REQUIRE_GOTO(c.a && c.bl && c.buf && c.stage && c.stage2 && c.p2p, AF_ERR_NOMEM, rc, out);
+    char log[600];
+    af_bench_log_path(b, "recovery", log, sizeof log);
+    AF_CHECK_GOTO(af_bench_run_scenario(b, extra, ne, log, hook, &c, NULL), rc, out);
+    if (c.na <= b->warmup) {
+        af_bench_fail(b, "only %d deaths were measured", c.na);
+        goto out;
+    }
+    /* Drop the warm-up pairs. */
+    AF_CHECK_GOTO(af_bench_add(b, "remap_recovery_us", "us", c.a + b->warmup, c.na - b->warmup),
+                  rc, out);
+    AF_CHECK_GOTO(af_bench_add(b, "reshape_rebuild_us", "us", c.bl + b->warmup,
+                               c.nb - b->warmup),
+                  rc, out);
+    if (b->world.rank == 0) {
+        af_stats_t sa = af_stats_of(c.a + b->warmup, c.na - b->warmup);
+        af_stats_t sb = af_stats_of(c.bl + b->warmup, c.nb - b->warmup);
+        af_bench_ratio(b, "rebuild / remap (p50)", sb.p50 / sa.p50, 1, 100.0, 1);
+        af_bench_ratio(b, "rebuild / remap (p99 vs p99)", sb.p99 / sa.p99, 0, 0, 1);
+        af_bench_note(b, "a death every 10 steps on the default fleet (aging off, replicas every "
+                         "step); baseline = MPI_Comm_split + shard free/alloc + repartition of "
+                         "every block + one step; run log %s",
+                      log);
+        if (c.hash_bad) {
+            af_bench_fail(b, "the baseline's repartition lost or changed a block");
+        }
+    }
+out:
+    free(c.a);
+    free(c.bl);
+    free(c.buf);
+    free(c.stage);
+    free(c.stage2);
+    free(c.p2p);
+    return rc;
+}
+
+const af_bench_def_t af_bench_recovery = {
+    "recovery", "death-to-next-committed-step: index-table remap vs reshape-and-rebuild",
+    bench_recovery};

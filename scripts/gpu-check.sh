@@ -1,0 +1,254 @@
+#!/usr/bin/env bash
+# agefence GPU check: run ON the GPU machine, from the repository root, with the prefix that
+# scripts/gpu-prefix.sh made (.devprefix/root, carried along). It builds agefence with CUDA and
+# NCCL against that prefix, runs the unit and GPU tests, the kernel benchmark, and the same
+# scenario on the cpu and cuda backends, and writes what it saw into RESULTS (at most 8 files,
+# so the device tool brings all of them back). docs/GPU.md explains the flow.
+#
+#   scripts/gpu-check.sh [RESULTS]      RESULTS defaults to $OUT, else ./gpu-results
+#
+# Environment knobs: AGEFENCE_PREFIX (default .devprefix/root), AGEFENCE_BUILD_DIR (default
+# build-gpu), NCCL_HOME (else the pip package nvidia-nccl-cu13 is used), AGEFENCE_CHECK_STEPS
+# (steps of the whole-run comparison; default: the embedded default scenario as it is),
+# AGEFENCE_CHECK_MPI=1 (also the mpi tests).
+# Exit status: 0 when every step passed or skipped for want of a GPU, 1 otherwise.
+set -uo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top" || exit 1
+res=${1:-${OUT:-$top/gpu-results}}
+mkdir -p "$res"
+P=${AGEFENCE_PREFIX:-$top/.devprefix/root}
+arch=x86_64-linux-gnu
+L=$P/usr/lib/$arch
+build=${AGEFENCE_BUILD_DIR:-$top/build-gpu}
+steps=()
+[ -n "${AGEFENCE_CHECK_STEPS:-}" ] && steps=(--set "scenario.steps=$AGEFENCE_CHECK_STEPS")
+summary=$res/summary.txt
+envlog=$res/env.txt
+: >"$summary"
+: >"$envlog"
+failed=0
+
+say() { echo "gpu-check: $*" | tee -a "$summary"; }
+# step NAME LOG CMD...: runs CMD with its output appended to LOG; records ok/FAIL/SKIP (77).
+step() {
+  local name=$1 log=$2
+  shift 2
+  local t0=$SECONDS
+  echo "==== $name: $*" >>"$log"
+  "$@" >>"$log" 2>&1
+  local rc=$?
+  local verdict=ok
+  if [ $rc -eq 77 ]; then
+    verdict=SKIP
+  elif [ $rc -ne 0 ]; then
+    verdict="FAIL (exit $rc, see $(basename "$log"))"
+    failed=1
+  fi
+  say "$(printf '%-22s %-8s %4ds' "$name" "$verdict" $((SECONDS - t0)))"
+  return $rc
+}
+
+if [ ! -d "$L" ]; then
+  say "no prefix at $P: run scripts/gpu-prefix.sh on the build machine and carry .devprefix/root"
+  exit 1
+fi
+
+# ---- NCCL: NCCL_HOME, else the pip package, else the system --------------------------------
+nccl_lib=
+nccl_inc=
+if [ -n "${NCCL_HOME:-}" ]; then
+  for f in "$NCCL_HOME"/lib/libnccl.so "$NCCL_HOME"/lib/libnccl.so.2 "$NCCL_HOME"/lib64/libnccl.so.2; do
+    [ -f "$f" ] && { nccl_lib=$f; break; }
+  done
+  [ -f "$NCCL_HOME/include/nccl.h" ] && nccl_inc=$NCCL_HOME/include
+fi
+if [ -z "$nccl_lib" ]; then
+  for py in python3 /opt/torch/.venv/bin/python3 /usr/bin/python3; do
+    d=$("$py" -c 'import nvidia.nccl as m; print(list(m.__path__)[0])' 2>/dev/null) || continue
+    if [ -f "$d/lib/libnccl.so.2" ]; then
+      nccl_lib=$d/lib/libnccl.so.2
+      [ -f "$d/include/nccl.h" ] && nccl_inc=$d/include
+      break
+    fi
+  done
+fi
+if [ -z "$nccl_lib" ]; then
+  nccl_lib=$(ldconfig -p 2>/dev/null | awk '/libnccl\.so\.2 /{print $NF; exit}')
+fi
+if [ -z "$nccl_inc" ] && [ -f "$P/nccl/include/nccl.h" ]; then
+  nccl_inc=$P/nccl/include # the header shipped in the prefix (from the build machine's CUDA)
+fi
+if [ -z "$nccl_lib" ] || [ -z "$nccl_inc" ]; then
+  say "NCCL not found (library '${nccl_lib}', header '${nccl_inc}'): set NCCL_HOME"
+  exit 1
+fi
+
+nvcc=$(command -v nvcc || true)
+[ -z "$nvcc" ] && [ -x /usr/local/cuda/bin/nvcc ] && nvcc=/usr/local/cuda/bin/nvcc
+if [ -z "$nvcc" ]; then
+  say "nvcc not found"
+  exit 1
+fi
+
+# ---- the environment: the relocated Open MPI, HDF5, cmocka, inih, pkgconf ------------------
+nvcc_dir=$(dirname "$nvcc")
+nccl_dir=$(dirname "$nccl_lib")
+export PATH=$P/usr/bin:$nvcc_dir:$PATH
+export LD_LIBRARY_PATH=$L:$L/hdf5/openmpi:$L/pmix2/lib:$nccl_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export PKG_CONFIG_PATH=$L/pkgconfig:$P/usr/share/pkgconfig
+export PKG_CONFIG_LIBDIR=$PKG_CONFIG_PATH
+export CPATH=$P/usr/include${CPATH:+:$CPATH}
+# Open MPI finds its plugins, help texts and wrapper data below OPAL_PREFIX; PMIx likewise.
+export OPAL_PREFIX=$P/usr
+export PMIX_INSTALL_PREFIX=$L/pmix2
+export PMIX_MCA_mca_base_component_path=$L/pmix2/lib/pmix
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_rmaps_base_oversubscribe=1
+export OMPI_MCA_btl_vader_single_copy_mechanism=none
+# No InfiniBand or other fabric on one node: keep Open MPI to shared memory and TCP.
+export OMPI_MCA_btl=self,vader,tcp
+export OMPI_MCA_pml=ob1
+
+nccl_hdr_version=$(awk '/#define NCCL_(MAJOR|MINOR|PATCH)/{printf "%s%s", sep, $3; sep="."}' "$nccl_inc/nccl.h")
+nccl_lib_version=$(python3 - "$nccl_lib" 2>/dev/null <<'EOF'
+import ctypes, sys
+v = ctypes.c_int(0)
+ctypes.CDLL(sys.argv[1]).ncclGetVersion(ctypes.byref(v))
+print(v.value)
+EOF
+)
+{
+  echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  echo "host: $(hostname) $(uname -srm)"
+  [ -r /etc/os-release ] && (. /etc/os-release; echo "os: $PRETTY_NAME")
+  echo "nvcc: $("$nvcc" --version | tail -1)"
+  echo "cmake: $(cmake --version | head -1)"
+  echo "cc: $(cc --version | head -1)"
+  echo "nccl: $nccl_lib (library version code ${nccl_lib_version:-?}), header $nccl_inc/nccl.h ($nccl_hdr_version)"
+  echo "prefix: $P ($(du -sm "$P" | cut -f1) MiB)"
+  echo "mpirun: $(command -v mpirun) -> $(mpirun --version 2>&1 | head -1)"
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv 2>&1
+  echo "---- prefix manifest"
+  cat "$P/MANIFEST" 2>/dev/null
+} >>"$envlog" 2>&1
+say "NCCL $nccl_hdr_version header, library $nccl_lib"
+
+# ---- configure and build ------------------------------------------------------------------
+gen=()
+command -v ninja >/dev/null && gen=(-G Ninja)
+buildlog=$res/build.log
+: >"$buildlog"
+if ! step configure "$buildlog" cmake -S "$top" -B "$build" "${gen[@]}" \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAGEFENCE_CUDA=ON -DAGEFENCE_WERROR=OFF \
+    -DCMAKE_CUDA_COMPILER="$nvcc" -DCMAKE_CUDA_ARCHITECTURES=90 \
+    -DNCCL_INCLUDE_DIR="$nccl_inc" -DNCCL_LIBRARY="$nccl_lib" \
+    -DPKG_CONFIG_EXECUTABLE="$P/usr/bin/pkgconf" \
+    -DMPI_C_COMPILER="$P/usr/bin/mpicc" -DMPIEXEC_EXECUTABLE="$P/usr/bin/mpiexec" \
+    -DHDF5_ROOT="$L/hdf5/openmpi" -DHDF5_NO_FIND_PACKAGE_CONFIG_FILE=ON; then
+  say "configure failed: see build.log"
+  exit 1
+fi
+if ! step build "$buildlog" cmake --build "$build" -j "$(nproc)"; then
+  exit 1
+fi
+{
+  echo "---- ldd agefence"
+  ldd "$build/agefence"
+} >>"$envlog" 2>&1
+if ldd "$build/agefence" | grep -q "not found"; then
+  say "agefence has unresolved libraries: see env.txt"
+  failed=1
+fi
+
+# ---- tests --------------------------------------------------------------------------------
+labels='gpu|unit'
+[ "${AGEFENCE_CHECK_MPI:-0}" = 1 ] && labels='gpu|unit|mpi'
+testlog=$res/ctest.log
+: >"$testlog"
+(cd "$build" && step "ctest -L '$labels'" "$testlog" \
+   ctest -L "$labels" --output-on-failure --timeout 600) || failed=1
+grep -E "tests passed|Skipped|Failed|\*\*\*" "$testlog" | sed 's/^/  /' | tee -a "$summary"
+
+# ---- the kernel benchmark -----------------------------------------------------------------
+benchlog=$res/bench.txt
+: >"$benchlog"
+step bench_kernel_cuda "$benchlog" "$build/tests/bench_kernel_cuda" "$res/bench.csv"
+sed -n '/^kernel /,/^samples/p' "$benchlog" | sed 's/^/  /' | tee -a "$summary"
+
+# ---- whole runs: the same scenario on cpu and on cuda -------------------------------------
+runlog=$res/runs.log
+: >"$runlog"
+sum_of() { sed -n 's/.*final state .*checksum \([0-9a-f]*\),.*/\1/p' "$1" | head -1; }
+for backend in cpu cuda; do
+  out=$build/check-$backend.h5
+  rm -f "$out"
+  step "run compute=$backend" "$runlog" \
+    mpirun -np 1 "$build/agefence" run "${steps[@]}" --set backend.compute="$backend" -o "$out"
+  sed -n '/==== run compute='"$backend"'/,$p' "$runlog" >"$build/run-$backend.txt"
+done
+c_cpu=$(sum_of "$build/run-cpu.txt")
+c_cuda=$(sum_of "$build/run-cuda.txt")
+used=$(sed -n 's/.*backends *compute=\([a-z]*\).*/\1/p' "$build/run-cuda.txt" | head -1)
+if [ -n "$c_cpu" ] && [ "$c_cpu" = "$c_cuda" ]; then
+  say "final state checksums: cpu $c_cpu, cuda $c_cuda: EQUAL (the cuda run used compute=${used:-?})"
+else
+  say "final state checksums: cpu '${c_cpu}', cuda '${c_cuda}': DIFFER"
+  failed=1
+fi
+if [ "$used" != cuda ]; then
+  say "note: the run asked for compute=cuda but reported compute=${used:-?} (is backend selection wired in sim/run.c?)"
+fi
+# The same from the logs, when h5py is at hand.
+for py in python3 /opt/torch/.venv/bin/python3; do
+  if "$py" -c 'import h5py' 2>/dev/null; then
+    "$py" - "$build/check-cpu.h5" "$build/check-cuda.h5" >>"$runlog" 2>&1 <<'EOF'
+import sys, h5py
+for path in sys.argv[1:]:
+    try:
+        with h5py.File(path, "r") as f:
+            a = dict(f["/final"].attrs)
+            r = dict(f["/"].attrs)
+            print(path, {k: a.get(k) for k in ("exit_reason", "bitwise_equal", "state_checksum",
+                                               "reference_checksum")},
+                  "compute_backend", r.get("compute_backend"), "fabric", r.get("fabric_backend"))
+    except Exception as e:  # a missing or unreadable log is reported, not fatal here
+        print(path, "unreadable:", e)
+# Per-step counters and events of the two backends must be identical (timings aside).
+try:
+    with h5py.File(sys.argv[1], "r") as a, h5py.File(sys.argv[2], "r") as b:
+        diff = [c for c in a["steps"] if c in b["steps"] and
+                a["steps"][c][()].tobytes() != b["steps"][c][()].tobytes()]
+        ev = a["events"][()].tobytes() == b["events"][()].tobytes()
+        st = a["final/state"][()].tobytes() == b["final/state"][()].tobytes()
+        print("check-cpu.h5 vs check-cuda.h5: steps columns differing:", diff or "none",
+              "| events identical:", ev, "| final state identical:", st,
+              "| rows:", len(a["steps/step"]), len(b["steps/step"]))
+except Exception as e:
+    print("check-cpu.h5 vs check-cuda.h5: comparison failed:", e)
+EOF
+    grep -E "check-(cpu|cuda)\.h5" "$runlog" | tail -3 | sed 's/^/  /' | tee -a "$summary"
+    break
+  fi
+done
+
+# ---- the CPU benchmarks on this (quieter, larger) machine ---------------------------------
+cpulog=$res/bench-cpu.txt
+: >"$cpulog"
+if [ "${AGEFENCE_CHECK_CPU_BENCH:-1}" = 1 ]; then
+  for b in "kernel --samples 20" "recovery --samples 30" "coord" "log" "remap --samples 20"; do
+    # shellcheck disable=SC2086
+    step "bench ${b%% *} (cpu, 4 ranks)" "$cpulog" \
+      timeout 300 mpirun -np 4 "$build/agefence" bench $b -o "$build/bench-${b%% *}.h5"
+  done
+  step "bench kernel (cpu, 1 rank)" "$cpulog" \
+    timeout 120 mpirun -np 1 "$build/agefence" bench kernel --samples 20 -o "$build/bench-k1.h5"
+  grep -E "^agefence bench|MET|MISSED|result:|GB/s|_us " "$cpulog" | sed 's/^/  /' >>"$summary"
+fi
+
+if [ $failed -eq 0 ]; then
+  say "verdict: PASS (results in $res)"
+else
+  say "verdict: FAIL (results in $res)"
+fi
+exit $failed

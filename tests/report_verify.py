@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+"""Recomputes the figures of `agefence-report --json LOG` independently with h5py and numpy
+and fails on any difference. Exit 77 (SKIP) when h5py or numpy is missing.
+    report_verify.py REPORT LOG"""
+import json
+import math
+import subprocess
+import sys
+
+try:
+    import h5py
+    import numpy as np
+except ImportError as e:  # pragma: no cover
+    print(f"SKIP: {e}")
+    sys.exit(77)
+
+report, log = sys.argv[1], sys.argv[2]
+out = subprocess.run([report, "--json", log], check=True, capture_output=True, text=True).stdout
+fig = json.loads(out)
+f = h5py.File(log, "r")
+steps = {k: f["steps"][k][:] for k in f["steps"]}
+ranks = {k: f["ranks"][k][:] for k in f["ranks"]}
+root = dict(f.attrs)
+final = dict(f["final"].attrs)
+n = len(steps["step"])
+failures = []
+
+
+def same(key, got, want, rtol=1e-9):
+    if want is None or (isinstance(want, float) and not math.isfinite(want)):
+        ok = got is None
+    elif isinstance(want, (bool, np.bool_)):
+        ok = got is bool(want)
+    elif isinstance(want, str):
+        ok = got == want
+    else:
+        ok = got is not None and abs(got - want) <= rtol * max(abs(want), 1e-300)
+    if not ok:
+        failures.append(f"{key}: report {got!r}, numpy {want!r}")
+
+
+def get(key):
+    node = fig
+    for part in key.split("."):
+        node = node[int(part[1:])] if part.startswith("#") else node[part]
+    return node
+
+
+def ratio(a, b):
+    return a / b if b != 0 else None
+
+
+def check_stats(prefix, values):
+    values = np.asarray(values, dtype=float).ravel()
+    same(prefix + ".n", get(prefix + ".n"), len(values))
+    if len(values) == 0:
+        for s in ("p50", "p90", "p99", "max", "mean", "sd", "cv"):
+            same(prefix + "." + s, get(prefix + "." + s), None)
+        return
+    for p in (50, 90, 99):
+        same(f"{prefix}.p{p}", get(f"{prefix}.p{p}"), float(np.percentile(values, p)), 1e-12)
+    same(prefix + ".max", get(prefix + ".max"), float(values.max()), 0)
+    mean = float(values.mean())
+    sd = float(values.std())
+    same(prefix + ".mean", get(prefix + ".mean"), mean)
+    same(prefix + ".sd", get(prefix + ".sd"), sd, 1e-7)
+    same(prefix + ".cv", get(prefix + ".cv"), sd / mean if mean != 0 else None, 1e-7)
+
+
+# run
+for key in ("scenario", "git_revision", "compute_backend", "fabric_backend", "hostnames"):
+    same("run." + key, get("run." + key), str(root[key]))
+for key in ("ranks", "devices", "units_per_device", "blocks", "block_len", "capacity", "seed"):
+    same("run." + key, get("run." + key), int(root[key]))
+units = int(root["devices"] * root["units_per_device"])
+same("run.units", get("run.units"), units)
+same("run.slots", get("run.slots"), units * int(root["capacity"]))
+same("run.hosts", get("run.hosts"), len(set(str(root["hostnames"]).split(","))))
+same("run.steps_executed", get("run.steps_executed"), n)
+same("run.steps_logical", get("run.steps_logical"), int(final["state_step"]))
+same("run.steps_replayed", get("run.steps_replayed"), int(steps["replayed_steps"].sum()))
+same("run.exit_reason", get("run.exit_reason"), str(final["exit_reason"]))
+same("run.max_blackout", get("run.max_blackout"), float(steps["blackout_frac"].max()))
+rowmax = ranks["step_us"].max(axis=1)
+same("run.steps_wall_s", get("run.steps_wall_s"), float(rowmax.sum()) * 1e-6)
+same("run.memory_overhead", get("run.memory_overhead"),
+     float(root["state_bytes_static"] / root["state_bytes_fault_free"]))
+
+# correctness
+same("correctness.bitwise_equal", get("correctness.bitwise_equal"), bool(final["bitwise_equal"]))
+drift = float(final["mass_final"] - final["mass_initial"])
+same("correctness.mass_drift", get("correctness.mass_drift"), drift, 1e-12)
+same("correctness.mass_dev_max", get("correctness.mass_dev_max"),
+     float(np.abs(steps["mass"] - final["mass_initial"]).max()), 1e-12)
+
+# containment and recovery
+tot = {k: int(v.sum()) for k, v in steps.items() if v.dtype.kind == "i"}
+for key, col in (("injected", "corrupt_injected"), ("detected", "corrupt_detected"),
+                 ("fenced", "fenced"), ("retried", "retried"), ("leaked", "nonfinite_leaked"),
+                 ("sdc_undetected", "sdc_undetected")):
+    same("containment." + key, get("containment." + key), tot[col])
+    same(f"/final@{col}_total", tot[col], int(final.get(col + "_total", tot[col])))
+inj = tot["corrupt_injected"]
+same("containment.detected_per_injected", get("containment.detected_per_injected"),
+     ratio(tot["corrupt_detected"], inj))
+same("containment.retried_per_fenced", get("containment.retried_per_fenced"),
+     ratio(tot["retried"], tot["fenced"]))
+same("containment.leaked_per_step", get("containment.leaked_per_step"),
+     tot["nonfinite_leaked"] / n)
+same("containment.injected_per_fading_unit_step",
+     get("containment.injected_per_fading_unit_step"), ratio(inj, tot["fading_units"]))
+same("containment.steps_with_corruption", get("containment.steps_with_corruption"),
+     int((steps["corrupt_injected"] > 0).sum()))
+for key, col in (("drains", "moves_drain"), ("restores", "moves_restore"),
+                 ("retry_moves", "moves_retry"), ("rollbacks", "rollbacks"),
+                 ("replayed_steps", "replayed_steps")):
+    same("recovery." + key, get("recovery." + key), tot[col])
+moved = ((steps["moves_drain"] > 0) | (steps["moves_restore"] > 0) | (steps["moves_retry"] > 0)
+         | (steps["rollbacks"] > 0))
+same("recovery.steps_with_moves", get("recovery.steps_with_moves"), int(moved.sum()))
+same("recovery.allocs_after_init", get("recovery.allocs_after_init"),
+     int(steps["allocs_after_init"][-1]))
+cause = f["units/cause"][:]
+same("recovery.units_dead", get("recovery.units_dead"), int((cause != 0).sum()))
+kinds = [k.decode() for k in f["events"]["kind"][:]]
+for kind in ("fade", "death", "sudden", "drain", "restore", "retry", "rollback"):
+    same("recovery.events." + kind, get("recovery.events." + kind), kinds.count(kind))
+
+# latency
+for phase, v in ranks.items():
+    check_stats(f"latency.phases.{phase}", v)
+edges = [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.85]
+labels = ["0-10%", "10-20%", "20-30%", "30-40%", "40-50%", "50-60%", "60-70%", "70-80%",
+          "80-85%", ">=85%"]
+band = np.searchsorted(np.array(edges), steps["blackout_frac"], side="right") - 1
+for b, label in enumerate(labels):
+    same(f"latency.by_blackout.{label}.steps", get(f"latency.by_blackout.{label}.steps"),
+         int((band == b).sum()))
+    for phase, v in ranks.items():
+        check_stats(f"latency.by_blackout.{label}.{phase}", v[band == b])
+for name, mask in (("with_moves", moved), ("without_moves", ~moved)):
+    same(f"latency.{name}.steps", get(f"latency.{name}.steps"), int(mask.sum()))
+    for phase, v in ranks.items():
+        check_stats(f"latency.{name}.{phase}", v[mask])
+ar = float(f["calibration/allreduce8_us"].attrs["p50"])
+same("latency.coordinator.allreduce8_us_p50", get("latency.coordinator.allreduce8_us_p50"), ar)
+same("latency.coordinator.p50_over_allreduce8", get("latency.coordinator.p50_over_allreduce8"),
+     float(np.percentile(ranks["coord_us"], 50)) / ar, 1e-12)
+same("latency.coordinator.mean_over_allreduce8", get("latency.coordinator.mean_over_allreduce8"),
+     float(ranks["coord_us"].mean()) / ar)
+
+# worst steps: the five largest row maxima, earliest first among equals
+order = sorted(range(n), key=lambda i: (-rowmax[i], i))[:5]
+same("worst_steps length", len(get("worst_steps")), len(order))
+for w, i in enumerate(order):
+    ws = get(f"worst_steps.#{w}")
+    same(f"worst_steps.#{w}.step", ws["step"], int(steps["step"][i]))
+    same(f"worst_steps.#{w}.step_us", ws["step_us"], float(rowmax[i]), 0)
+    same(f"worst_steps.#{w}.rank", ws["rank"], int(ranks["step_us"][i].argmax()))
+    step_kinds = [k for k, s in zip(kinds, f["events"]["step"][:]) if s == steps["step"][i]]
+    for kind in set(step_kinds):
+        same(f"worst_steps.#{w}.events.{kind}", ws["events"][kind], step_kinds.count(kind))
+
+if failures:
+    print(f"FAIL: {len(failures)} figure(s) differ from numpy:")
+    for line in failures[:40]:
+        print("  " + line)
+    sys.exit(1)
+print(f"PASS: every checked figure of {log} agrees with numpy")
