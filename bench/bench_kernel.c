@@ -166,10 +166,11 @@ static af_result_t bench_kernel(af_bench_ctx_t *b)
                        0.8, 1);
         af_bench_ratio(b, "masked / unmasked bandwidth (p50)",
                        st[V_MASKED].p50 / st[V_UNMASKED].p50, 1, 0.97, 1);
-        af_bench_ratio(b, "masked / copy bandwidth (p50)", st[V_MASKED].p50 / st[V_COPY].p50, 0,
-                       0, 1);
-        af_bench_note(b, "%d ranks x %d MiB per state buffer (%d slots of %d cells); bytes "
-                         "counted as STREAM does",
+        af_bench_ratio(b, "masked / copy bandwidth (p50)", st[V_MASKED].p50 / st[V_COPY].p50, 0, 0,
+                       1);
+        af_bench_note(b,
+                      "%d ranks x %d MiB per state buffer (%d slots of %d cells); bytes "
+                      "counted as STREAM does",
                       b->world.size, mib, kb.slots, T);
     }
     validate(b, &kb, &cfg);

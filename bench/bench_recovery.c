@@ -21,8 +21,10 @@
 
 typedef struct rec {
     af_bench_ctx_t *b;
-    double *a;      /* remap samples (us), rank max */
-    double *bl;     /* baseline samples */
+    double *normal; /* steps without a death (us), rank max: the step's own cost */
+    int nn;
+    double *a;  /* remap samples (us), rank max */
+    double *bl; /* baseline samples */
     int na;
     int nb;
     int cap;
@@ -157,7 +159,17 @@ static af_result_t hook(af_run_state_t *r, double step_us, void *ctx)
     for (int64_t i = 0; i < r->plan.n_changes; ++i) {
         died |= r->changes[i].state == AF_DEAD;
     }
-    if (!died || c->na >= c->cap) {
+    if (!died) {
+        /* The same phases of an ordinary step, so the recovery's own cost can be told apart. */
+        double a = r->mine.phase[AF_PHASE_coord_us] + r->mine.phase[AF_PHASE_moves_us] +
+                   r->mine.phase[AF_PHASE_kernel_us] + r->mine.phase[AF_PHASE_halo_us];
+        AF_CHECK(af_bench_max(c->b, &a));
+        if (c->nn < 10 * c->cap) {
+            c->normal[c->nn++] = a;
+        }
+        return AF_OK;
+    }
+    if (c->na >= c->cap) {
         return AF_OK;
     }
     /* Death to commit: the coordinator, the moves, the compute and the halo of the step (the
@@ -216,6 +228,7 @@ static af_result_t bench_recovery(af_bench_ctx_t *b)
     c.cap = kills;
     c.a = calloc((size_t)kills, sizeof(double));
     c.bl = calloc((size_t)kills, sizeof(double));
+    c.normal = calloc((size_t)kills * 10, sizeof(double));
     /* Sized for the default block length; a larger one from -c/--set grows them below. */
     int64_t T = 4096;
     c.buf = malloc(sizeof(double) * (size_t)T);
@@ -223,7 +236,8 @@ static af_result_t bench_recovery(af_bench_ctx_t *b)
     c.stage2 = malloc(sizeof(double) * AF_XFER_CHUNK * (size_t)T);
     c.p2p = malloc(sizeof(af_p2p_t) * 2 * AF_XFER_CHUNK);
     af_result_t rc = AF_OK;
-    AF_REQUIRE_GOTO(c.a && c.bl && c.buf && c.stage && c.stage2 && c.p2p, AF_ERR_NOMEM, rc, out);
+    AF_REQUIRE_GOTO(c.a && c.bl && c.normal && c.buf && c.stage && c.stage2 && c.p2p, AF_ERR_NOMEM,
+                    rc, out);
     char log[600];
     af_bench_log_path(b, "recovery", log, sizeof log);
     AF_CHECK_GOTO(af_bench_run_scenario(b, extra, ne, log, hook, &c, NULL), rc, out);
@@ -232,19 +246,28 @@ static af_result_t bench_recovery(af_bench_ctx_t *b)
         goto out;
     }
     /* Drop the warm-up pairs. */
-    AF_CHECK_GOTO(af_bench_add(b, "remap_recovery_us", "us", c.a + b->warmup, c.na - b->warmup),
+    AF_CHECK_GOTO(af_bench_add(b, "remap_recovery_us", "us", c.a + b->warmup, c.na - b->warmup), rc,
+                  out);
+    AF_CHECK_GOTO(af_bench_add(b, "reshape_rebuild_us", "us", c.bl + b->warmup, c.nb - b->warmup),
                   rc, out);
-    AF_CHECK_GOTO(af_bench_add(b, "reshape_rebuild_us", "us", c.bl + b->warmup,
-                               c.nb - b->warmup),
-                  rc, out);
+    AF_CHECK_GOTO(af_bench_add(b, "ordinary_step_us", "us", c.normal, c.nn), rc, out);
     if (b->world.rank == 0) {
         af_stats_t sa = af_stats_of(c.a + b->warmup, c.na - b->warmup);
         af_stats_t sb = af_stats_of(c.bl + b->warmup, c.nb - b->warmup);
         af_bench_ratio(b, "rebuild / remap (p50)", sb.p50 / sa.p50, 1, 100.0, 1);
         af_bench_ratio(b, "rebuild / remap (p99 vs p99)", sb.p99 / sa.p99, 0, 0, 1);
-        af_bench_note(b, "a death every 10 steps on the default fleet (aging off, replicas every "
-                         "step); baseline = MPI_Comm_split + shard free/alloc + repartition of "
-                         "every block + one step; run log %s",
+        /* What recovery adds to a step: each path minus an ordinary step's p50. */
+        af_stats_t sn = af_stats_of(c.normal, c.nn);
+        double ra = sa.p50 - sn.p50;
+        double rb = sb.p50 - sn.p50;
+        af_bench_ratio(b, "ordinary step p50 (us)", sn.p50, 0, 0, 0);
+        af_bench_ratio(b, "recovery overhead: remap p50 - step p50 (us)", ra, 0, 0, 0);
+        af_bench_ratio(b, "recovery overhead: rebuild p50 - step p50 (us)", rb, 0, 0, 0);
+        af_bench_ratio(b, "overhead ratio rebuild / remap", ra > 0 ? rb / ra : 0, 0, 0, 1);
+        af_bench_note(b,
+                      "a death every 10 steps on the default fleet (aging off, replicas every "
+                      "step); baseline = MPI_Comm_split + shard free/alloc + repartition of "
+                      "every block + one step; run log %s",
                       log);
         if (c.hash_bad) {
             af_bench_fail(b, "the baseline's repartition lost or changed a block");
@@ -253,6 +276,7 @@ static af_result_t bench_recovery(af_bench_ctx_t *b)
 out:
     free(c.a);
     free(c.bl);
+    free(c.normal);
     free(c.buf);
     free(c.stage);
     free(c.stage2);

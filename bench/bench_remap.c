@@ -53,8 +53,7 @@ static af_result_t one_size(af_bench_ctx_t *b, int64_t D, int64_t U, int *bad)
     double *one = calloc((size_t)b->samples, sizeof(double));
     double *many = calloc((size_t)b->samples, sizeof(double));
     double *naive = calloc((size_t)b->samples, sizeof(double));
-    AF_REQUIRE_GOTO(state && ch && moves && slot_of && one && many && naive, AF_ERR_NOMEM, rc,
-                    out);
+    AF_REQUIRE_GOTO(state && ch && moves && slot_of && one && many && naive, AF_ERR_NOMEM, rc, out);
     int64_t k_many = units / 100 > 0 ? units / 100 : 1;
     int total = b->warmup + b->samples;
     uint64_t draw = 0;
@@ -68,7 +67,9 @@ static af_result_t one_size(af_bench_ctx_t *b, int64_t D, int64_t U, int *bad)
         ch[0] = (af_health_change_t){(int32_t)u, AF_DEAD, AF_CAUSE_SUDDEN};
         int64_t exhausted = 0;
         double t0 = af_now_us();
-        int64_t nm = af_coord_plan(&p, state, ch, 1, 1, 8, moves, &exhausted);
+        /* No unit is FADING here: the coordinator passes its (empty) list of them. */
+        int32_t none = 0;
+        int64_t nm = af_coord_plan_listed(&p, state, ch, 1, &none, 0, 1, 8, moves, &exhausted);
         double t1 = af_now_us();
         /* A step with many deaths at once. */
         int64_t k = 0;
@@ -80,7 +81,7 @@ static af_result_t one_size(af_bench_ctx_t *b, int64_t D, int64_t U, int *bad)
             }
         }
         double t2 = af_now_us();
-        nm += af_coord_plan(&p, state, ch, k, 1, 8, moves, &exhausted);
+        nm += af_coord_plan_listed(&p, state, ch, k, &none, 0, 1, 8, moves, &exhausted);
         double t3 = af_now_us();
         if (exhausted || af_placement_check(&p) != AF_OK) {
             *bad = 1;

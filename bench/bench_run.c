@@ -35,14 +35,12 @@ af_result_t af_bench_run_scenario(af_bench_ctx_t *b, const char *const *extra, i
         return AF_ERR_USAGE;
     }
     if (code != AF_EXIT_OK) {
-        af_bench_fail(b, "the scenario run exited with status %d (see its log %s)", code,
-                      log_path);
+        af_bench_fail(b, "the scenario run exited with status %d (see its log %s)", code, log_path);
     }
     return AF_OK;
 }
 
-af_result_t af_bench_phase_max(const char *log_path, const char *phase, double **out,
-                               int64_t *rows)
+af_result_t af_bench_phase_max(const char *log_path, const char *phase, double **out, int64_t *rows)
 {
     af_logfile_t lf;
     char err[600];
@@ -164,8 +162,7 @@ out:
 }
 
 const af_bench_def_t af_bench_coord = {
-    "coord", "coordinator cost per steady-state step vs the 8-byte all-reduce floor",
-    bench_coord};
+    "coord", "coordinator cost per steady-state step vs the 8-byte all-reduce floor", bench_coord};
 
 /* ---- log ------------------------------------------------------------------------------------- */
 
@@ -195,8 +192,8 @@ static af_result_t bench_log(af_bench_ctx_t *b)
         if (rc == AF_OK) {
             rc = af_bench_add(b, "step_us", "us", st, (int)n);
         }
-        af_bench_ratio(b, "log time / step time (sum over the run)", ss > 0 ? sl / ss : 0, 1,
-                       0.01, 0);
+        af_bench_ratio(b, "log time / step time (sum over the run)", ss > 0 ? sl / ss : 0, 1, 0.01,
+                       0);
         af_bench_note(b, "rank-max log_us and step_us per step over %lld steps; run log %s",
                       (long long)n, log);
     }
@@ -262,8 +259,9 @@ static af_result_t bench_scale(af_bench_ctx_t *b)
     af_bench_ratio(b, "steps per second (steps / sum of step_us)", sum > 0 ? n / (sum * 1e-6) : 0,
                    0, 0, 1);
     af_bench_ratio(b, "state bytes per virtual device", bytes / (double)devices, 0, 0, 1);
-    af_bench_note(b, "%lld steps of a %lld-device fleet in %.1f s wall (start-up and verdict "
-                     "included); run log %s",
+    af_bench_note(b,
+                  "%lld steps of a %lld-device fleet in %.1f s wall (start-up and verdict "
+                  "included); run log %s",
                   (long long)steps, (long long)devices, wall, log);
     free(st);
     free(co);
@@ -271,5 +269,4 @@ static af_result_t bench_scale(af_bench_ctx_t *b)
 }
 
 const af_bench_def_t af_bench_scale = {
-    "scale", "a fleet of 100,000 virtual devices: steps per second, bytes per device",
-    bench_scale};
+    "scale", "a fleet of 100,000 virtual devices: steps per second, bytes per device", bench_scale};

@@ -147,17 +147,16 @@ AF_HD double af_inject(double v, double p, uint64_t seed, uint64_t step, uint64_
 
 /* The fixed-order block diagnostics: AF_LANES interleaved partial sums (element i goes to
  * partial i % AF_LANES, in increasing i), then a butterfly over the partials, exactly as a CUDA
- * warp does it with __shfl_xor_sync. Addition is commutative bit for bit in IEEE 754, so every
- * lane of the butterfly ends with the same value, and so does this loop. */
+ * warp does it with __shfl_xor_sync: at offset o, lane l adds lane l ^ o's partial. Lane 0's
+ * result only needs the lanes below each offset, low operand first (partial[l] + partial[l+o]
+ * for l < o), and that is what this loop computes: the same additions, in the same order, as
+ * lane 0 of the butterfly. (The other lanes of the butterfly end with the same value, since
+ * IEEE 754 addition is commutative bit for bit.) */
 AF_HD double af_lane_tree(double *partial)
 {
     for (int o = AF_LANES / 2; o >= 1; o /= 2) {
-        for (int l = 0; l < AF_LANES; ++l) {
-            if ((l & o) == 0) {
-                double s = partial[l] + partial[l + o];
-                partial[l] = s;
-                partial[l + o] = s;
-            }
+        for (int l = 0; l < o; ++l) {
+            partial[l] = partial[l] + partial[l + o];
         }
     }
     return partial[0];

@@ -63,45 +63,64 @@ static inline double cpu_nonfinite01(double v)
  * Neither uses FMA (-ffp-contract=off, and target "avx2" does not enable it), and a wider
  * vector does not change any element's arithmetic or the order of the lane sums: both clones
  * give the same bits. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) &&                             \
+    !defined(__SANITIZE_ADDRESS__)
 #define AF_HOT __attribute__((target_clones("avx2", "default")))
 #else
 #define AF_HOT
 #endif
 
+/* Four doubles (GCC/Clang vector extension): the loops below must vectorise across the eight
+ * lanes of a group, not across chunks, and compilers left to themselves pick the latter. */
+typedef double af_v4d __attribute__((vector_size(32)));
+typedef long long af_v4l __attribute__((vector_size(32)));
+
 /* The diagnostics of one buffer: mass and energy in af_block_diag's order (element i to lane
- * partial i % AF_LANES, in increasing i; then the butterfly), and how many values are NaN or
- * Inf. The lanes go in groups of eight, whose partials stay in registers while the group's
- * elements (every 32nd, from the L1-resident buffer) stream through. */
+ * partial i % AF_LANES, in increasing i; then the tree), and how many values are NaN or Inf
+ * (v - v != 0). The lanes go in groups of eight, whose partials stay in registers while every
+ * 32nd element of the L1-resident buffer streams through. Each partial sees the same
+ * additions in the same order as af_block_diag's, so the bits are the same. */
 AF_HOT static void cpu_fill_diag(const double *restrict u, int len, double *restrict d)
 {
     double pm[AF_LANES];
     double pe[AF_LANES];
-    double count = 0.0;
+    long long negcount = 0;
+    const af_v4d zero = {0.0, 0.0, 0.0, 0.0};
+    const af_v4d half = {0.5, 0.5, 0.5, 0.5};
+    int full = len - len % AF_LANES;
     for (int g = 0; g < AF_LANES; g += 8) {
-        double m[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-        double e[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-        double nf[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-        int i0 = 0;
-        for (; i0 + AF_LANES <= len; i0 += AF_LANES) {
-            for (int l = 0; l < 8; ++l) {
-                double v = u[i0 + g + l];
-                m[l] += v;
-                e[l] += 0.5 * v * v;
-                nf[l] += cpu_nonfinite01(v);
-            }
+        af_v4d m0 = zero;
+        af_v4d m1 = zero;
+        af_v4d e0 = zero;
+        af_v4d e1 = zero;
+        af_v4l n0 = {0, 0, 0, 0};
+        af_v4l n1 = {0, 0, 0, 0};
+        for (int i0 = 0; i0 < full; i0 += AF_LANES) {
+            af_v4d a;
+            af_v4d b;
+            memcpy(&a, u + i0 + g, sizeof a);
+            memcpy(&b, u + i0 + g + 4, sizeof b);
+            m0 += a;
+            m1 += b;
+            e0 += (half * a) * a;
+            e1 += (half * b) * b;
+            n0 += (a - a) != zero; /* -1 where NaN or Inf */
+            n1 += (b - b) != zero;
         }
-        for (int l = 0; l < 8 && i0 + g + l < len; ++l) {
-            double v = u[i0 + g + l];
-            m[l] += v;
-            e[l] += 0.5 * v * v;
-            nf[l] += cpu_nonfinite01(v);
+        memcpy(pm + g, &m0, sizeof m0);
+        memcpy(pm + g + 4, &m1, sizeof m1);
+        memcpy(pe + g, &e0, sizeof e0);
+        memcpy(pe + g + 4, &e1, sizeof e1);
+        for (int l = 0; l < 4; ++l) {
+            negcount += n0[l] + n1[l];
         }
-        for (int l = 0; l < 8; ++l) {
-            pm[g + l] = m[l];
-            pe[g + l] = e[l];
-            count += nf[l];
-        }
+    }
+    double count = (double)-negcount;
+    for (int l = 0; full + l < len; ++l) {
+        double v = u[full + l];
+        pm[l] += v;
+        pe[l] += 0.5 * v * v;
+        count += cpu_nonfinite01(v);
     }
     d[0] = af_lane_tree(pm);
     d[1] = af_lane_tree(pe);
@@ -218,7 +237,7 @@ static af_result_t cpu_pack(af_kernels_t *k, uint64_t *xchg)
 /* One slot's update: cells 1..T-2 read only the slot, the two ends read the neighbours' edges.
  * Returns the number of non-finite outputs. */
 AF_HOT static void cpu_slot_update(const double *restrict u, double *restrict un, int T, double ul,
-                            double ur, af_coeffs_t kc)
+                                   double ur, af_coeffs_t kc)
 {
     if (T == 1) {
         un[0] = af_burgers_cell(ul, u[0], ur, kc);

@@ -1,6 +1,7 @@
 #include "aging.h"
 
 #include <math.h>
+#include <string.h>
 
 #include "../kernels/af_burgers.h"
 #include "af_alloc.h"
@@ -24,6 +25,7 @@ void af_aging_destroy(af_aging_t *a)
     af_free(a->temp_k);
     af_free(a->rate_h);
     af_free(a->rate_load);
+    af_free(a->fading_list);
     af_free(a->state);
     af_free(a->cause);
     af_free(a->fade_step);
@@ -35,6 +37,7 @@ void af_aging_destroy(af_aging_t *a)
     a->temp_k = NULL;
     a->rate_h = NULL;
     a->rate_load = NULL;
+    a->fading_list = NULL;
     a->state = NULL;
     a->cause = NULL;
     a->fade_step = NULL;
@@ -53,6 +56,7 @@ af_result_t af_aging_init(af_aging_t *a, const af_config_t *cfg, int64_t devices
     a->temp_k = af_alloc(n * sizeof(double));
     a->rate_h = af_alloc(n * sizeof(double));
     a->rate_load = af_alloc(n * sizeof(int32_t));
+    a->fading_list = af_alloc(n * sizeof(int32_t));
     a->state = af_alloc(n);
     a->cause = af_alloc(n);
     a->fade_step = af_alloc(n * sizeof(int64_t));
@@ -83,6 +87,22 @@ af_result_t af_aging_init(af_aging_t *a, const af_config_t *cfg, int64_t devices
     return AF_OK;
 }
 
+/* The sorted list of FADING units: insert / remove (few units fade at once). */
+static int64_t fading_index(const af_aging_t *a, int64_t u)
+{
+    int64_t lo = 0;
+    int64_t hi = a->fading;
+    while (lo < hi) {
+        int64_t mid = (lo + hi) / 2;
+        if (a->fading_list[mid] < u) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    return lo;
+}
+
 static void change(af_aging_t *a, int64_t u, int state, int cause, int64_t step,
                    af_health_change_t *out, int64_t *n)
 {
@@ -90,6 +110,10 @@ static void change(af_aging_t *a, int64_t u, int state, int cause, int64_t step,
         if (a->state[u] != AF_HEALTHY) {
             return;
         }
+        int64_t at = fading_index(a, u);
+        memmove(&a->fading_list[at + 1], &a->fading_list[at],
+                sizeof(int32_t) * (size_t)(a->fading - at));
+        a->fading_list[at] = (int32_t)u;
         a->fading++;
         a->fade_step[u] = step;
     } else {
@@ -97,6 +121,9 @@ static void change(af_aging_t *a, int64_t u, int state, int cause, int64_t step,
             return;
         }
         if (a->state[u] == AF_FADING) {
+            int64_t at = fading_index(a, u);
+            memmove(&a->fading_list[at], &a->fading_list[at + 1],
+                    sizeof(int32_t) * (size_t)(a->fading - at - 1));
             a->fading--;
         }
         a->dead++;

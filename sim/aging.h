@@ -41,6 +41,7 @@ typedef struct af_aging {
     int8_t *cause;      /* of death */
     int64_t *fade_step; /* -1 until it happens */
     int64_t *death_step;
+    int32_t *fading_list; /* the FADING units, ascending (a->fading of them) */
     int64_t dead;
     int64_t fading;
     double hours; /* simulated service hours so far */

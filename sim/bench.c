@@ -13,9 +13,9 @@
 #include "log.h"
 #include "version.h"
 
-static const af_bench_def_t *const BENCHES[] = {&af_bench_kernel, &af_bench_remap,
+static const af_bench_def_t *const BENCHES[] = {&af_bench_kernel,   &af_bench_remap,
                                                 &af_bench_recovery, &af_bench_coord,
-                                                &af_bench_log, &af_bench_scale};
+                                                &af_bench_log,      &af_bench_scale};
 #define NBENCH ((int)(sizeof BENCHES / sizeof BENCHES[0]))
 
 af_stats_t af_stats_of(const double *v, int n)
@@ -202,8 +202,8 @@ static af_result_t write_results(const af_bench_ctx_t *b, const af_bench_def_t *
         af_stats_t st = af_stats_of(s->v, s->n);
         AF_CHECK_GOTO(af_log_attr_str(log, path, "unit", s->unit), rc, out);
         const char *names[] = {"min", "p10", "p50", "p90", "p99", "max", "mean", "sd", "cv"};
-        const double vals[] = {st.min, st.p10, st.p50, st.p90, st.p99,
-                               st.max, st.mean, st.sd, st.cv};
+        const double vals[] = {st.min, st.p10,  st.p50, st.p90, st.p99,
+                               st.max, st.mean, st.sd,  st.cv};
         for (int k = 0; k < 9; ++k) {
             AF_CHECK_GOTO(af_log_attr_f64(log, path, names[k], vals[k]), rc, out);
         }
@@ -260,8 +260,8 @@ int af_bench_main(int argc, char **argv)
     b->samples = -1;
     char usage_error[300] = "";
     if (d == NULL) {
-        snprintf(usage_error, sizeof usage_error,
-                 "unknown benchmark '%s' (agefence bench --list)", argv[2]);
+        snprintf(usage_error, sizeof usage_error, "unknown benchmark '%s' (agefence bench --list)",
+                 argv[2]);
     }
     for (int i = 3; i < argc && usage_error[0] == '\0'; ++i) {
         const char *a = argv[i];
@@ -277,8 +277,9 @@ int af_bench_main(int argc, char **argv)
             char *end = NULL;
             long v = strtol(argv[++i], &end, 10);
             if (*end != '\0' || v < (a[2] == 's' ? 1 : 0) || v > 1000000) {
-                snprintf(usage_error, sizeof usage_error, "%s = '%s': expected an integer in "
-                                                          "[%d, 1000000]",
+                snprintf(usage_error, sizeof usage_error,
+                         "%s = '%s': expected an integer in "
+                         "[%d, 1000000]",
                          a, argv[i], a[2] == 's' ? 1 : 0);
                 break;
             }
@@ -291,8 +292,7 @@ int af_bench_main(int argc, char **argv)
             b->run.config_file = argv[++i];
         } else if (strcmp(a, "--set") == 0) {
             if (b->run.nsets == AF_MAX_SETS) {
-                snprintf(usage_error, sizeof usage_error, "at most %d --set options",
-                         AF_MAX_SETS);
+                snprintf(usage_error, sizeof usage_error, "at most %d --set options", AF_MAX_SETS);
                 break;
             }
             b->run.sets[b->run.nsets++] = argv[++i];

@@ -38,10 +38,10 @@ typedef struct af_bench_ctx {
     af_fabric_t *fab;
     int warmup;
     int samples;
-    int quick;                /* tiny configuration (the tests) */
-    af_run_opts_t run;        /* scenario options for benchmarks that run scenarios */
-    const char *out;          /* HDF5 path */
-    int progress;             /* rank 0 and stderr is a terminal */
+    int quick;         /* tiny configuration (the tests) */
+    af_run_opts_t run; /* scenario options for benchmarks that run scenarios */
+    const char *out;   /* HDF5 path */
+    int progress;      /* rank 0 and stderr is a terminal */
     af_bench_series_t series[AF_BENCH_MAX_SERIES];
     int n_series;
     af_bench_ratio_t ratios[AF_BENCH_MAX_RATIOS];

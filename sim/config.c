@@ -65,7 +65,7 @@ static const key_def_t KEYS[] = {
      "fabric backend; auto = nccl with the cuda backend, else mpi"},
     {"log", "path", T_STR, OFF(log_path), AF_MAX_VALUE + 1, 0, 0, NULL, "agefence-run.h5", "",
      "HDF5 log written by rank 0 (-o overrides)"},
-    {"log", "flush_interval", T_INT, OFF(flush_interval), 0, 1, 1e9, NULL, "50", "steps",
+    {"log", "flush_interval", T_INT, OFF(flush_interval), 0, 1, 1e9, NULL, "500", "steps",
      "steps between flushes of the log to disk"},
     {"aging", "sim_hours_per_step", T_REAL, OFF(sim_hours_per_step), 0, 0.0, 1e9, NULL, "30",
      "hours", "time compression: simulated hours of service per step"},

@@ -49,6 +49,15 @@ int64_t af_coord_plan(af_placement_t *p, const int8_t *unit_state, const af_heal
                       int64_t n_changes, int drain, int64_t max_drain, af_move_t *moves,
                       int64_t *exhausted)
 {
+    return af_coord_plan_listed(p, unit_state, ch, n_changes, NULL, 0, drain, max_drain, moves,
+                                exhausted);
+}
+
+int64_t af_coord_plan_listed(af_placement_t *p, const int8_t *unit_state,
+                             const af_health_change_t *ch, int64_t n_changes, const int32_t *fading,
+                             int64_t n_fading, int drain, int64_t max_drain, af_move_t *moves,
+                             int64_t *exhausted)
+{
     int64_t n = 0;
     *exhausted = 0;
     /* Restores: every block of a unit that died this step. */
@@ -80,10 +89,12 @@ int64_t af_coord_plan(af_placement_t *p, const int8_t *unit_state, const af_heal
     if (!drain) {
         return n;
     }
-    /* Drains: blocks on FADING units, lowest unit first, while healthy room lasts. */
+    /* Drains: blocks on FADING units, lowest unit first, while healthy room lasts. With the
+     * list of FADING units (ascending), the cost follows the fading units, not the fleet. */
     int64_t drained = 0;
-    int64_t units = p->devices * p->units;
-    for (int64_t u = 0; u < units && drained < max_drain; ++u) {
+    int64_t count = fading != NULL ? n_fading : p->devices * p->units;
+    for (int64_t k = 0; k < count && drained < max_drain; ++k) {
+        int64_t u = fading != NULL ? fading[k] : k;
         if (unit_state[u] != AF_FADING || p->unit_load[u] == 0) {
             continue;
         }

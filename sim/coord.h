@@ -50,6 +50,11 @@ int32_t af_coord_target_excluding(const af_placement_t *p, const int8_t *unit_st
 int64_t af_coord_plan(af_placement_t *p, const int8_t *unit_state, const af_health_change_t *ch,
                       int64_t n_changes, int drain, int64_t max_drain, af_move_t *moves,
                       int64_t *exhausted);
+/* The same, given the FADING units in ascending order (NULL: scan the fleet for them). */
+int64_t af_coord_plan_listed(af_placement_t *p, const int8_t *unit_state,
+                             const af_health_change_t *ch, int64_t n_changes, const int32_t *fading,
+                             int64_t n_fading, int drain, int64_t max_drain, af_move_t *moves,
+                             int64_t *exhausted);
 
 /* The rank whose host memory keeps the replicas of the blocks that start on home_rank: half the
  * launch away, so another rank whenever there are two or more. Replicas live in host memory,

@@ -13,7 +13,7 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: agefence run [-c FILE] [--set section.key=value]... [-o FILE.h5] [-q]\n"
                "       agefence config [-c FILE] [--set section.key=value]... [--keys]\n"
-            "       agefence bench NAME [options] (agefence bench --list)\n"
+               "       agefence bench NAME [options] (agefence bench --list)\n"
                "       agefence --help | --version\n"
                "\n"
                "  run      runs a scenario under mpirun/srun (the embedded default without -c),\n"

@@ -66,7 +66,7 @@ typedef struct af_run_state {
     uint64_t *dxchg_cur;
     af_fabric_t *nccl; /* the device fabric for the halo (nccl), or NULL */
     char backend_why[200];
-    double *cellbuf;     /* T doubles */
+    double *cellbuf; /* T doubles */
 
     /* Health, as every rank knows it (rank 0 also runs the model). */
     int8_t *unit_state; /* units */

@@ -182,8 +182,9 @@ static void plan(af_run_state_t *r)
         r->unit_state[r->changes[i].unit] = r->changes[i].state;
     }
     int64_t exhausted = 0;
-    int64_t nm = af_coord_plan(&r->pl, r->unit_state, r->changes, nc, r->cfg.drain,
-                               r->cfg.max_moves_per_step, r->moves, &exhausted);
+    int64_t nm = af_coord_plan_listed(&r->pl, r->unit_state, r->changes, nc, r->aging.fading_list,
+                                      r->aging.fading, r->cfg.drain, r->cfg.max_moves_per_step,
+                                      r->moves, &exhausted);
     int any_restore = 0;
     for (int64_t i = 0; i < nm; ++i) {
         any_restore |= r->moves[i].kind == AF_MOVE_RESTORE;
@@ -194,12 +195,11 @@ static void plan(af_run_state_t *r)
         h->rollback_to = r->replica_step;
     }
     r->n_pfade = 0;
-    for (int64_t u = 0; u < r->units; ++u) {
-        if (r->unit_state[u] == AF_FADING) {
-            r->pfade[r->n_pfade].unit = u;
-            r->pfade[r->n_pfade].p = af_aging_p_corrupt(&r->aging, &r->cfg, u);
-            r->n_pfade++;
-        }
+    for (int64_t k = 0; k < r->aging.fading; ++k) {
+        int64_t u = r->aging.fading_list[k];
+        r->pfade[r->n_pfade].unit = u;
+        r->pfade[r->n_pfade].p = af_aging_p_corrupt(&r->aging, &r->cfg, u);
+        r->n_pfade++;
     }
     h->n_changes = nc;
     h->n_moves = nm;
@@ -309,15 +309,15 @@ af_result_t af_exchange(af_run_state_t *r)
     /* Device-resident exchange: pack there, set the flag there, combine over nccl on the
      * device (or stage through the host for mpi), and keep a host copy for the coordinator. */
     AF_CHECK(r->k->ops->pack(r->k, r->dxchg_cur));
-    AF_CHECK(af_buf_copy(r->dxchg_cur + 5 * r->B + AF_XCHG_STOP, AF_MEM_DEVICE, &flag,
-                         AF_MEM_HOST, sizeof flag));
+    AF_CHECK(af_buf_copy(r->dxchg_cur + 5 * r->B + AF_XCHG_STOP, AF_MEM_DEVICE, &flag, AF_MEM_HOST,
+                         sizeof flag));
     if (r->nccl != NULL) {
         AF_CHECK(r->nccl->ops->allreduce_max_u64(r->nccl, r->dxchg_cur, len));
         return af_buf_copy(r->xchg_cur, AF_MEM_HOST, r->dxchg_cur, AF_MEM_DEVICE,
                            len * sizeof(uint64_t));
     }
-    AF_CHECK(af_buf_copy(r->xchg_cur, AF_MEM_HOST, r->dxchg_cur, AF_MEM_DEVICE,
-                         len * sizeof(uint64_t)));
+    AF_CHECK(
+        af_buf_copy(r->xchg_cur, AF_MEM_HOST, r->dxchg_cur, AF_MEM_DEVICE, len * sizeof(uint64_t)));
     AF_CHECK(r->fab->ops->allreduce_max_u64(r->fab, r->xchg_cur, len));
     return af_buf_copy(r->dxchg_cur, AF_MEM_DEVICE, r->xchg_cur, AF_MEM_HOST,
                        len * sizeof(uint64_t));
@@ -490,8 +490,7 @@ af_result_t af_step(af_run_state_t *r, int *stop)
             }
             AF_CHECK(k->ops->upload_control(k));
         }
-        AF_CHECK(
-            k->ops->compute(k, inject_key(r, round + 1), kernel_xchg(r), AF_COMPUTE_SELECTED));
+        AF_CHECK(k->ops->compute(k, inject_key(r, round + 1), kernel_xchg(r), AF_COMPUTE_SELECTED));
         AF_CHECK(k->ops->download_results(k));
         if (rtwins > 0) {
             AF_CHECK(af_dmr_end(r, rtwins));

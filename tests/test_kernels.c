@@ -581,10 +581,7 @@ static void test_lane_tree_equals_hand_computed_butterfly(void **state)
     for (int l = 0; l < AF_LANES; ++l) {
         p[l] = (double)(l + 1);
     }
-    assert_true(af_lane_tree(p) == 528.0);
-    for (int l = 0; l < AF_LANES; ++l) {
-        assert_true(p[l] == 528.0); /* every lane ends with the total */
-    }
+    assert_true(af_lane_tree(p) == 528.0); /* lane 0's value; p[] is scratch */
     /* 1e16 in lane 0 and 1.0 in the others, where the order of additions shows (ulp(1e16) =
      * 2, ties to even). The butterfly pairs lane l with l+16, l+8, l+4, l+2, l+1:
      *   o=16: lane 0: 1e16 + 1 = 1e16 (tie, to even); lanes 1..15: 2
@@ -599,9 +596,6 @@ static void test_lane_tree_equals_hand_computed_butterfly(void **state)
     }
     double got = af_lane_tree(p);
     assert_true(got == 1e16 + 30.0);
-    for (int l = 0; l < AF_LANES; ++l) {
-        assert_int_equal(af_bits(p[l]), af_bits(got));
-    }
 }
 
 /* The block diagnostics written out independently: element i goes to lane i % 32 in

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# One benchmark in its --quick configuration on 2 ranks: it must exit 0 (its own result is
+# valid), print its table, and leave a results file with /host and the raw samples.
+#   bench_case.sh AGEFENCE MPIEXEC WORKDIR NAME
+set -uo pipefail
+agefence=$1 mpiexec=$2 work=$3 name=$4
+rm -rf "$work" && mkdir -p "$work"
+out=$work/$name.h5
+"$mpiexec" -n 2 --oversubscribe "$agefence" bench "$name" --quick -o "$out" >"$work/stdout" 2>&1
+rc=$?
+cat "$work/stdout"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+[ "$rc" = 0 ] || fail "exit status $rc"
+grep -q "result: valid" "$work/stdout" || fail "no valid result in the table"
+[ -f "$out" ] || fail "no results file"
+/usr/bin/python3 - "$out" <<'PY' || fail "the results file lacks what it should hold"
+import sys
+import h5py
+with h5py.File(sys.argv[1], "r") as f:
+    assert f.attrs["valid"] == 1
+    assert "cores" in f["host"].attrs and "loadavg_1min_after" in f["host"].attrs
+    series = list(f["series"])
+    assert series, "no series"
+    for s in series:
+        d = f["series"][s]
+        assert d.shape[0] > 0 and "p50" in d.attrs and "cv" in d.attrs, s
+print("ok:", len(series), "series")
+PY
+echo "PASS: bench $name"
