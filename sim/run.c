@@ -18,6 +18,7 @@
 #include "af_time.h"
 #include "backend.h"
 #include "config.h"
+#include "launch.h"
 #include "log.h"
 #include "placement.h"
 #include "reference.h"
@@ -166,6 +167,15 @@ static af_result_t write_root_attrs(run_t *r)
     AF_CHECK(af_log_attr_str(log, "/", "fabric_backend",
                              r->nccl != NULL ? r->nccl->ops->name : r->fab->ops->name));
     AF_CHECK(af_log_attr_str(log, "/", "backend_choice", r->backend_why));
+    af_launch_info_t li;
+    af_launch_info(&li);
+    AF_CHECK(af_log_attr_str(log, "/", "launcher", li.launcher));
+    AF_CHECK(af_log_attr_str(log, "/", "slurm_job_id", li.job_id));
+    AF_CHECK(af_log_attr_str(log, "/", "slurm_job_name", li.job_name));
+    AF_CHECK(af_log_attr_str(log, "/", "slurm_nodelist", li.nodelist));
+    AF_CHECK(af_log_attr_str(log, "/", "slurm_tasks_per_node", li.tasks_per_node));
+    AF_CHECK(af_log_attr_i64(log, "/", "slurm_ntasks", li.ntasks));
+    AF_CHECK(af_log_attr_i64(log, "/", "slurm_nnodes", li.nnodes));
     AF_CHECK(af_log_attr_str(log, "/", "device_versions", af_device_versions()));
     iso_time(buf, sizeof buf);
     AF_CHECK(af_log_attr_str(log, "/", "start_time", buf));
@@ -597,6 +607,27 @@ int af_run_in_world(const af_run_opts_t *opts, const af_world_t *world)
     }
     AF_CHECK_GOTO(rc, rc, fail);
     r->out_path = opts->output != NULL ? opts->output : r->cfg.log_path;
+
+    /* Is the launch what the user meant (Slurm's task count, GPUs per node)? */
+    {
+        char lerr[400] = "";
+        int cuda = r->cfg.compute == AF_BACKEND_CUDA;
+        af_result_t lrc =
+            af_launch_check(r->world.size, r->world.local_size,
+                            cuda ? af_cuda_visible_devices() : -1, cuda, lerr, sizeof lerr);
+        uint64_t any = lrc != AF_OK;
+        uint64_t mine = any;
+        AF_CHECK_GOTO(r->fab->ops->allreduce_max_u64(r->fab, &any, 1), rc, fail);
+        if (any) {
+            if (mine && r->world.rank == 0) {
+                fprintf(stderr, "agefence: %s\n", lerr);
+            } else if (mine) {
+                fprintf(stderr, "agefence: rank %d: %s\n", r->world.rank, lerr);
+            }
+            code = AF_EXIT_USAGE;
+            goto out;
+        }
+    }
 
     /* The log first: an unwritable path stops the run before any work. */
     int bad = 0;
