@@ -1,6 +1,8 @@
 #include "logread.h"
 
 #include <errno.h>
+#include <math.h>
+#include <stdarg.h>
 #include <hdf5.h>
 #include <stdlib.h>
 #include <string.h>
@@ -218,208 +220,1403 @@ af_result_t af_logfile_read_i64(const af_logfile_t *lf, const char *path, int64_
     return read_all(lf, path, H5T_NATIVE_INT64, out, n);
 }
 
-static int dataset_class_is(const af_logfile_t *lf, const char *path, H5T_class_t cls)
+/* ---- /events ------------------------------------------------------------------------------- */
+
+static const char *EVENT_INT_FIELDS[] = {"step",      "block",     "from_device",
+                                         "from_unit", "from_slot", "to_device",
+                                         "to_unit",   "to_slot",   "detail"};
+#define N_EVENT_INT_FIELDS (sizeof EVENT_INT_FIELDS / sizeof EVENT_INT_FIELDS[0])
+
+static hid_t event_mem_type(void)
 {
-    hid_t d = H5Dopen2((hid_t)lf->file, path, H5P_DEFAULT);
+    hid_t str = H5Tcopy(H5T_C_S1);
+    H5Tset_size(str, sizeof(((af_event_row_t *)0)->kind));
+    H5Tset_strpad(str, H5T_STR_NULLTERM);
+    hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(af_event_row_t));
+    H5Tinsert(t, "step", HOFFSET(af_event_row_t, step), H5T_NATIVE_INT64);
+    H5Tinsert(t, "kind", HOFFSET(af_event_row_t, kind), str);
+    H5Tinsert(t, "block", HOFFSET(af_event_row_t, block), H5T_NATIVE_INT64);
+    H5Tinsert(t, "from_device", HOFFSET(af_event_row_t, from_device), H5T_NATIVE_INT64);
+    H5Tinsert(t, "from_unit", HOFFSET(af_event_row_t, from_unit), H5T_NATIVE_INT64);
+    H5Tinsert(t, "from_slot", HOFFSET(af_event_row_t, from_slot), H5T_NATIVE_INT64);
+    H5Tinsert(t, "to_device", HOFFSET(af_event_row_t, to_device), H5T_NATIVE_INT64);
+    H5Tinsert(t, "to_unit", HOFFSET(af_event_row_t, to_unit), H5T_NATIVE_INT64);
+    H5Tinsert(t, "to_slot", HOFFSET(af_event_row_t, to_slot), H5T_NATIVE_INT64);
+    H5Tinsert(t, "detail", HOFFSET(af_event_row_t, detail), H5T_NATIVE_INT64);
+    H5Tclose(str);
+    return t;
+}
+
+/* Describes what is wrong with the type of /events in why (empty when it is the event table). */
+static void event_type_problem(hid_t ftype, char *why, size_t n)
+{
+    why[0] = '\0';
+    if (H5Tget_class(ftype) != H5T_COMPOUND) {
+        snprintf(why, n, "expected a compound of the event fields");
+        return;
+    }
+    int idx = H5Tget_member_index(ftype, "kind");
+    if (idx < 0) {
+        snprintf(why, n, "field 'kind' missing");
+        return;
+    }
+    hid_t mt = H5Tget_member_type(ftype, (unsigned)idx);
+    int is_str = H5Tget_class(mt) == H5T_STRING;
+    H5Tclose(mt);
+    if (!is_str) {
+        snprintf(why, n, "field 'kind' is not a string");
+        return;
+    }
+    for (size_t i = 0; i < N_EVENT_INT_FIELDS; ++i) {
+        idx = H5Tget_member_index(ftype, EVENT_INT_FIELDS[i]);
+        if (idx < 0) {
+            snprintf(why, n, "field '%s' missing", EVENT_INT_FIELDS[i]);
+            return;
+        }
+        mt = H5Tget_member_type(ftype, (unsigned)idx);
+        int ok =
+            H5Tget_class(mt) == H5T_INTEGER && H5Tget_size(mt) == 8 && H5Tget_sign(mt) == H5T_SGN_2;
+        H5Tclose(mt);
+        if (!ok) {
+            snprintf(why, n, "field '%s' is not a 64-bit signed integer", EVENT_INT_FIELDS[i]);
+            return;
+        }
+    }
+}
+
+af_result_t af_logfile_events_count(const af_logfile_t *lf, int64_t *n)
+{
+    if (H5Lexists((hid_t)lf->file, "/events", H5P_DEFAULT) <= 0) {
+        return AF_ERR_IO;
+    }
+    hid_t d = H5Dopen2((hid_t)lf->file, "/events", H5P_DEFAULT);
     if (d < 0) {
+        return AF_ERR_IO;
+    }
+    hid_t t = H5Dget_type(d);
+    hid_t s = H5Dget_space(d);
+    char why[128];
+    event_type_problem(t, why, sizeof why);
+    af_result_t rc = AF_ERR_IO;
+    if (why[0] == '\0' && H5Sget_simple_extent_ndims(s) == 1) {
+        hsize_t dims[1] = {0};
+        H5Sget_simple_extent_dims(s, dims, NULL);
+        *n = (int64_t)dims[0];
+        rc = AF_OK;
+    }
+    H5Sclose(s);
+    H5Tclose(t);
+    H5Dclose(d);
+    return rc;
+}
+
+af_result_t af_logfile_read_events(const af_logfile_t *lf, af_event_row_t *out, size_t n)
+{
+    int64_t have = 0;
+    if (af_logfile_events_count(lf, &have) != AF_OK || (size_t)have != n) {
+        return AF_ERR_IO;
+    }
+    if (n == 0) {
+        return AF_OK;
+    }
+    hid_t d = H5Dopen2((hid_t)lf->file, "/events", H5P_DEFAULT);
+    if (d < 0) {
+        return AF_ERR_IO;
+    }
+    hid_t mt = event_mem_type();
+    herr_t r = H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, out);
+    H5Tclose(mt);
+    H5Dclose(d);
+    if (r < 0) {
+        return AF_ERR_IO;
+    }
+    for (size_t i = 0; i < n; ++i) {
+        out[i].kind[sizeof out[i].kind - 1] = '\0';
+    }
+    return AF_OK;
+}
+
+/* ---- the schema check ---------------------------------------------------------------------- */
+
+/* What the checker knows while it walks the file. */
+typedef struct chk {
+    const af_logfile_t *lf;
+    hid_t f;
+    FILE *out;
+    int bad;
+    /* Root attributes (0 when absent or invalid; *_ok say whether they can be relied on). */
+    int64_t ranks, devices, upd, units, blocks, block_len, capacity, steps_planned;
+    int ranks_ok, fleet_ok, blocks_ok, capacity_ok, steps_planned_ok;
+    /* /steps */
+    int64_t nrows;
+    int steps_ok;               /* every column there, of its type and length */
+    int64_t *icol[AF_NCOLUMNS]; /* integer columns, read when steps_ok */
+    double *fcol[AF_NCOLUMNS];  /* float columns, read when steps_ok */
+    /* /final */
+    char reason[64];
+    int finished; /* exit_reason present */
+    int complete; /* finished, and not through the error path */
+} chk_t;
+
+static void viol(chk_t *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void viol(chk_t *c, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(c->out, fmt, ap);
+    va_end(ap);
+    fputc('\n', c->out);
+    c->bad++;
+}
+
+/* "/@name" for the root, "OBJ@name" otherwise. */
+static const char *apath(char *buf, size_t n, const char *obj, const char *name)
+{
+    snprintf(buf, n, "%s@%s", strcmp(obj, "/") == 0 ? "/" : obj, name);
+    return buf;
+}
+
+/* The kind of an object: H5I_GROUP, H5I_DATASET, H5I_DATATYPE, or H5I_BADID when absent. Walks
+ * the path one link at a time, since H5Lexists fails on a missing intermediate group. */
+static H5I_type_t obj_kind(hid_t f, const char *path)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; *p != '\0'; ++p) {
+        if (*p == '/') {
+            *p = '\0';
+            htri_t e = H5Lexists(f, buf, H5P_DEFAULT);
+            *p = '/';
+            if (e <= 0) {
+                return H5I_BADID;
+            }
+        }
+    }
+    if (strcmp(path, "/") != 0 && H5Lexists(f, path, H5P_DEFAULT) <= 0) {
+        return H5I_BADID;
+    }
+    hid_t o = H5Oopen(f, path, H5P_DEFAULT);
+    if (o < 0) {
+        return H5I_BADID;
+    }
+    H5I_type_t t = H5Iget_type(o);
+    H5Oclose(o);
+    return t;
+}
+
+static const char *kind_name(H5I_type_t t)
+{
+    return t == H5I_GROUP ? "a group" : t == H5I_DATASET ? "a dataset" : "another kind of object";
+}
+
+/* Describes a datatype for a message ("64-bit signed integers", "32-bit floats", ...). */
+static void type_desc(hid_t t, char *buf, size_t n)
+{
+    size_t bits = H5Tget_size(t) * 8;
+    switch (H5Tget_class(t)) {
+    case H5T_INTEGER:
+        snprintf(buf, n, "%zu-bit %s integers", bits,
+                 H5Tget_sign(t) == H5T_SGN_NONE ? "unsigned" : "signed");
+        break;
+    case H5T_FLOAT:
+        snprintf(buf, n, "%zu-bit floats", bits);
+        break;
+    case H5T_STRING:
+        snprintf(buf, n, "strings");
+        break;
+    case H5T_COMPOUND:
+        snprintf(buf, n, "a compound type");
+        break;
+    default:
+        snprintf(buf, n, "another type");
+        break;
+    }
+}
+
+enum { WANT_I64, WANT_F64, WANT_STR };
+
+static const char *want_desc(int want)
+{
+    return want == WANT_I64   ? "a 64-bit signed integer"
+           : want == WANT_F64 ? "a 64-bit float"
+                              : "a string";
+}
+
+static int type_is(hid_t t, int want)
+{
+    H5T_class_t cls = H5Tget_class(t);
+    switch (want) {
+    case WANT_I64:
+        return cls == H5T_INTEGER && H5Tget_size(t) == 8 && H5Tget_sign(t) == H5T_SGN_2;
+    case WANT_F64:
+        return cls == H5T_FLOAT && H5Tget_size(t) == 8;
+    default:
+        return cls == H5T_STRING;
+    }
+}
+
+/* Checks that obj has a scalar attribute name of the wanted type; returns 1 when it does. The
+ * object itself is assumed to exist (its absence is reported once by the caller). */
+static int need_attr(chk_t *c, const char *obj, const char *name, int want)
+{
+    char ap[160];
+    apath(ap, sizeof ap, obj, name);
+    if (H5Aexists_by_name(c->f, obj, name, H5P_DEFAULT) <= 0) {
+        viol(c, "%s: missing", ap);
+        return 0;
+    }
+    hid_t a = H5Aopen_by_name(c->f, obj, name, H5P_DEFAULT, H5P_DEFAULT);
+    if (a < 0) {
+        viol(c, "%s: unreadable", ap);
+        return 0;
+    }
+    hid_t t = H5Aget_type(a);
+    hid_t s = H5Aget_space(a);
+    int ok = 1;
+    if (!type_is(t, want)) {
+        char d[64];
+        type_desc(t, d, sizeof d);
+        viol(c, "%s: expected %s, found %s", ap, want_desc(want), d);
+        ok = 0;
+    } else if (H5Sget_simple_extent_npoints(s) != 1) {
+        viol(c, "%s: expected a scalar, found %lld values", ap,
+             (long long)H5Sget_simple_extent_npoints(s));
+        ok = 0;
+    }
+    H5Sclose(s);
+    H5Tclose(t);
+    H5Aclose(a);
+    return ok;
+}
+
+/* Checks that path is a group; returns 1 when it is. */
+static int need_group(chk_t *c, const char *path)
+{
+    H5I_type_t k = obj_kind(c->f, path);
+    if (k == H5I_BADID) {
+        viol(c, "%s: missing group", path);
+        return 0;
+    }
+    if (k != H5I_GROUP) {
+        viol(c, "%s: expected a group, found %s", path, kind_name(k));
+        return 0;
+    }
+    return 1;
+}
+
+/* Checks that path is a dataset of `want` values (WANT_STR: a compound is checked by the
+ * caller, pass -1) of rank `rank`, with dims[0] == d0 and dims[1] == d1 where those are >= 0,
+ * extendible along axis 0 when `extendible`. The length of axis 0 goes to *len. Returns 1 when
+ * the dataset can be read as such. */
+static int need_dataset(chk_t *c, const char *path, int want, int rank, int64_t d0, int64_t d1,
+                        int extendible, int64_t *len)
+{
+    H5I_type_t k = obj_kind(c->f, path);
+    if (k == H5I_BADID) {
+        viol(c, "%s: missing dataset", path);
+        return 0;
+    }
+    if (k != H5I_DATASET) {
+        viol(c, "%s: expected a dataset, found %s", path, kind_name(k));
+        return 0;
+    }
+    hid_t d = H5Dopen2(c->f, path, H5P_DEFAULT);
+    if (d < 0) {
+        viol(c, "%s: unreadable dataset", path);
         return 0;
     }
     hid_t t = H5Dget_type(d);
-    int ok = H5Tget_class(t) == cls && H5Tget_size(t) == 8;
+    hid_t s = H5Dget_space(d);
+    int ok = 1;
+    int r = H5Sget_simple_extent_ndims(s);
+    hsize_t dims[8] = {0};
+    hsize_t maxd[8] = {0};
+    if (r >= 0 && r <= 8) {
+        H5Sget_simple_extent_dims(s, dims, maxd);
+    }
+    if (want >= 0 && !type_is(t, want)) {
+        char desc[64];
+        type_desc(t, desc, sizeof desc);
+        viol(c, "%s: expected %s values, found %s", path,
+             want == WANT_I64 ? "64-bit signed integer" : "64-bit float", desc);
+        ok = 0;
+    }
+    if (r != rank) {
+        viol(c, "%s: expected %d-D, found %d-D", path, rank, r);
+        ok = 0;
+    } else if ((d0 >= 0 && (int64_t)dims[0] != d0) ||
+               (rank > 1 && d1 >= 0 && (int64_t)dims[1] != d1)) {
+        if (rank == 1) {
+            viol(c, "%s: expected %lld values, found %lld", path, (long long)d0,
+                 (long long)dims[0]);
+        } else {
+            viol(c, "%s: expected %lld x %lld, found %lld x %lld", path,
+                 (long long)(d0 >= 0 ? d0 : (int64_t)dims[0]),
+                 (long long)(d1 >= 0 ? d1 : (int64_t)dims[1]), (long long)dims[0],
+                 (long long)dims[1]);
+        }
+        ok = 0;
+    } else if (extendible && maxd[0] != H5S_UNLIMITED) {
+        viol(c, "%s: not extendible along the step axis (expected chunked, unlimited rows)", path);
+    }
+    if (len != NULL) {
+        *len = r >= 1 ? (int64_t)dims[0] : 0;
+    }
+    H5Sclose(s);
     H5Tclose(t);
     H5Dclose(d);
     return ok;
 }
 
-#define VIOLATION(...)                                                                             \
-    do {                                                                                           \
-        fprintf(out, __VA_ARGS__);                                                                 \
-        fputc('\n', out);                                                                          \
-        bad++;                                                                                     \
-    } while (0)
+/* The number of links in a group, or -1 when it is not there. */
+static int64_t group_links(hid_t f, const char *group)
+{
+    if (obj_kind(f, group) != H5I_GROUP) {
+        return -1;
+    }
+    hid_t g = H5Gopen2(f, group, H5P_DEFAULT);
+    H5G_info_t info;
+    int64_t n = g >= 0 && H5Gget_info(g, &info) >= 0 ? (int64_t)info.nlinks : -1;
+    if (g >= 0) {
+        H5Gclose(g);
+    }
+    return n;
+}
+
+/* Reports datasets or groups under group that the schema does not name. */
+static void unexpected_members(chk_t *c, const char *group, const char *const *names, int n)
+{
+    hid_t g = H5Gopen2(c->f, group, H5P_DEFAULT);
+    if (g < 0) {
+        return;
+    }
+    H5G_info_t info;
+    if (H5Gget_info(g, &info) >= 0) {
+        for (hsize_t i = 0; i < info.nlinks; ++i) {
+            char name[128];
+            if (H5Lget_name_by_idx(g, ".", H5_INDEX_NAME, H5_ITER_INC, i, name, sizeof name,
+                                   H5P_DEFAULT) < 0) {
+                continue;
+            }
+            int known = 0;
+            for (int k = 0; k < n && !known; ++k) {
+                known = strcmp(name, names[k]) == 0;
+            }
+            if (!known) {
+                viol(c, "%s/%s: not in the schema (schema version %d)", group, name,
+                     AF_SCHEMA_VERSION);
+            }
+        }
+    }
+    H5Gclose(g);
+}
+
+static int64_t get_i64(chk_t *c, const char *obj, const char *name, int *ok)
+{
+    int64_t v = 0;
+    *ok = af_logfile_attr_i64(c->lf, obj, name, &v) == AF_OK;
+    return v;
+}
+
+static double get_f64(chk_t *c, const char *obj, const char *name, int *ok)
+{
+    double v = 0;
+    *ok = af_logfile_attr_f64(c->lf, obj, name, &v) == AF_OK;
+    return v;
+}
+
+/* Counts a row-wise violation: the first offending row is kept, the others counted. */
+typedef struct rowviol {
+    int64_t first;
+    int64_t more;
+    char msg[200];
+} rowviol_t;
+
+static void rv_init(rowviol_t *v)
+{
+    v->first = -1;
+    v->more = 0;
+    v->msg[0] = '\0';
+}
+
+static void rv_hit(rowviol_t *v, int64_t row, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void rv_hit(rowviol_t *v, int64_t row, const char *fmt, ...)
+{
+    if (v->first >= 0) {
+        v->more++;
+        return;
+    }
+    v->first = row;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(v->msg, sizeof v->msg, fmt, ap);
+    va_end(ap);
+}
+
+static void rv_report(chk_t *c, const rowviol_t *v, const char *path)
+{
+    if (v->first < 0) {
+        return;
+    }
+    if (v->more > 0) {
+        viol(c, "%s[%lld]: %s (and %lld more row%s)", path, (long long)v->first, v->msg,
+             (long long)v->more, v->more == 1 ? "" : "s");
+    } else {
+        viol(c, "%s[%lld]: %s", path, (long long)v->first, v->msg);
+    }
+}
+
+/* ---- root ---- */
+
+static int is_pow2(int64_t v)
+{
+    return v > 0 && (v & (v - 1)) == 0;
+}
+
+static void check_root(chk_t *c)
+{
+    const char *strs[] = {"agefence_version", "git_revision",    "config",
+                          "scenario",         "compute_backend", "fabric_backend",
+                          "hostnames",        "start_time",      "mpi_version"};
+    const char *ints[] = {"schema_version",   "seed",   "ranks",     "devices",
+                          "units_per_device", "blocks", "block_len", "capacity",
+                          "steps_planned"};
+    const char *flts[] = {"max_blackout", "state_bytes_static", "state_bytes_fault_free"};
+    int ok_s[sizeof strs / sizeof strs[0]];
+    int ok_i[sizeof ints / sizeof ints[0]];
+    int ok_f[sizeof flts / sizeof flts[0]];
+    for (size_t i = 0; i < sizeof strs / sizeof strs[0]; ++i) {
+        ok_s[i] = need_attr(c, "/", strs[i], WANT_STR);
+    }
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; ++i) {
+        ok_i[i] = need_attr(c, "/", ints[i], WANT_I64);
+    }
+    for (size_t i = 0; i < sizeof flts / sizeof flts[0]; ++i) {
+        ok_f[i] = need_attr(c, "/", flts[i], WANT_F64);
+    }
+    /* Written by the current writer but not (yet) in the README's schema: typed when present. */
+    const char *opt_strs[] = {"backend_choice",      "device_versions", "launcher",
+                              "slurm_job_id",        "slurm_job_name",  "slurm_nodelist",
+                              "slurm_tasks_per_node"};
+    const char *opt_ints[] = {"slurm_ntasks", "slurm_nnodes"};
+    for (size_t i = 0; i < sizeof opt_strs / sizeof opt_strs[0]; ++i) {
+        if (H5Aexists_by_name(c->f, "/", opt_strs[i], H5P_DEFAULT) > 0) {
+            need_attr(c, "/", opt_strs[i], WANT_STR);
+        }
+    }
+    for (size_t i = 0; i < sizeof opt_ints / sizeof opt_ints[0]; ++i) {
+        if (H5Aexists_by_name(c->f, "/", opt_ints[i], H5P_DEFAULT) > 0) {
+            need_attr(c, "/", opt_ints[i], WANT_I64);
+        }
+    }
+    int ok = 0;
+    char s[4096];
+    if (ok_s[4] && af_logfile_attr_str(c->lf, "/", "compute_backend", s, sizeof s) == AF_OK &&
+        strcmp(s, "cpu") != 0 && strcmp(s, "cuda") != 0) {
+        viol(c, "/@compute_backend: '%s', expected cpu or cuda", s);
+    }
+    if (ok_s[5] && af_logfile_attr_str(c->lf, "/", "fabric_backend", s, sizeof s) == AF_OK &&
+        strcmp(s, "mpi") != 0 && strcmp(s, "nccl") != 0) {
+        viol(c, "/@fabric_backend: '%s', expected mpi or nccl", s);
+    }
+    if (ok_s[2] && af_logfile_attr_str(c->lf, "/", "config", s, sizeof s) == AF_OK &&
+        s[0] == '\0') {
+        viol(c, "/@config: empty (expected the resolved scenario)");
+    }
+    c->ranks = get_i64(c, "/", "ranks", &ok);
+    c->ranks_ok = ok_i[2] && ok && c->ranks >= 1;
+    if (ok_i[2] && ok && c->ranks < 1) {
+        viol(c, "/@ranks: %lld, expected at least 1", (long long)c->ranks);
+    }
+    c->devices = get_i64(c, "/", "devices", &ok);
+    int dev_ok = ok_i[3] && ok && c->devices >= 1;
+    if (ok_i[3] && ok && (c->devices < 1 || (c->ranks_ok && c->devices < c->ranks))) {
+        viol(c, "/@devices: %lld, expected at least one per rank (%lld ranks)",
+             (long long)c->devices, (long long)c->ranks);
+        dev_ok = 0;
+    }
+    c->upd = get_i64(c, "/", "units_per_device", &ok);
+    int upd_ok = ok_i[4] && ok && c->upd >= 1;
+    if (ok_i[4] && ok && c->upd < 1) {
+        viol(c, "/@units_per_device: %lld, expected at least 1", (long long)c->upd);
+    }
+    c->fleet_ok = dev_ok && upd_ok;
+    c->units = c->fleet_ok ? c->devices * c->upd : 0;
+    c->blocks = get_i64(c, "/", "blocks", &ok);
+    int b_ok = ok_i[5] && ok && c->blocks >= 1;
+    if (ok_i[5] && ok && c->blocks < 1) {
+        viol(c, "/@blocks: %lld, expected at least 1", (long long)c->blocks);
+    }
+    c->block_len = get_i64(c, "/", "block_len", &ok);
+    int t_ok = ok_i[6] && ok && c->block_len >= 3;
+    if (ok_i[6] && ok && c->block_len < 3) {
+        viol(c, "/@block_len: %lld, expected at least 3", (long long)c->block_len);
+    }
+    c->blocks_ok = b_ok && t_ok;
+    c->capacity = get_i64(c, "/", "capacity", &ok);
+    c->capacity_ok = ok_i[7] && ok && is_pow2(c->capacity);
+    if (ok_i[7] && ok && !is_pow2(c->capacity)) {
+        viol(c, "/@capacity: %lld, expected a power of two", (long long)c->capacity);
+    }
+    c->steps_planned = get_i64(c, "/", "steps_planned", &ok);
+    c->steps_planned_ok = ok_i[8] && ok && c->steps_planned >= 1;
+    if (ok_i[8] && ok && c->steps_planned < 1) {
+        viol(c, "/@steps_planned: %lld, expected at least 1", (long long)c->steps_planned);
+    }
+    int64_t seed = get_i64(c, "/", "seed", &ok);
+    if (ok_i[1] && ok && seed < 0) {
+        viol(c, "/@seed: negative (%lld)", (long long)seed);
+    }
+    double mb = get_f64(c, "/", "max_blackout", &ok);
+    int mb_ok = ok_f[0] && ok && mb >= 0.0 && mb < 1.0;
+    if (ok_f[0] && ok && !mb_ok) {
+        viol(c, "/@max_blackout: %g outside [0, 1)", mb);
+    }
+    /* Static capacity, as DESIGN defines it: the smallest power of two that holds every block on
+     * the units surviving max_blackout (the writer's 1e-9 keeps exact quotients exact). */
+    if (c->capacity_ok && c->fleet_ok && b_ok && mb_ok) {
+        double need = (double)c->blocks / ((double)c->units * (1.0 - mb)) - 1e-9;
+        if ((double)c->capacity < need || (c->capacity > 1 && (double)(c->capacity / 2) >= need)) {
+            viol(c,
+                 "/@capacity: %lld, expected next_pow2(ceil(blocks / (units x (1 - "
+                 "max_blackout)))) = next_pow2(ceil(%.6g))",
+                 (long long)c->capacity, need + 1e-9);
+        }
+    }
+    if (c->capacity_ok && c->fleet_ok && t_ok) {
+        double want = (double)c->units * (double)c->capacity * 2.0 * (double)c->block_len * 8.0;
+        double v = get_f64(c, "/", "state_bytes_static", &ok);
+        if (ok_f[1] && ok && v != want) {
+            viol(c,
+                 "/@state_bytes_static: %.17g, expected units x capacity x 2 x block_len x 8 "
+                 "= %.17g",
+                 v, want);
+        }
+    }
+    if (c->blocks_ok) {
+        double want = (double)c->blocks * 2.0 * (double)c->block_len * 8.0;
+        double v = get_f64(c, "/", "state_bytes_fault_free", &ok);
+        if (ok_f[2] && ok && v != want) {
+            viol(c, "/@state_bytes_fault_free: %.17g, expected blocks x 2 x block_len x 8 = %.17g",
+                 v, want);
+        }
+    }
+    if (ok_s[6] && c->ranks_ok &&
+        af_logfile_attr_str(c->lf, "/", "hostnames", s, sizeof s) == AF_OK) {
+        int64_t names = 1;
+        int empty = s[0] == '\0' || s[0] == ',';
+        for (const char *p = s; *p != '\0'; ++p) {
+            if (*p == ',') {
+                names++;
+                empty |= p[1] == ',' || p[1] == '\0';
+            }
+        }
+        if (names != c->ranks || empty) {
+            viol(c, "/@hostnames: %lld comma-separated names%s, expected one per rank (%lld)",
+                 (long long)names, empty ? " (some empty)" : "", (long long)c->ranks);
+        }
+    }
+}
+
+/* ---- /steps ---- */
+
+static void check_steps_structure(chk_t *c)
+{
+    char path[128];
+    c->nrows = -1;
+    c->steps_ok = need_group(c, "/steps");
+    if (!c->steps_ok) {
+        c->nrows = 0;
+        return;
+    }
+    for (int k = 0; k < AF_NCOLUMNS; ++k) {
+        snprintf(path, sizeof path, "/steps/%s", COLS[k]);
+        int64_t len = -1;
+        if (!need_dataset(c, path, COL_INT[k] ? WANT_I64 : WANT_F64, 1, -1, -1, 1, &len)) {
+            c->steps_ok = 0;
+            continue;
+        }
+        if (c->nrows < 0) {
+            c->nrows = len;
+        } else if (len != c->nrows) {
+            viol(c, "%s: %lld rows, /steps/%s has %lld", path, (long long)len, COLS[0],
+                 (long long)c->nrows);
+            c->steps_ok = 0;
+        }
+        if (need_attr(c, path, "doc", WANT_STR)) {
+            char doc[512];
+            if (af_logfile_attr_str(c->lf, path, "doc", doc, sizeof doc) == AF_OK &&
+                doc[0] == '\0') {
+                viol(c, "%s@doc: empty", path);
+            }
+        }
+    }
+    unexpected_members(c, "/steps", COLS, AF_NCOLUMNS);
+    if (c->nrows < 0) {
+        c->nrows = 0;
+    }
+}
+
+static void check_ranks(chk_t *c)
+{
+    char path[128];
+    if (!need_group(c, "/ranks")) {
+        return;
+    }
+    for (int p = 0; p < AF_NPHASES; ++p) {
+        snprintf(path, sizeof path, "/ranks/%s", PHASES[p]);
+        int ok = need_dataset(c, path, WANT_F64, 2, c->nrows, c->ranks_ok ? c->ranks : -1, 1, NULL);
+        if (H5Lexists(c->f, path, H5P_DEFAULT) > 0 && obj_kind(c->f, path) == H5I_DATASET) {
+            need_attr(c, path, "doc", WANT_STR);
+            if (need_attr(c, path, "units", WANT_STR)) {
+                char u[64];
+                if (af_logfile_attr_str(c->lf, path, "units", u, sizeof u) == AF_OK &&
+                    strcmp(u, "microseconds") != 0) {
+                    viol(c, "%s@units: '%s', expected microseconds", path, u);
+                }
+            }
+        }
+        if (!ok || !c->ranks_ok) {
+            continue;
+        }
+        size_t n = (size_t)c->nrows * (size_t)c->ranks;
+        double *v = malloc(sizeof(double) * (n ? n : 1));
+        if (v == NULL) {
+            viol(c, "%s: out of memory reading it", path);
+            continue;
+        }
+        if (af_logfile_read_f64(c->lf, path, v, n) == AF_OK) {
+            rowviol_t rv;
+            rv_init(&rv);
+            for (size_t i = 0; i < n; ++i) {
+                if (!(isfinite(v[i]) && v[i] >= 0.0)) {
+                    rv_hit(&rv, (int64_t)(i / (size_t)c->ranks),
+                           "rank %lld: %g, expected a finite time >= 0",
+                           (long long)(i % (size_t)c->ranks), v[i]);
+                }
+            }
+            rv_report(c, &rv, path);
+        }
+        free(v);
+    }
+    unexpected_members(c, "/ranks", PHASES, AF_NPHASES);
+}
+
+/* Reads every /steps column (when their structure is sound) for the checks of contents. */
+static int read_columns(chk_t *c)
+{
+    if (!c->steps_ok) {
+        return 0;
+    }
+    size_t n = (size_t)c->nrows;
+    char path[128];
+    for (int k = 0; k < AF_NCOLUMNS; ++k) {
+        snprintf(path, sizeof path, "/steps/%s", COLS[k]);
+        af_result_t rc;
+        if (COL_INT[k]) {
+            c->icol[k] = malloc(sizeof(int64_t) * (n ? n : 1));
+            rc = c->icol[k] ? af_logfile_read_i64(c->lf, path, c->icol[k], n) : AF_ERR_NOMEM;
+        } else {
+            c->fcol[k] = malloc(sizeof(double) * (n ? n : 1));
+            rc = c->fcol[k] ? af_logfile_read_f64(c->lf, path, c->fcol[k], n) : AF_ERR_NOMEM;
+        }
+        if (rc != AF_OK) {
+            viol(c, "%s: %s", path, rc == AF_ERR_NOMEM ? "out of memory reading it" : "unreadable");
+            return 0;
+        }
+    }
+    return 1;
+}
+
+#define I(col) (c->icol[AF_COL_##col])
+#define F(col) (c->fcol[AF_COL_##col])
+
+static int64_t col_sum(const chk_t *c, int k)
+{
+    int64_t s = 0;
+    for (int64_t i = 0; i < c->nrows; ++i) {
+        s += c->icol[k][i];
+    }
+    return s;
+}
+
+static void check_steps_contents(chk_t *c)
+{
+    int64_t n = c->nrows;
+    rowviol_t rv;
+    char path[128];
+    rv_init(&rv);
+    for (int64_t i = 0; i < n; ++i) {
+        if (I(step)[i] != i + 1) {
+            rv_hit(&rv, i, "%lld, expected %lld (steps must be contiguous from 1)",
+                   (long long)I(step)[i], (long long)(i + 1));
+        }
+    }
+    rv_report(c, &rv, "/steps/step");
+    /* Every counter is a count. */
+    for (int k = 0; k < AF_NCOLUMNS; ++k) {
+        if (!COL_INT[k]) {
+            continue;
+        }
+        rv_init(&rv);
+        for (int64_t i = 0; i < n; ++i) {
+            if (c->icol[k][i] < 0) {
+                rv_hit(&rv, i, "negative (%lld)", (long long)c->icol[k][i]);
+            }
+        }
+        snprintf(path, sizeof path, "/steps/%s", COLS[k]);
+        rv_report(c, &rv, path);
+    }
+    /* The logical step advances by one, or goes back by the steps a rollback replays. The step
+     * that finds the capacity exhausted commits nothing: it stays where it was. */
+    int exhausted = strcmp(c->reason, "capacity_exhausted") == 0;
+    rv_init(&rv);
+    for (int64_t i = 0; i < n; ++i) {
+        int64_t prev = i > 0 ? I(state_step)[i - 1] : 0;
+        int64_t want = prev + 1 - I(replayed_steps)[i];
+        if (exhausted && i == n - 1 && I(state_step)[i] == prev) {
+            continue;
+        }
+        if (I(state_step)[i] != want) {
+            rv_hit(&rv, i, "%lld, expected %lld (the previous %lld + 1 - %lld replayed)",
+                   (long long)I(state_step)[i], (long long)want, (long long)prev,
+                   (long long)I(replayed_steps)[i]);
+        } else if (c->steps_planned_ok &&
+                   (I(state_step)[i] < 1 || I(state_step)[i] > c->steps_planned)) {
+            rv_hit(&rv, i, "%lld outside 1..%lld (steps_planned)", (long long)I(state_step)[i],
+                   (long long)c->steps_planned);
+        }
+    }
+    rv_report(c, &rv, "/steps/state_step");
+    rv_init(&rv);
+    for (int64_t i = 0; i < n; ++i) {
+        if (I(replayed_steps)[i] > 0 && I(rollbacks)[i] == 0) {
+            rv_hit(&rv, i, "%lld replayed steps without a rollback",
+                   (long long)I(replayed_steps)[i]);
+        }
+    }
+    rv_report(c, &rv, "/steps/replayed_steps");
+    rv_init(&rv);
+    for (int64_t i = 0; i < n; ++i) {
+        double h = F(sim_hours)[i];
+        if (!(isfinite(h) && h >= 0.0) || (i > 0 && h < F(sim_hours)[i - 1])) {
+            rv_hit(&rv, i, "%g, expected finite, >= 0 and non-decreasing", h);
+        }
+    }
+    rv_report(c, &rv, "/steps/sim_hours");
+    const int finite_cols[] = {AF_COL_mass, AF_COL_energy};
+    for (size_t j = 0; j < sizeof finite_cols / sizeof finite_cols[0]; ++j) {
+        int k = finite_cols[j];
+        rv_init(&rv);
+        for (int64_t i = 0; i < n; ++i) {
+            if (!isfinite(c->fcol[k][i])) {
+                rv_hit(&rv, i, "%g, expected a finite value", c->fcol[k][i]);
+            }
+        }
+        snprintf(path, sizeof path, "/steps/%s", COLS[k]);
+        rv_report(c, &rv, path);
+    }
+    rv_init(&rv);
+    for (int64_t i = 0; i < n; ++i) {
+        if (I(corrupt_detected)[i] > I(corrupt_injected)[i]) {
+            rv_hit(&rv, i, "%lld exceeds corrupt_injected %lld", (long long)I(corrupt_detected)[i],
+                   (long long)I(corrupt_injected)[i]);
+        }
+    }
+    rv_report(c, &rv, "/steps/corrupt_detected");
+    if (c->fleet_ok) {
+        rv_init(&rv);
+        for (int64_t i = 0; i < n; ++i) {
+            int64_t sum = I(healthy_units)[i] + I(fading_units)[i] + I(dead_units)[i];
+            if (sum != c->units) {
+                rv_hit(&rv, i, "healthy + fading + dead = %lld, expected %lld units",
+                       (long long)sum, (long long)c->units);
+            }
+        }
+        rv_report(c, &rv, "/steps");
+    }
+    rv_init(&rv);
+    for (int64_t i = 1; i < n; ++i) {
+        if (I(dead_units)[i] < I(dead_units)[i - 1]) {
+            rv_hit(&rv, i, "%lld after %lld (a dead unit never recovers)",
+                   (long long)I(dead_units)[i], (long long)I(dead_units)[i - 1]);
+        }
+    }
+    rv_report(c, &rv, "/steps/dead_units");
+    rv_init(&rv);
+    for (int64_t i = 0; i < n; ++i) {
+        double f = F(blackout_frac)[i];
+        if (!(f >= 0.0 && f <= 1.0)) {
+            rv_hit(&rv, i, "%g outside [0, 1]", f);
+        } else if (c->fleet_ok && fabs(f - (double)I(dead_units)[i] / (double)c->units) > 1e-12) {
+            rv_hit(&rv, i, "%.17g, expected dead_units / units = %lld / %lld", f,
+                   (long long)I(dead_units)[i], (long long)c->units);
+        }
+    }
+    rv_report(c, &rv, "/steps/blackout_frac");
+    /* Allocations and communicators after start-up are running totals over the ranks. */
+    const int cumulative[] = {AF_COL_allocs_after_init, AF_COL_comms_after_init};
+    for (size_t j = 0; j < 2; ++j) {
+        int k = cumulative[j];
+        rv_init(&rv);
+        for (int64_t i = 1; i < n; ++i) {
+            if (c->icol[k][i] < c->icol[k][i - 1]) {
+                rv_hit(&rv, i, "%lld after %lld (a running total cannot decrease)",
+                       (long long)c->icol[k][i], (long long)c->icol[k][i - 1]);
+            }
+        }
+        snprintf(path, sizeof path, "/steps/%s", COLS[k]);
+        rv_report(c, &rv, path);
+    }
+}
+
+/* ---- /calibration ---- */
+
+static void check_calibration(chk_t *c)
+{
+    if (!need_group(c, "/calibration")) {
+        return;
+    }
+    need_attr(c, "/calibration", "warmup_iterations", WANT_I64);
+    const char *names[] = {"timer_floor_us", "allreduce8_us"};
+    for (int i = 0; i < 2; ++i) {
+        char path[96];
+        snprintf(path, sizeof path, "/calibration/%s", names[i]);
+        int64_t len = 0;
+        int ok = need_dataset(c, path, WANT_F64, 1, -1, -1, 0, &len);
+        if (obj_kind(c->f, path) != H5I_DATASET) {
+            continue;
+        }
+        const char *stat[] = {"min", "p10", "p50", "p90"};
+        double sv[4] = {0, 0, 0, 0};
+        int all = 1;
+        for (int k = 0; k < 4; ++k) {
+            int got = 0;
+            if (need_attr(c, path, stat[k], WANT_F64)) {
+                sv[k] = get_f64(c, path, stat[k], &got);
+            }
+            all &= got;
+        }
+        if (need_attr(c, path, "units", WANT_STR)) {
+            char u[64];
+            if (af_logfile_attr_str(c->lf, path, "units", u, sizeof u) == AF_OK &&
+                strcmp(u, "microseconds") != 0) {
+                viol(c, "%s@units: '%s', expected microseconds", path, u);
+            }
+        }
+        if (!ok) {
+            continue;
+        }
+        if (len < 1) {
+            viol(c, "%s: no samples", path);
+            continue;
+        }
+        double *v = malloc(sizeof(double) * (size_t)len);
+        if (v == NULL || af_logfile_read_f64(c->lf, path, v, (size_t)len) != AF_OK) {
+            free(v);
+            viol(c, "%s: unreadable", path);
+            continue;
+        }
+        int64_t badi = -1;
+        for (int64_t k = 0; k < len && badi < 0; ++k) {
+            if (!(isfinite(v[k]) && v[k] >= 0.0)) {
+                badi = k;
+            }
+        }
+        if (badi >= 0) {
+            viol(c, "%s[%lld]: %g, expected a finite time >= 0", path, (long long)badi, v[badi]);
+        } else if (all) {
+            /* The summary attributes are the samples' own: sort a copy and recompute. */
+            for (int64_t a = 1; a < len; ++a) {
+                double x = v[a];
+                int64_t b = a - 1;
+                while (b >= 0 && v[b] > x) {
+                    v[b + 1] = v[b];
+                    b--;
+                }
+                v[b + 1] = x;
+            }
+            const double p[4] = {-1, 10, 50, 90};
+            for (int k = 0; k < 4; ++k) {
+                double want = k == 0 ? v[0] : 0.0;
+                if (k > 0) {
+                    double pos = p[k] / 100.0 * (double)(len - 1);
+                    int64_t lo = (int64_t)pos;
+                    want = lo + 1 < len ? v[lo] + (v[lo + 1] - v[lo]) * (pos - (double)lo)
+                                        : v[len - 1];
+                }
+                if (fabs(sv[k] - want) > 1e-9 * (fabs(want) + 1e-9)) {
+                    viol(c, "%s@%s: %.17g, but the samples give %.17g", path, stat[k], sv[k], want);
+                }
+            }
+        }
+        free(v);
+    }
+}
+
+/* ---- /events ---- */
+
+static void check_events(chk_t *c, int cols_ok)
+{
+    H5I_type_t k = obj_kind(c->f, "/events");
+    if (k == H5I_BADID) {
+        viol(c, "/events: missing dataset");
+        return;
+    }
+    if (k != H5I_DATASET) {
+        viol(c, "/events: expected a dataset, found %s", kind_name(k));
+        return;
+    }
+    hid_t d = H5Dopen2(c->f, "/events", H5P_DEFAULT);
+    if (d < 0) {
+        viol(c, "/events: unreadable dataset");
+        return;
+    }
+    hid_t t = H5Dget_type(d);
+    char why[128];
+    event_type_problem(t, why, sizeof why);
+    H5Tclose(t);
+    H5Dclose(d);
+    if (why[0] != '\0') {
+        viol(c, "/events: %s", why);
+        return;
+    }
+    int64_t n = 0;
+    if (!need_dataset(c, "/events", -1, 1, -1, -1, 1, &n)) {
+        return;
+    }
+    af_event_row_t *ev = malloc(sizeof(af_event_row_t) * (size_t)(n > 0 ? n : 1));
+    if (ev == NULL || af_logfile_read_events(c->lf, ev, (size_t)n) != AF_OK) {
+        free(ev);
+        viol(c, "/events: unreadable");
+        return;
+    }
+    static const char *const kinds[] = {"fade",  "death",    "sudden",  "drain",   "restore",
+                                        "retry", "rollback", "replica", "capacity"};
+    enum { NK = sizeof kinds / sizeof kinds[0] };
+    int64_t count[NK] = {0};
+    /* A run that stopped on an error may have logged the events of a step whose row it never
+     * appended; every other log has a row for every event's step. */
+    int64_t last = c->complete ? c->nrows : c->nrows + 1;
+    rowviol_t r_step, r_order, r_kind, r_range, r_move;
+    rv_init(&r_step);
+    rv_init(&r_order);
+    rv_init(&r_kind);
+    rv_init(&r_range);
+    rv_init(&r_move);
+    for (int64_t i = 0; i < n; ++i) {
+        const af_event_row_t *e = &ev[i];
+        if (c->steps_ok && (e->step < 1 || e->step > last)) {
+            rv_hit(&r_step, i, "step %lld outside the logged steps 1..%lld", (long long)e->step,
+                   (long long)c->nrows);
+        }
+        if (i > 0 && e->step < ev[i - 1].step) {
+            rv_hit(&r_order, i, "step %lld after step %lld (events are in step order)",
+                   (long long)e->step, (long long)ev[i - 1].step);
+        }
+        int kind = -1;
+        for (int j = 0; j < NK; ++j) {
+            if (strcmp(e->kind, kinds[j]) == 0) {
+                kind = j;
+            }
+        }
+        if (kind < 0) {
+            rv_hit(&r_kind, i,
+                   "kind '%s' is not one of fade, death, sudden, drain, restore, "
+                   "retry, rollback, replica, capacity",
+                   e->kind);
+        } else if (e->step <= c->nrows) {
+            count[kind]++;
+        }
+        int in_range = (e->block >= -1 && (!c->blocks_ok || e->block < c->blocks)) &&
+                       e->from_device >= -1 && e->to_device >= -1 && e->from_unit >= -1 &&
+                       e->to_unit >= -1 && e->from_slot >= -1 && e->to_slot >= -1;
+        if (c->fleet_ok) {
+            in_range = in_range && e->from_device < c->devices && e->to_device < c->devices &&
+                       e->from_unit < c->upd && e->to_unit < c->upd;
+        }
+        if (c->capacity_ok) {
+            in_range = in_range && e->from_slot < c->capacity && e->to_slot < c->capacity;
+        }
+        if (!in_range) {
+            rv_hit(&r_range, i,
+                   "block %lld, from %lld/%lld/%lld, to %lld/%lld/%lld: outside the "
+                   "fleet (device/unit/slot; -1 for none)",
+                   (long long)e->block, (long long)e->from_device, (long long)e->from_unit,
+                   (long long)e->from_slot, (long long)e->to_device, (long long)e->to_unit,
+                   (long long)e->to_slot);
+        }
+        int is_move = kind == 3 || kind == 4 || kind == 5;
+        if (is_move && (e->block < 0 || e->to_device < 0 || e->to_unit < 0 || e->to_slot < 0)) {
+            rv_hit(&r_move, i, "a %s without a block and a target slot", e->kind);
+        }
+    }
+    rv_report(c, &r_step, "/events");
+    rv_report(c, &r_order, "/events");
+    rv_report(c, &r_kind, "/events");
+    rv_report(c, &r_range, "/events");
+    rv_report(c, &r_move, "/events");
+    free(ev);
+    if (!cols_ok) {
+        return;
+    }
+    /* Every counted move and rollback has its event, and every death its event. */
+    const struct {
+        int kind;
+        int col;
+    } pairs[] = {{3, AF_COL_moves_drain},
+                 {4, AF_COL_moves_restore},
+                 {5, AF_COL_moves_retry},
+                 {6, AF_COL_rollbacks}};
+    for (size_t j = 0; j < sizeof pairs / sizeof pairs[0]; ++j) {
+        int64_t sum = col_sum(c, pairs[j].col);
+        if (count[pairs[j].kind] != sum) {
+            viol(c, "/events: %lld '%s' events, but /steps/%s sums to %lld",
+                 (long long)count[pairs[j].kind], kinds[pairs[j].kind], COLS[pairs[j].col],
+                 (long long)sum);
+        }
+    }
+    int64_t dead = c->nrows > 0 ? I(dead_units)[c->nrows - 1] : 0;
+    if (count[1] + count[2] != dead) {
+        viol(c, "/events: %lld 'death' and 'sudden' events, but /steps/dead_units ends at %lld",
+             (long long)(count[1] + count[2]), (long long)dead);
+    }
+}
+
+/* ---- /units ---- */
+
+static void check_units(chk_t *c, int cols_ok)
+{
+    /* /units is filled with /final: a killed run has none (the writer creates the group empty
+     * at the start). */
+    if (!c->complete && group_links(c->f, "/units") <= 0) {
+        return;
+    }
+    if (!need_group(c, "/units")) {
+        return;
+    }
+    if (need_attr(c, "/units", "cause_codes", WANT_STR)) {
+        char s[256];
+        if (af_logfile_attr_str(c->lf, "/units", "cause_codes", s, sizeof s) == AF_OK &&
+            s[0] == '\0') {
+            viol(c, "/units@cause_codes: empty");
+        }
+    }
+    const char *inames[] = {"device", "unit", "fade_step", "death_step", "cause"};
+    const char *fnames[] = {"lifetime_hours", "age_hours", "temperature_K"};
+    enum { NI = 5, NF = 3 };
+    int64_t want = c->fleet_ok ? c->units : -1;
+    int64_t *iv[NI] = {NULL};
+    double *fv[NF] = {NULL};
+    int all = c->fleet_ok;
+    char path[96];
+    for (int i = 0; i < NI; ++i) {
+        snprintf(path, sizeof path, "/units/%s", inames[i]);
+        if (need_dataset(c, path, WANT_I64, 1, want, -1, 0, NULL) && c->fleet_ok) {
+            iv[i] = malloc(sizeof(int64_t) * (size_t)c->units);
+            if (iv[i] == NULL ||
+                af_logfile_read_i64(c->lf, path, iv[i], (size_t)c->units) != AF_OK) {
+                viol(c, "%s: unreadable", path);
+                all = 0;
+            }
+        } else {
+            all = 0;
+        }
+    }
+    for (int i = 0; i < NF; ++i) {
+        snprintf(path, sizeof path, "/units/%s", fnames[i]);
+        if (need_dataset(c, path, WANT_F64, 1, want, -1, 0, NULL) && c->fleet_ok) {
+            fv[i] = malloc(sizeof(double) * (size_t)c->units);
+            if (fv[i] == NULL ||
+                af_logfile_read_f64(c->lf, path, fv[i], (size_t)c->units) != AF_OK) {
+                viol(c, "%s: unreadable", path);
+                all = 0;
+            }
+        } else {
+            all = 0;
+        }
+    }
+    if (all) {
+        int64_t *dev = iv[0], *unit = iv[1], *fade = iv[2], *death = iv[3], *cause = iv[4];
+        double *life = fv[0], *age = fv[1], *temp = fv[2];
+        rowviol_t r_id, r_cause, r_steps, r_phys;
+        rv_init(&r_id);
+        rv_init(&r_cause);
+        rv_init(&r_steps);
+        rv_init(&r_phys);
+        int64_t dead = 0;
+        int64_t last = c->steps_ok ? c->nrows : INT64_MAX;
+        for (int64_t u = 0; u < c->units; ++u) {
+            if (dev[u] != u / c->upd || unit[u] != u % c->upd) {
+                rv_hit(&r_id, u, "device %lld unit %lld, expected device %lld unit %lld",
+                       (long long)dev[u], (long long)unit[u], (long long)(u / c->upd),
+                       (long long)(u % c->upd));
+            }
+            if (cause[u] < 0 || cause[u] > 3) {
+                rv_hit(&r_cause, u,
+                       "cause %lld, expected 0 alive, 1 wear-out, 2 sudden, "
+                       "3 scripted",
+                       (long long)cause[u]);
+            } else if ((cause[u] == 0) != (death[u] == -1)) {
+                rv_hit(&r_cause, u, "cause %lld with death_step %lld (alive iff never dead)",
+                       (long long)cause[u], (long long)death[u]);
+            }
+            dead += cause[u] != 0;
+            int steps_bad = (fade[u] != -1 && (fade[u] < 1 || fade[u] > last)) ||
+                            (death[u] != -1 && (death[u] < 1 || death[u] > last)) ||
+                            (fade[u] != -1 && death[u] != -1 && fade[u] > death[u]);
+            if (steps_bad) {
+                rv_hit(&r_steps, u,
+                       "fade_step %lld, death_step %lld: expected -1 or a logged "
+                       "step (1..%lld), fade before death",
+                       (long long)fade[u], (long long)death[u], (long long)c->nrows);
+            }
+            if (!(isfinite(life[u]) && life[u] > 0.0 && isfinite(age[u]) && age[u] >= 0.0 &&
+                  isfinite(temp[u]) && temp[u] > 0.0)) {
+                rv_hit(&r_phys, u,
+                       "lifetime %g h, age %g h, temperature %g K: expected finite, "
+                       "lifetime and temperature > 0, age >= 0",
+                       life[u], age[u], temp[u]);
+            }
+        }
+        rv_report(c, &r_id, "/units/device");
+        rv_report(c, &r_cause, "/units/cause");
+        rv_report(c, &r_steps, "/units/death_step");
+        rv_report(c, &r_phys, "/units/lifetime_hours");
+        if (cols_ok && c->nrows > 0 && dead != I(dead_units)[c->nrows - 1]) {
+            viol(c, "/units/cause: %lld dead units, but /steps/dead_units ends at %lld",
+                 (long long)dead, (long long)I(dead_units)[c->nrows - 1]);
+        }
+    }
+    for (int i = 0; i < NI; ++i) {
+        free(iv[i]);
+    }
+    for (int i = 0; i < NF; ++i) {
+        free(fv[i]);
+    }
+}
+
+/* ---- /final ---- */
+
+static int is_hex16(const char *s)
+{
+    if (strlen(s) != 16) {
+        return 0;
+    }
+    for (const char *p = s; *p != '\0'; ++p) {
+        if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'))) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static void check_final(chk_t *c, int cols_ok)
+{
+    if (!need_group(c, "/final")) {
+        return;
+    }
+    c->finished =
+        af_logfile_attr_str(c->lf, "/final", "exit_reason", c->reason, sizeof c->reason) == AF_OK;
+    if (!c->finished) {
+        if (H5Aexists_by_name(c->f, "/final", "exit_reason", H5P_DEFAULT) > 0) {
+            need_attr(c, "/final", "exit_reason", WANT_STR); /* there, but not a string */
+        } else {
+            viol(c,
+                 "/final@exit_reason: missing: the run did not finish (killed before it "
+                 "wrote /final and /units); /steps holds the %lld steps up to its last flush",
+                 (long long)c->nrows);
+        }
+    }
+    int ok = 0;
+    int64_t completed = get_i64(c, "/final", "steps_completed", &ok);
+    if (c->finished || ok) {
+        if (need_attr(c, "/final", "steps_completed", WANT_I64) && completed != c->nrows) {
+            viol(c, "/final@steps_completed: %lld, but /steps holds %lld rows",
+                 (long long)completed, (long long)c->nrows);
+        }
+    }
+    if (!c->finished) {
+        return;
+    }
+    static const struct {
+        const char *reason;
+        int code;
+    } reasons[] = {{"completed", 0}, {"error", 1},  {"mismatch", 3},   {"capacity_exhausted", 4},
+                   {"signal", 5},    {"leaked", 6}, {"no_progress", 7}};
+    int code = -1;
+    for (size_t i = 0; i < sizeof reasons / sizeof reasons[0]; ++i) {
+        if (strcmp(c->reason, reasons[i].reason) == 0) {
+            code = reasons[i].code;
+        }
+    }
+    if (code < 0) {
+        viol(c,
+             "/final@exit_reason: '%s', expected completed, signal, mismatch, "
+             "capacity_exhausted, leaked, no_progress or error",
+             c->reason);
+    }
+    c->complete = strcmp(c->reason, "error") != 0;
+    if (!c->complete) {
+        return; /* the error path writes exit_reason and steps_completed only */
+    }
+    if (need_attr(c, "/final", "exit_code", WANT_I64)) {
+        int64_t ec = get_i64(c, "/final", "exit_code", &ok);
+        if (code >= 0 && ec != code) {
+            viol(c, "/final@exit_code: %lld, expected %d for exit_reason '%s'", (long long)ec, code,
+                 c->reason);
+        }
+    }
+    const char *strs[] = {"state_checksum", "reference_checksum", "end_time"};
+    int str_ok[3];
+    for (int i = 0; i < 3; ++i) {
+        str_ok[i] = need_attr(c, "/final", strs[i], WANT_STR);
+    }
+    char sum[2][64] = {"", ""};
+    for (int i = 0; i < 2; ++i) {
+        if (str_ok[i] &&
+            af_logfile_attr_str(c->lf, "/final", strs[i], sum[i], sizeof sum[i]) == AF_OK &&
+            !is_hex16(sum[i])) {
+            viol(c, "/final@%s: '%s', expected 16 hexadecimal digits", strs[i], sum[i]);
+        }
+    }
+    int be_ok = need_attr(c, "/final", "bitwise_equal", WANT_I64);
+    int64_t be = get_i64(c, "/final", "bitwise_equal", &ok);
+    if (be_ok && be != 0 && be != 1) {
+        viol(c, "/final@bitwise_equal: %lld, expected 0 or 1", (long long)be);
+        be_ok = 0;
+    }
+    if (be_ok && be == 1 && str_ok[0] && str_ok[1] && strcmp(sum[0], sum[1]) != 0) {
+        viol(c,
+             "/final@state_checksum: %s differs from reference_checksum %s, yet "
+             "bitwise_equal = 1",
+             sum[0], sum[1]);
+    }
+    int ss_ok = need_attr(c, "/final", "state_step", WANT_I64);
+    int64_t ss = get_i64(c, "/final", "state_step", &ok);
+    const char *flts[] = {"mass_initial", "mass_final", "sim_hours", "max_blackout"};
+    double fv[4] = {0, 0, 0, 0};
+    int f_ok[4];
+    for (int i = 0; i < 4; ++i) {
+        f_ok[i] = need_attr(c, "/final", flts[i], WANT_F64);
+        fv[i] = get_f64(c, "/final", flts[i], &ok);
+        /* Blocks lost when the capacity ran out leave NaN in the final state, and its mass. */
+        int lost = i == 1 && strcmp(c->reason, "capacity_exhausted") == 0;
+        if (f_ok[i] && !isfinite(fv[i]) && !lost) {
+            viol(c, "/final@%s: %g, expected a finite value", flts[i], fv[i]);
+            f_ok[i] = 0;
+        }
+    }
+    int leak_ok = need_attr(c, "/final", "nonfinite_leaked_total", WANT_I64);
+    int64_t leaked = get_i64(c, "/final", "nonfinite_leaked_total", &ok);
+    if (need_attr(c, "/final", "allocs_after_init", WANT_I64)) {
+        int64_t a = get_i64(c, "/final", "allocs_after_init", &ok);
+        if (a < 0) {
+            viol(c, "/final@allocs_after_init: negative (%lld)", (long long)a);
+        }
+    }
+    if (strcmp(c->reason, "capacity_exhausted") == 0) {
+        need_attr(c, "/final", "exhausted_why", WANT_STR);
+    }
+    /* The verdict follows from the figures. */
+    if (strcmp(c->reason, "completed") == 0) {
+        if (be_ok && be != 1) {
+            viol(c, "/final@exit_reason: completed, yet bitwise_equal = 0 (expected mismatch)");
+        }
+        if (leak_ok && leaked != 0) {
+            viol(c, "/final@exit_reason: completed, yet nonfinite_leaked_total = %lld",
+                 (long long)leaked);
+        }
+        if (ss_ok && c->steps_planned_ok && ss != c->steps_planned) {
+            viol(c, "/final@state_step: %lld, but a completed run reaches steps_planned = %lld",
+                 (long long)ss, (long long)c->steps_planned);
+        }
+    } else if (strcmp(c->reason, "mismatch") == 0 && be_ok && be != 0) {
+        viol(c, "/final@exit_reason: mismatch, yet bitwise_equal = 1");
+    } else if (strcmp(c->reason, "leaked") == 0 && leak_ok && leaked == 0) {
+        viol(c, "/final@exit_reason: leaked, yet nonfinite_leaked_total = 0");
+    }
+    /* /final/state: the final state in logical order. */
+    need_dataset(c, "/final/state", WANT_F64, 1, c->blocks_ok ? c->blocks * c->block_len : -1, -1,
+                 0, NULL);
+    /* The totals are the sums of /steps, and the last row's values. */
+    const struct {
+        const char *name;
+        int col;
+    } totals[] = {{"corrupt_injected_total", AF_COL_corrupt_injected},
+                  {"corrupt_detected_total", AF_COL_corrupt_detected},
+                  {"fenced_total", AF_COL_fenced},
+                  {"retried_total", AF_COL_retried},
+                  {"nonfinite_leaked_total", AF_COL_nonfinite_leaked},
+                  {"sdc_undetected_total", AF_COL_sdc_undetected},
+                  {"moves_drain_total", AF_COL_moves_drain},
+                  {"moves_restore_total", AF_COL_moves_restore},
+                  {"moves_retry_total", AF_COL_moves_retry},
+                  {"rollbacks_total", AF_COL_rollbacks},
+                  {"replayed_steps_total", AF_COL_replayed_steps}};
+    for (size_t i = 0; i < sizeof totals / sizeof totals[0]; ++i) {
+        if (strcmp(totals[i].name, "nonfinite_leaked_total") == 0
+                ? leak_ok
+                : need_attr(c, "/final", totals[i].name, WANT_I64)) {
+            int64_t v = get_i64(c, "/final", totals[i].name, &ok);
+            if (v < 0) {
+                viol(c, "/final@%s: negative (%lld)", totals[i].name, (long long)v);
+            } else if (cols_ok && v != col_sum(c, totals[i].col)) {
+                viol(c, "/final@%s: %lld, but /steps/%s sums to %lld", totals[i].name, (long long)v,
+                     COLS[totals[i].col], (long long)col_sum(c, totals[i].col));
+            }
+        }
+    }
+    if (!cols_ok || c->nrows == 0) {
+        return;
+    }
+    int64_t last = c->nrows - 1;
+    if (ss_ok && ss != I(state_step)[last]) {
+        viol(c, "/final@state_step: %lld, but the last row of /steps/state_step is %lld",
+             (long long)ss, (long long)I(state_step)[last]);
+    }
+    if (f_ok[2] && fv[2] != F(sim_hours)[last]) {
+        viol(c, "/final@sim_hours: %.17g, but the last row of /steps/sim_hours is %.17g", fv[2],
+             F(sim_hours)[last]);
+    }
+    double mx = 0.0;
+    for (int64_t i = 0; i < c->nrows; ++i) {
+        mx = F(blackout_frac)[i] > mx ? F(blackout_frac)[i] : mx;
+    }
+    if (f_ok[3] && fabs(fv[3] - mx) > 1e-12) {
+        viol(c, "/final@max_blackout: %.17g, but /steps/blackout_frac peaks at %.17g", fv[3], mx);
+    }
+}
 
 int af_logfile_check(const af_logfile_t *lf, FILE *out)
 {
-    int bad = 0;
-    const char *root_str[] = {"agefence_version", "git_revision",   "config",    "scenario",
-                              "compute_backend",  "fabric_backend", "hostnames", "start_time"};
-    const char *root_int[] = {"schema_version",   "seed",   "ranks",     "devices",
-                              "units_per_device", "blocks", "block_len", "capacity",
-                              "steps_planned"};
-    char sbuf[256];
-    int64_t v = 0;
-    for (size_t i = 0; i < sizeof root_str / sizeof root_str[0]; ++i) {
-        if (af_logfile_attr_str(lf, "/", root_str[i], sbuf, sizeof sbuf) != AF_OK) {
-            VIOLATION("/@%s: missing or not a string", root_str[i]);
-        }
+    chk_t c;
+    memset(&c, 0, sizeof c);
+    c.lf = lf;
+    c.f = (hid_t)lf->file;
+    c.out = out;
+    check_root(&c);
+    check_steps_structure(&c);
+    check_ranks(&c);
+    int cols_ok = read_columns(&c);
+    check_final(&c, cols_ok);
+    if (cols_ok) {
+        check_steps_contents(&c);
     }
-    int64_t ranks = 0;
-    int64_t devices = 0;
-    int64_t units = 0;
-    int64_t blocks = 0;
-    int64_t block_len = 0;
-    for (size_t i = 0; i < sizeof root_int / sizeof root_int[0]; ++i) {
-        if (af_logfile_attr_i64(lf, "/", root_int[i], &v) != AF_OK) {
-            VIOLATION("/@%s: missing or not an integer", root_int[i]);
-        } else if (v < 0) {
-            VIOLATION("/@%s: negative (%lld)", root_int[i], (long long)v);
-        }
+    check_calibration(&c);
+    check_events(&c, cols_ok);
+    check_units(&c, cols_ok);
+    /* /host: created by the writer (empty so far) and not in the README; a group if present. */
+    H5I_type_t host = obj_kind(c.f, "/host");
+    if (host != H5I_BADID && host != H5I_GROUP) {
+        viol(&c, "/host: expected a group, found %s", kind_name(host));
     }
-    af_logfile_attr_i64(lf, "/", "ranks", &ranks);
-    af_logfile_attr_i64(lf, "/", "devices", &devices);
-    af_logfile_attr_i64(lf, "/", "units_per_device", &units);
-    af_logfile_attr_i64(lf, "/", "blocks", &blocks);
-    af_logfile_attr_i64(lf, "/", "block_len", &block_len);
-    if (ranks < 1) {
-        VIOLATION("/@ranks: expected at least 1, found %lld", (long long)ranks);
+    for (int k = 0; k < AF_NCOLUMNS; ++k) {
+        free(c.icol[k]);
+        free(c.fcol[k]);
     }
-    const char *groups[] = {"/steps", "/ranks", "/calibration", "/final"};
-    for (size_t i = 0; i < sizeof groups / sizeof groups[0]; ++i) {
-        if (H5Lexists((hid_t)lf->file, groups[i], H5P_DEFAULT) <= 0) {
-            VIOLATION("%s: missing group", groups[i]);
-        }
-    }
-    /* /steps: every column, 1-D, of its type, all the same length. */
-    int64_t nrows = -1;
-    char path[128];
-    for (int c = 0; c < AF_NCOLUMNS; ++c) {
-        int rank = 0;
-        int64_t dims[2];
-        snprintf(path, sizeof path, "/steps/%s", COLS[c]);
-        if (af_logfile_shape(lf, path, &rank, dims) != AF_OK) {
-            VIOLATION("%s: missing dataset", path);
-            continue;
-        }
-        if (rank != 1) {
-            VIOLATION("%s: expected 1-D, found %d-D", path, rank);
-            continue;
-        }
-        if (!dataset_class_is(lf, path, COL_INT[c] ? H5T_INTEGER : H5T_FLOAT)) {
-            VIOLATION("%s: expected %s", path, COL_INT[c] ? "64-bit integers" : "64-bit floats");
-        }
-        if (nrows < 0) {
-            nrows = dims[0];
-        } else if (dims[0] != nrows) {
-            VIOLATION("%s: %lld rows, /steps/%s has %lld", path, (long long)dims[0], COLS[0],
-                      (long long)nrows);
-        }
-    }
-    if (nrows < 0) {
-        nrows = 0;
-    }
-    for (int p = 0; p < AF_NPHASES; ++p) {
-        int rank = 0;
-        int64_t dims[2];
-        snprintf(path, sizeof path, "/ranks/%s", PHASES[p]);
-        if (af_logfile_shape(lf, path, &rank, dims) != AF_OK) {
-            VIOLATION("%s: missing dataset", path);
-        } else if (rank != 2 || dims[0] != nrows || dims[1] != ranks) {
-            VIOLATION("%s: expected %lld x %lld (steps x ranks), found %lld x %lld", path,
-                      (long long)nrows, (long long)ranks, (long long)dims[0],
-                      (long long)(rank > 1 ? dims[1] : 1));
-        }
-    }
-    /* /final */
-    char reason[64] = "";
-    int64_t completed = -1;
-    if (af_logfile_attr_str(lf, "/final", "exit_reason", reason, sizeof reason) != AF_OK) {
-        VIOLATION("/final@exit_reason: missing (the run did not finish: killed before its end?)");
-    }
-    if (af_logfile_attr_i64(lf, "/final", "steps_completed", &completed) != AF_OK) {
-        VIOLATION("/final@steps_completed: missing");
-    } else if (completed != nrows) {
-        VIOLATION("/final@steps_completed: %lld, but /steps holds %lld rows", (long long)completed,
-                  (long long)nrows);
-    }
-    if (strcmp(reason, "error") != 0 && reason[0] != '\0') {
-        int64_t be = -1;
-        if (af_logfile_attr_i64(lf, "/final", "bitwise_equal", &be) != AF_OK ||
-            (be != 0 && be != 1)) {
-            VIOLATION("/final@bitwise_equal: missing or not 0/1");
-        }
-        const char *fs[] = {"state_checksum", "reference_checksum"};
-        for (int i = 0; i < 2; ++i) {
-            if (af_logfile_attr_str(lf, "/final", fs[i], sbuf, sizeof sbuf) != AF_OK) {
-                VIOLATION("/final@%s: missing", fs[i]);
-            }
-        }
-        int rank = 0;
-        int64_t dims[2];
-        if (af_logfile_shape(lf, "/final/state", &rank, dims) != AF_OK) {
-            VIOLATION("/final/state: missing dataset");
-        } else if (rank != 1 || dims[0] != blocks * block_len) {
-            VIOLATION("/final/state: expected %lld cells, found %lld",
-                      (long long)(blocks * block_len), (long long)dims[0]);
-        }
-    }
-    /* Row contents: contiguous steps and consistent counters. */
-    if (nrows > 0 && bad == 0) {
-        int64_t *a = malloc(sizeof(int64_t) * (size_t)nrows);
-        int64_t *b = malloc(sizeof(int64_t) * (size_t)nrows);
-        double *f = malloc(sizeof(double) * (size_t)nrows);
-        if (a == NULL || b == NULL || f == NULL) {
-            VIOLATION("%s: out of memory reading %lld rows", lf->path, (long long)nrows);
-        } else {
-            af_logfile_read_i64(lf, "/steps/step", a, (size_t)nrows);
-            for (int64_t i = 0; i < nrows; ++i) {
-                if (a[i] != i + 1) {
-                    VIOLATION("/steps/step[%lld]: %lld, expected %lld (steps must be contiguous "
-                              "from 1)",
-                              (long long)i, (long long)a[i], (long long)(i + 1));
-                    break;
-                }
-            }
-            af_logfile_read_i64(lf, "/steps/corrupt_injected", a, (size_t)nrows);
-            af_logfile_read_i64(lf, "/steps/corrupt_detected", b, (size_t)nrows);
-            for (int64_t i = 0; i < nrows; ++i) {
-                if (b[i] > a[i]) {
-                    VIOLATION("/steps/corrupt_detected[%lld]: %lld exceeds corrupt_injected %lld",
-                              (long long)i, (long long)b[i], (long long)a[i]);
-                    break;
-                }
-            }
-            for (int c = 0; c < AF_NCOLUMNS; ++c) {
-                if (!COL_INT[c]) {
-                    continue;
-                }
-                snprintf(path, sizeof path, "/steps/%s", COLS[c]);
-                af_logfile_read_i64(lf, path, a, (size_t)nrows);
-                for (int64_t i = 0; i < nrows; ++i) {
-                    if (a[i] < 0) {
-                        VIOLATION("%s[%lld]: negative (%lld)", path, (long long)i, (long long)a[i]);
-                        break;
-                    }
-                }
-            }
-            af_logfile_read_f64(lf, "/steps/blackout_frac", f, (size_t)nrows);
-            for (int64_t i = 0; i < nrows; ++i) {
-                if (!(f[i] >= 0.0 && f[i] <= 1.0)) {
-                    VIOLATION("/steps/blackout_frac[%lld]: %g outside [0, 1]", (long long)i, f[i]);
-                    break;
-                }
-            }
-            int64_t *h = a;
-            int64_t *fa = b;
-            af_logfile_read_i64(lf, "/steps/healthy_units", h, (size_t)nrows);
-            af_logfile_read_i64(lf, "/steps/fading_units", fa, (size_t)nrows);
-            int64_t *dd = malloc(sizeof(int64_t) * (size_t)nrows);
-            if (dd != NULL) {
-                af_logfile_read_i64(lf, "/steps/dead_units", dd, (size_t)nrows);
-                for (int64_t i = 0; i < nrows; ++i) {
-                    if (h[i] + fa[i] + dd[i] != devices * units) {
-                        VIOLATION("/steps[%lld]: healthy + fading + dead = %lld, expected %lld "
-                                  "units",
-                                  (long long)i, (long long)(h[i] + fa[i] + dd[i]),
-                                  (long long)(devices * units));
-                        break;
-                    }
-                }
-                free(dd);
-            }
-        }
-        free(a);
-        free(b);
-        free(f);
-    }
-    return bad;
+    return c.bad;
 }

@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "../sim/af_result.h"
+#include "../sim/log_schema.h"
 
 typedef struct af_logfile {
     int64_t file; /* hid_t */
@@ -36,8 +37,20 @@ af_result_t af_logfile_shape(const af_logfile_t *lf, const char *path, int *rank
 af_result_t af_logfile_read_f64(const af_logfile_t *lf, const char *path, double *out, size_t n);
 af_result_t af_logfile_read_i64(const af_logfile_t *lf, const char *path, int64_t *out, size_t n);
 
-/* Validates the file against the schema; prints each violation as "PATH: problem" to out and
- * returns how many there were (0: valid). */
+/* Rows of /events. AF_ERR_IO when /events is absent or is not a 1-D compound with the fields of
+ * af_event_row_t (sim/log_schema.h). */
+af_result_t af_logfile_events_count(const af_logfile_t *lf, int64_t *n);
+/* Reads all n rows of /events (n as af_logfile_events_count says). */
+af_result_t af_logfile_read_events(const af_logfile_t *lf, af_event_row_t *out, size_t n);
+
+/* Validates the file against the schema the writer produces (sim/log.c, sim/run.c and the
+ * README's "The log"): every group, dataset and attribute, its type and shape, and the
+ * consistency of the contents (contiguous steps, counters against each other, against /events,
+ * /units and the /final totals). Prints each violation as one line "PATH: problem" to out and
+ * returns how many there were (0: valid). A row-wise violation is reported once per path, at
+ * its first row, with the number of further rows. A log whose /final@exit_reason is missing
+ * (the run was killed before it finished) gets exactly that one violation for /final and
+ * /units, which a killed run cannot have written. */
 int af_logfile_check(const af_logfile_t *lf, FILE *out);
 
 #endif

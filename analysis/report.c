@@ -1,114 +1,162 @@
-/* agefence-report: offline reading of a run's log (no MPI needed). This version prints the
- * run's identity, verdict and totals, validates a file against the schema (--check), and reads
- * single attributes for scripts (--attr). */
+/* agefence-report: offline analysis of a run's log (no MPI needed).
+ *   agefence-report RUN.h5                   the one-screen report
+ *   agefence-report --json RUN.h5            the same figures as one JSON object
+ *   agefence-report --compare OTHER RUN.h5   two runs side by side with OTHER/RUN ratios
+ *   agefence-report --plots DIR RUN.h5       the report, and PNG figures in DIR
+ *   agefence-report --check RUN.h5           validate against the log schema
+ *   agefence-report --attr OBJ NAME RUN.h5   print one attribute (for scripts)
+ * Exit status: 0 ok, 1 schema violations (--check) or an internal error, 2 bad input. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../sim/af_result.h"
-#include "../sim/log_schema.h"
+#include "figures.h"
 #include "logread.h"
+#include "plots.h"
+#include "rundata.h"
+#include "summary.h"
+#include "textreport.h"
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: agefence-report RUN.h5            summary of a run\n"
-               "       agefence-report --check RUN.h5    validate against the log schema\n"
-               "       agefence-report --attr OBJ NAME RUN.h5   print one attribute\n"
-               "exit status: 0 ok, 1 the file breaks the schema (--check), 2 bad input\n");
+    fprintf(
+        f, "usage: agefence-report [--json] [--plots DIR] RUN.h5   report of a run\n"
+           "       agefence-report --compare OTHER.h5 [--json] RUN.h5\n"
+           "                                   RUN and OTHER side by side, ratios OTHER/RUN\n"
+           "       agefence-report --check RUN.h5    validate against the log schema\n"
+           "       agefence-report --attr OBJ NAME RUN.h5   print one attribute\n"
+           "options: --json      the figures as one JSON object (docs/ANALYSIS.md lists the keys)\n"
+           "         --plots DIR PNG figures of RUN in DIR (needs Python 3 with h5py and\n"
+           "                     matplotlib; without them the report is printed alone)\n"
+           "exit status: 0 ok, 1 the file breaks the schema (--check) or an internal error,\n"
+           "             2 bad input (arguments, a missing, unreadable or foreign file)\n");
 }
 
-static void print_attr(const af_logfile_t *lf, const char *obj, const char *name, const char *label)
+/* A loaded run: its file, data and figures. */
+typedef struct loaded {
+    af_logfile_t lf;
+    af_run_t run;
+    af_summary_t sum;
+    af_figs_t figs;
+    int open;
+} loaded_t;
+
+static int load(loaded_t *l, const char *path)
 {
-    char s[4096];
+    char err[700];
+    memset(l, 0, sizeof *l);
+    af_figs_init(&l->figs);
+    if (af_logfile_open(&l->lf, path, err, sizeof err) != AF_OK) {
+        fprintf(stderr, "agefence-report: %s\n", err);
+        return AF_EXIT_USAGE;
+    }
+    l->open = 1;
+    if (af_run_load(&l->run, &l->lf) != AF_OK || af_summary_compute(&l->sum, &l->run) != AF_OK ||
+        af_summary_figures(&l->sum, &l->figs) != AF_OK) {
+        fprintf(stderr, "agefence-report: %s: out of memory\n", path);
+        return AF_EXIT_ERROR;
+    }
+    return AF_EXIT_OK;
+}
+
+static void unload(loaded_t *l)
+{
+    af_figs_free(&l->figs);
+    af_run_free(&l->run);
+    if (l->open) {
+        af_logfile_close(&l->lf);
+    }
+    l->open = 0;
+}
+
+static int attr_mode(const char *path, const char *obj, const char *name)
+{
+    af_logfile_t lf;
+    char err[700];
+    if (af_logfile_open(&lf, path, err, sizeof err) != AF_OK) {
+        fprintf(stderr, "agefence-report: %s\n", err);
+        return AF_EXIT_USAGE;
+    }
+    int rc = AF_EXIT_OK;
+    static char s[65536];
     int64_t i = 0;
     double d = 0;
-    if (af_logfile_attr_str(lf, obj, name, s, sizeof s) == AF_OK) {
-        printf("  %-22s %s\n", label, s);
-    } else if (af_logfile_attr_i64(lf, obj, name, &i) == AF_OK &&
-               af_logfile_attr_f64(lf, obj, name, &d) == AF_OK && d == (double)i) {
-        printf("  %-22s %lld\n", label, (long long)i);
-    } else if (af_logfile_attr_f64(lf, obj, name, &d) == AF_OK) {
-        printf("  %-22s %.6g\n", label, d);
+    if (af_logfile_attr_str(&lf, obj, name, s, sizeof s) == AF_OK) {
+        printf("%s\n", s);
+    } else if (af_logfile_attr_i64(&lf, obj, name, &i) == AF_OK &&
+               af_logfile_attr_f64(&lf, obj, name, &d) == AF_OK && d == (double)i) {
+        printf("%lld\n", (long long)i);
+    } else if (af_logfile_attr_f64(&lf, obj, name, &d) == AF_OK) {
+        printf("%.17g\n", d);
     } else {
-        printf("  %-22s (absent)\n", label);
+        fprintf(stderr, "agefence-report: %s: no attribute %s@%s\n", path, obj, name);
+        rc = AF_EXIT_USAGE;
     }
+    af_logfile_close(&lf);
+    return rc;
 }
 
-static int summary(const af_logfile_t *lf)
+static int check_mode(const char *path)
 {
-    printf("agefence log %s (schema %lld)\n", lf->path, (long long)lf->schema_version);
-    printf("run\n");
-    const char *root[] = {"scenario",  "agefence_version", "git_revision",   "ranks",
-                          "devices",   "units_per_device", "blocks",         "block_len",
-                          "capacity",  "compute_backend",  "fabric_backend", "seed",
-                          "hostnames", "start_time"};
-    for (size_t i = 0; i < sizeof root / sizeof root[0]; ++i) {
-        print_attr(lf, "/", root[i], root[i]);
+    af_logfile_t lf;
+    char err[700];
+    if (af_logfile_open(&lf, path, err, sizeof err) != AF_OK) {
+        fprintf(stderr, "agefence-report: %s\n", err);
+        return AF_EXIT_USAGE;
     }
-    printf("final\n");
-    const char *fin[] = {"exit_reason",          "steps_completed",    "bitwise_equal",
-                         "state_checksum",       "reference_checksum", "mass_initial",
-                         "mass_final",           "max_blackout",       "nonfinite_leaked_total",
-                         "sdc_undetected_total", "allocs_after_init"};
-    for (size_t i = 0; i < sizeof fin / sizeof fin[0]; ++i) {
-        print_attr(lf, "/final", fin[i], fin[i]);
+    int bad = af_logfile_check(&lf, stdout);
+    if (bad) {
+        printf("%s: %d schema violation%s\n", path, bad, bad == 1 ? "" : "s");
+    } else {
+        printf("%s: valid agefence log (schema %lld)\n", path, (long long)lf.schema_version);
     }
-    int rank = 0;
-    int64_t dims[2] = {0, 0};
-    if (af_logfile_shape(lf, "/steps/step", &rank, dims) == AF_OK && dims[0] > 0) {
-        size_t n = (size_t)dims[0];
-        int64_t *v = malloc(sizeof(int64_t) * n);
-        if (v == NULL) {
-            return 1;
-        }
-        printf("totals over %zu steps\n", n);
-        const char *cols[] = {"corrupt_injected", "corrupt_detected", "fenced",
-                              "retried",          "nonfinite_leaked", "sdc_undetected",
-                              "moves_drain",      "moves_restore",    "moves_retry",
-                              "rollbacks",        "replayed_steps"};
-        for (size_t c = 0; c < sizeof cols / sizeof cols[0]; ++c) {
-            char path[96];
-            snprintf(path, sizeof path, "/steps/%s", cols[c]);
-            long long sum = 0;
-            if (af_logfile_read_i64(lf, path, v, n) == AF_OK) {
-                for (size_t i = 0; i < n; ++i) {
-                    sum += v[i];
-                }
-                printf("  %-22s %lld\n", cols[c], sum);
-            }
-        }
-        free(v);
-    }
-    return 0;
+    af_logfile_close(&lf);
+    return bad ? AF_EXIT_ERROR : AF_EXIT_OK;
 }
 
 int main(int argc, char **argv)
 {
-    if (argc < 2) {
-        usage(stderr);
-        return AF_EXIT_USAGE;
-    }
-    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-        usage(stdout);
-        return 0;
-    }
     int check = 0;
+    int json = 0;
     const char *obj = NULL;
     const char *name = NULL;
+    const char *other = NULL;
+    const char *plots = NULL;
     const char *path = NULL;
     for (int i = 1; i < argc; ++i) {
-        if (strcmp(argv[i], "--check") == 0) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            usage(stdout);
+            return AF_EXIT_OK;
+        } else if (strcmp(a, "--check") == 0) {
             check = 1;
-        } else if (strcmp(argv[i], "--attr") == 0 && i + 2 < argc) {
+        } else if (strcmp(a, "--json") == 0) {
+            json = 1;
+        } else if (strcmp(a, "--attr") == 0) {
+            if (i + 2 >= argc) {
+                fprintf(stderr, "agefence-report: --attr needs OBJ and NAME\n");
+                return AF_EXIT_USAGE;
+            }
             obj = argv[++i];
             name = argv[++i];
-        } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
-            fprintf(stderr, "agefence-report: unknown option '%s'\n", argv[i]);
+        } else if (strcmp(a, "--compare") == 0 || strcmp(a, "--plots") == 0) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "agefence-report: %s needs %s\n", a,
+                        a[2] == 'c' ? "a log to compare with" : "a folder");
+                return AF_EXIT_USAGE;
+            }
+            *(a[2] == 'c' ? &other : &plots) = argv[++i];
+        } else if (a[0] == '-' && a[1] != '\0') {
+            fprintf(stderr, "agefence-report: unknown option '%s' (agefence-report --help)\n", a);
             return AF_EXIT_USAGE;
         } else if (path == NULL) {
-            path = argv[i];
+            path = a;
         } else {
-            fprintf(stderr, "agefence-report: more than one log given ('%s')\n", argv[i]);
+            fprintf(stderr,
+                    "agefence-report: more than one log given ('%s'; --compare OTHER "
+                    "compares two)\n",
+                    a);
             return AF_EXIT_USAGE;
         }
     }
@@ -116,39 +164,47 @@ int main(int argc, char **argv)
         fprintf(stderr, "agefence-report: no log given (agefence-report --help)\n");
         return AF_EXIT_USAGE;
     }
-    af_logfile_t lf;
-    char err[700];
-    if (af_logfile_open(&lf, path, err, sizeof err) != AF_OK) {
-        fprintf(stderr, "agefence-report: %s\n", err);
+    if ((check || obj != NULL) && (json || other != NULL || plots != NULL || (check && obj))) {
+        fprintf(stderr, "agefence-report: --check and --attr go alone (agefence-report --help)\n");
         return AF_EXIT_USAGE;
     }
-    int rc = 0;
     if (check) {
-        int bad = af_logfile_check(&lf, stdout);
-        if (bad) {
-            printf("%s: %d schema violation%s\n", path, bad, bad == 1 ? "" : "s");
-            rc = 1;
-        } else {
-            printf("%s: valid agefence log (schema %lld)\n", path, (long long)lf.schema_version);
-        }
-    } else if (obj != NULL) {
-        char s[65536];
-        int64_t i = 0;
-        double d = 0;
-        if (af_logfile_attr_str(&lf, obj, name, s, sizeof s) == AF_OK) {
-            printf("%s\n", s);
-        } else if (af_logfile_attr_i64(&lf, obj, name, &i) == AF_OK &&
-                   af_logfile_attr_f64(&lf, obj, name, &d) == AF_OK && d == (double)i) {
-            printf("%lld\n", (long long)i);
-        } else if (af_logfile_attr_f64(&lf, obj, name, &d) == AF_OK) {
-            printf("%.17g\n", d);
-        } else {
-            fprintf(stderr, "agefence-report: %s: no attribute %s@%s\n", path, obj, name);
-            rc = AF_EXIT_USAGE;
-        }
-    } else {
-        rc = summary(&lf);
+        return check_mode(path);
     }
-    af_logfile_close(&lf);
+    if (obj != NULL) {
+        return attr_mode(path, obj, name);
+    }
+
+    loaded_t a;
+    loaded_t b;
+    memset(&b, 0, sizeof b);
+    af_figs_init(&b.figs);
+    int rc = load(&a, path);
+    if (rc == AF_EXIT_OK && other != NULL) {
+        rc = load(&b, other);
+    }
+    if (rc == AF_EXIT_OK) {
+        if (other != NULL && json) {
+            if (af_figs_compare_json(&a.figs, &b.figs, stdout) != AF_OK) {
+                fprintf(stderr, "agefence-report: out of memory\n");
+                rc = AF_EXIT_ERROR;
+            }
+        } else if (other != NULL) {
+            printf("agefence-report --compare\n  RUN    %s\n  OTHER  %s\n", path, other);
+            af_figs_compare_text(&a.figs, &b.figs, stdout);
+        } else if (json) {
+            af_figs_json(&a.figs, stdout, 0);
+        } else {
+            af_report_text(&a.sum, stdout);
+        }
+        fflush(stdout);
+    }
+    if (rc == AF_EXIT_OK && plots != NULL) {
+        if (af_plots_run(path, plots, stderr) == AF_PLOTS_FAILED) {
+            rc = AF_EXIT_ERROR;
+        }
+    }
+    unload(&b);
+    unload(&a);
     return rc;
 }

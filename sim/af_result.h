@@ -21,12 +21,13 @@ typedef enum af_result {
 /* Process exit statuses of agefence and agefence-report; README documents them. */
 enum {
     AF_EXIT_OK = 0,
-    AF_EXIT_ERROR = 1,      /* internal or system error */
-    AF_EXIT_USAGE = 2,      /* bad input: configuration, arguments, files */
-    AF_EXIT_MISMATCH = 3,   /* final state differs from the serial reference */
-    AF_EXIT_CAPACITY = 4,   /* healthy capacity dropped below the number of blocks */
-    AF_EXIT_SIGNAL = 5,     /* stopped by SIGINT or SIGTERM after a clean flush */
-    AF_EXIT_CONTAINMENT = 6 /* a non-finite value leaked into committed state */
+    AF_EXIT_ERROR = 1,       /* internal or system error */
+    AF_EXIT_USAGE = 2,       /* bad input: configuration, arguments, files */
+    AF_EXIT_MISMATCH = 3,    /* final state differs from the serial reference */
+    AF_EXIT_CAPACITY = 4,    /* healthy capacity dropped below the number of blocks */
+    AF_EXIT_SIGNAL = 5,      /* stopped by SIGINT or SIGTERM after a clean flush */
+    AF_EXIT_CONTAINMENT = 6, /* a non-finite value leaked into committed state */
+    AF_EXIT_NO_PROGRESS = 7  /* failures outpaced the replicas: rollbacks replayed forever */
 };
 
 const char *af_result_str(af_result_t rc);

@@ -94,8 +94,8 @@ static af_result_t check_tasks(int world_size, char *err, size_t errlen)
         return AF_OK;
     }
     char msg[600];
-    const char *fix = "launch with `srun --mpi=pmix agefence run ...` (srun --mpi=list shows "
-                      "the site's plugins) or with `mpirun -np $SLURM_NTASKS agefence run ...` "
+    const char *fix = "launch with `srun --mpi=pmix agefence run ...` (see "
+                      "srun --mpi=list) or with `mpirun -np $SLURM_NTASKS agefence run ...` "
                       "inside the allocation (AGEFENCE_LAUNCH_CHECK=0 skips this check)";
     if (strcmp(how, "srun") == 0) {
         int64_t want = env_count("SLURM_STEP_NUM_TASKS");

@@ -23,7 +23,8 @@ static void usage(FILE *f)
                "           --keys lists every key with its unit, default and allowed range.\n"
                "\n"
                "exit status: 0 pass, 1 error, 2 bad input, 3 final state differs from the\n"
-               "reference, 4 capacity exhausted, 5 stopped by a signal, 6 NaN/Inf leaked.\n");
+               "reference, 4 capacity exhausted, 5 stopped by a signal, 6 NaN/Inf leaked,\n"
+               "7 no progress (failures outpaced the replicas).\n");
 }
 
 /* Parses the options shared by run and config. Returns 0, or 2 with one line in o->usage_error

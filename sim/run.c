@@ -181,6 +181,14 @@ static af_result_t write_root_attrs(run_t *r)
     AF_CHECK(af_log_attr_str(log, "/", "start_time", buf));
     af_world_versions(buf, sizeof buf);
     AF_CHECK(af_log_attr_str(log, "/", "mpi_version", buf));
+    /* The machine rank 0 ran on, for judging its timings. */
+    AF_CHECK(af_log_attr_i64(log, "/host", "cores", sysconf(_SC_NPROCESSORS_ONLN)));
+    AF_CHECK(af_log_attr_str(log, "/host", "mpi_version", buf));
+    AF_CHECK(af_log_attr_str(log, "/host", "device_versions", af_device_versions()));
+    double load[3] = {0, 0, 0};
+    if (getloadavg(load, 3) > 0) {
+        AF_CHECK(af_log_attr_f64(log, "/host", "loadavg_1min_before", load[0]));
+    }
     /* Memory of the static layout vs a fault-free one (two buffers per block, no spare slots). */
     double slots = (double)r->D * (double)r->cfg.units_per_device * (double)r->pl.capacity;
     AF_CHECK(af_log_attr_f64(log, "/", "state_bytes_static",
@@ -518,7 +526,13 @@ static af_result_t write_final(run_t *r, const verdict_t *v)
     AF_CHECK(af_log_attr_f64(log, "/final", "max_blackout", r->max_blackout));
     AF_CHECK(af_log_attr_i64(log, "/final", "nonfinite_leaked_total", r->leaked_total));
     AF_CHECK(af_log_attr_i64(log, "/final", "sdc_undetected_total", r->sdc_total));
-    AF_CHECK(af_log_attr_i64(log, "/final", "allocs_after_init", af_alloc_after_seal()));
+    /* Over every rank (each row carries the ranks' cumulative counts, summed). */
+    AF_CHECK(af_log_attr_i64(log, "/final", "allocs_after_init", r->totals.allocs_after_init));
+    AF_CHECK(af_log_attr_i64(log, "/final", "comms_after_init", r->totals.comms_after_init));
+    double load[3] = {0, 0, 0};
+    if (getloadavg(load, 3) > 0) {
+        AF_CHECK(af_log_attr_f64(log, "/host", "loadavg_1min_after", load[0]));
+    }
     /* Totals over the run, so scripts need not sum /steps. */
     const af_step_row_t *tot = &r->totals;
     AF_CHECK(af_log_attr_i64(log, "/final", "corrupt_injected_total", tot->corrupt_injected));
@@ -567,8 +581,8 @@ static void print_summary(const run_t *r, const verdict_t *v, double wall_s)
            (unsigned long long)v->ref_sum);
     printf("  mass           %.17g -> %.17g (drift %.3g)\n", v->mass0, v->mass_final,
            v->mass_final - v->mass0);
-    printf("  allocations    %lld after start-up on rank 0, %lld communicators created\n",
-           (long long)af_alloc_after_seal(), (long long)r->fab->comms_created);
+    printf("  allocations    %lld after start-up, %lld communicators created (all ranks)\n",
+           (long long)r->totals.allocs_after_init, (long long)r->totals.comms_after_init);
     printf("  log            %s (%lld steps)\n", r->out_path, (long long)r->tick);
     printf("  verdict        %s\n", v->exit_code == 0 ? "PASS" : "FAIL");
 }
@@ -705,6 +719,11 @@ int af_run_in_world(const af_run_opts_t *opts, const af_world_t *world)
         } else if (r->stop_signal) {
             v.exit_reason = "signal";
             v.exit_code = AF_EXIT_SIGNAL;
+        } else if (r->state_step < r->cfg.steps) {
+            /* The loop ran out of executed steps: deaths came faster than replica refreshes,
+             * and every rollback replayed the same steps again. */
+            v.exit_reason = "no_progress";
+            v.exit_code = AF_EXIT_NO_PROGRESS;
         } else if (r->leaked_total > 0) {
             v.exit_reason = "leaked";
             v.exit_code = AF_EXIT_CONTAINMENT;

@@ -591,6 +591,9 @@ static af_result_t write_rows(af_run_state_t *r, int64_t n)
         r->totals.moves_retry += row->moves_retry;
         r->totals.rollbacks += row->rollbacks;
         r->totals.replayed_steps += row->replayed_steps;
+        /* Cumulative per rank, summed over the ranks: the last row holds the run's totals. */
+        r->totals.allocs_after_init = row->allocs_after_init;
+        r->totals.comms_after_init = row->comms_after_init;
         AF_CHECK(af_log_append(r->log, row, r->phases));
     }
     return af_log_flush(r->log);

@@ -4,7 +4,7 @@
  *   report_mutate FILE del-attr OBJ NAME        delete an attribute
  *   report_mutate FILE del PATH                 unlink a group or dataset
  *   report_mutate FILE killed                   what a killed run leaves: no /final attributes,
- *                                               no /final/state, no /units
+ *                                               no /final/state, an empty /units
  *   report_mutate FILE foreign                  create FILE: HDF5, but not an agefence log
  * Exit status 0 done, 1 the HDF5 call failed, 2 bad arguments. */
 #include <hdf5.h>
@@ -19,8 +19,8 @@ static int set_i64(hid_t f, const char *obj, const char *name, long long v)
         return 1;
     }
     hid_t s = H5Screate(H5S_SCALAR);
-    hid_t a = H5Acreate_by_name(f, obj, name, H5T_STD_I64LE, s, H5P_DEFAULT, H5P_DEFAULT,
-                                H5P_DEFAULT);
+    hid_t a =
+        H5Acreate_by_name(f, obj, name, H5T_STD_I64LE, s, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     int64_t v64 = v;
     int rc = a < 0 || H5Awrite(a, H5T_NATIVE_INT64, &v64) < 0;
     if (a >= 0) {
@@ -55,8 +55,8 @@ static int foreign(const char *path)
     }
     hsize_t dims[1] = {3};
     hid_t s = H5Screate_simple(1, dims, NULL);
-    hid_t d = H5Dcreate2(f, "temperature", H5T_IEEE_F64LE, s, H5P_DEFAULT, H5P_DEFAULT,
-                         H5P_DEFAULT);
+    hid_t d =
+        H5Dcreate2(f, "temperature", H5T_IEEE_F64LE, s, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     const double v[3] = {20.5, 21.0, 21.5};
     int rc = d < 0 || H5Dwrite(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) < 0;
     if (d >= 0) {
@@ -91,8 +91,14 @@ int main(int argc, char **argv)
     } else if (strcmp(op, "del") == 0 && argc == 4) {
         rc = H5Ldelete(f, argv[3], H5P_DEFAULT) < 0;
     } else if (strcmp(op, "killed") == 0 && argc == 3) {
+        /* The writer creates /units empty at the start and fills it at the end. */
         rc = del_all_attrs(f, "/final") || H5Ldelete(f, "/final/state", H5P_DEFAULT) < 0 ||
              H5Ldelete(f, "/units", H5P_DEFAULT) < 0;
+        hid_t g = rc ? -1 : H5Gcreate2(f, "/units", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+        rc = rc || g < 0;
+        if (g >= 0) {
+            H5Gclose(g);
+        }
     } else {
         fprintf(stderr, "report_mutate: bad arguments for %s\n", op);
     }

@@ -22,8 +22,9 @@ add_test(NAME mpirun_hostfile
 set_tests_properties(mpirun_hostfile PROPERTIES LABELS mpi TIMEOUT 300
                      ENVIRONMENT "${AF_MPI_ENV}")
 
-# About 1.5 minutes here, most of it the time-limit jobs (a minute of wall time, Slurm's
-# smallest limit) and the first install of Slurm and munge.
+# 45-80 s here (2 cores), most of it the time-limit jobs (Slurm's smallest limit is a minute)
+# and sbatch --wait's polling; the first install of Slurm and munge adds about 20 s. RUN_SERIAL:
+# its jobs oversubscribe the cores, which would disturb the timing of other tests.
 add_test(NAME slurm_cluster
          COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/slurm.sh $<TARGET_FILE:agefence>
                  $<TARGET_FILE:agefence-report> ${PROJECT_SOURCE_DIR}

@@ -14,10 +14,12 @@
 #    mpirun-pass   AGEFENCE_LAUNCHER=mpirun, 2 tasks, faultfree.ini;
 #    both: exit 0, `agefence-report --check`, bitwise_equal = 1, the rank count, and the root
 #    attribute slurm_job_id = the job id (asserted when the log has it);
-#    limit-srun, limit-mpirun: an endless run with --time=00:01:00 --signal=B:TERM@45: the
-#    batch shell gets SIGTERM before the limit and forwards it, agefence exits 5, and the log
-#    is valid with exit_reason = signal and as many /steps rows as steps_completed; the job
-#    ends before its limit (not TIMEOUT).
+#    limit-srun, limit-mpirun: an endless fault-free run with --time=00:02:00
+#    --signal=B:TERM@105: the batch shell gets SIGTERM before the limit (15-45 s in: Slurm
+#    checks limits periodically) and forwards it; agefence takes some seconds to finish (its
+#    final reference check), exits 5, and the log is valid with exit_reason = signal and as
+#    many /steps rows as steps_completed; the job ends before its limit (not TIMEOUT).
+# Wall time here: 45-80 s (sbatch --wait polls at growing intervals), plus the first install.
 # 3. srun without PMIx must not run N copies: `srun --mpi=none -n 2` (Debian's Open MPI stops
 #    in MPI_Init), and the same with SLURM_NODELIST hidden from the tasks, which makes Open MPI
 #    start each task as a one-rank job, as an MPI without Slurm support does: agefence must
@@ -125,9 +127,13 @@ cpus=$(nproc)
 # Room for every job of this test at once (they oversubscribe the cores; Slurm is told so).
 [ "$cpus" -ge 12 ] || cpus=12
 
+# Every daemon runs under timeout(1): should this script be killed outright (CTest's timeout
+# kills without a trap), the daemons still end within the test's own time limit. A SIGTERM to
+# timeout is passed on to its daemon, so the pids kept are timeout's.
+bounded="timeout -k 10 ${AGEFENCE_SLURM_DAEMON_LIFE:-900}"
 mkdir -p "$scratch/munge" "$scratch/state" "$scratch/spool"
 mungekey -c -k "$scratch/munge/munge.key" || fail "mungekey"
-munged -F --socket="$scratch/munge/socket" --key-file="$scratch/munge/munge.key" \
+$bounded munged -F --socket="$scratch/munge/socket" --key-file="$scratch/munge/munge.key" \
   --pid-file="$scratch/munge/munged.pid" --log-file="$scratch/munge/munged.log" \
   --seed-file="$scratch/munge/munged.seed" >"$scratch/munge/stdout" 2>&1 &
 munge_pid=$!
@@ -175,9 +181,9 @@ NodeName=$host NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=1000 State=UNKNOWN
 PartitionName=agefence Nodes=$host Default=YES MaxTime=INFINITE State=UP
 EOF
 export SLURM_CONF=$conf
-slurmctld -D -f "$conf" >"$scratch/slurmctld.stdout" 2>&1 &
+$bounded slurmctld -D -f "$conf" >"$scratch/slurmctld.stdout" 2>&1 &
 ctld_pid=$!
-slurmd -D -f "$conf" >"$scratch/slurmd.stdout" 2>&1 &
+$bounded slurmd -D -f "$conf" >"$scratch/slurmd.stdout" 2>&1 &
 slurmd_pid=$!
 state=""
 for _ in $(seq 1 120); do
@@ -264,17 +270,31 @@ check_limit() {
   local run jstate
   run=$(sed -n 's/.*RunTime=\([0-9:]*\).*/\1/p' <<<"$info")
   jstate=$(sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p' <<<"$info")
-  say "$name: job $id stopped by SIGTERM before its limit (state $jstate, run time $run): $done_steps steps, log valid, exit_reason = signal"
+  # From the SIGTERM to the closed log: the time agefence took to finish.
+  local t_term t_end tail_s="?"
+  t_term=$(sed -n 's/.*SIGTERM received at \([0-9][0-9]:[0-9][0-9]:[0-9][0-9]\).*/\1/p' "$err" | head -n 1)
+  t_end=$(attr /final end_time "$log" | sed -n 's/.*T\([0-9][0-9]:[0-9][0-9]:[0-9][0-9]\)Z.*/\1/p')
+  if [ -n "$t_term" ] && [ -n "$t_end" ]; then
+    tail_s=$((($(date -u -d "$t_end" +%s) - $(date -d "$t_term" +%s) + 86400) % 86400))
+  fi
+  say "$name: job $id stopped by SIGTERM before its limit (state $jstate, run time $run):" \
+    "$done_steps steps, log valid, exit_reason = signal, closed $tail_s s after the SIGTERM"
 }
 
 # ---- jobs -------------------------------------------------------------------------------------
-# All four at once, in the background: sbatch --wait polls at growing intervals, and the two
-# time-limit jobs take most of a minute of wall time (Slurm's smallest limit is a minute).
-endless="AGEFENCE_SET=scenario.steps=1000000000 aging.sim_hours_per_step=0 log.flush_interval=10"
-submit limit-srun --nodes=1 --ntasks-per-node=2 --time=00:01:00 --signal=B:TERM@45 -- \
+# All four at once, in the background: sbatch --wait polls at growing intervals (up to about
+# half a minute apart), and the two time-limit jobs run 15-45 s before their SIGTERM (Slurm's
+# smallest limit is a minute, and it checks limits every 30 s or so).
+# The endless runs are fault-free and large enough (64 x 256 cells) that agefence needs
+# seconds after the SIGTERM to finish: rank 0 recomputes the serial reference up to the last
+# step, which costs a fraction of the time run so far. The forwarding must leave it that time
+# (a SIGTERM to srun itself would not). The SIGTERM comes 15-45 s in (Slurm checks limits
+# periodically: @105 of a 2-minute limit); the job then ends, well before its limit.
+endless="AGEFENCE_SCENARIO=$src/tests/fixtures/faultfree.ini,AGEFENCE_SET=scenario.steps=1000000000 scenario.blocks=64 scenario.block_len=256 workload.dt=3e-8 log.flush_interval=10"
+submit limit-srun --nodes=1 --ntasks-per-node=2 --time=00:02:00 --signal=B:TERM@105 -- \
   "AGEFENCE_OUT=$work/limit-srun.h5,$endless" &
 limit_srun=$!
-submit limit-mpirun --nodes=1 --ntasks-per-node=2 --time=00:01:00 --signal=B:TERM@45 -- \
+submit limit-mpirun --nodes=1 --ntasks-per-node=2 --time=00:02:00 --signal=B:TERM@105 -- \
   "AGEFENCE_OUT=$work/limit-mpirun.h5,AGEFENCE_LAUNCHER=mpirun,$endless" &
 limit_mpirun=$!
 # srun --mpi=pmix, 3 tasks, small.ini, the script's default log path (out/%x-%j.h5).

@@ -58,7 +58,8 @@ static void write_log(const char *path, defect_t defect)
                                  {"compute_backend", "cpu"},
                                  {"fabric_backend", "mpi"},
                                  {"hostnames", "a,b,c"},
-                                 {"start_time", "2026-01-01T00:00:00Z"}};
+                                 {"start_time", "2026-01-01T00:00:00Z"},
+                                 {"mpi_version", "test MPI"}};
     for (size_t i = 0; i < sizeof root_str / sizeof root_str[0]; ++i) {
         assert_int_equal(af_log_attr_str(log, "/", root_str[i][0], root_str[i][1]), AF_OK);
     }
@@ -73,14 +74,27 @@ static void write_log(const char *path, defect_t defect)
     assert_int_equal(af_log_attr_i64(log, "/", "block_len", BLOCK_LEN), AF_OK);
     assert_int_equal(af_log_attr_i64(log, "/", "capacity", 2), AF_OK);
     assert_int_equal(af_log_attr_i64(log, "/", "steps_planned", NROWS), AF_OK);
+    /* capacity 2 = next_pow2(ceil(8 blocks / (8 units x (1 - 0.5)))) */
+    assert_int_equal(af_log_attr_f64(log, "/", "max_blackout", 0.5), AF_OK);
+    assert_int_equal(af_log_attr_f64(log, "/", "state_bytes_static",
+                                     DEVICES * UNITS * 2.0 * 2.0 * BLOCK_LEN * 8.0),
+                     AF_OK);
+    assert_int_equal(
+        af_log_attr_f64(log, "/", "state_bytes_fault_free", BLOCKS * 2.0 * BLOCK_LEN * 8.0), AF_OK);
 
     const double samples[] = {3.0, 1.0, 2.0, 4.0};
-    assert_int_equal(af_log_calibration(log, "timer_floor", samples, 4), AF_OK);
+    assert_int_equal(af_log_calibration(log, "timer_floor_us", samples, 4), AF_OK);
+    assert_int_equal(af_log_calibration(log, "allreduce8_us", samples, 4), AF_OK);
+    assert_int_equal(af_log_attr_i64(log, "/calibration", "warmup_iterations", 0), AF_OK);
 
+    af_step_row_t tot;
+    memset(&tot, 0, sizeof tot);
+    double max_blackout = 0.0;
     for (int r = 0; r < NROWS; ++r) {
         af_step_row_t row;
         memset(&row, 0, sizeof row);
         row.step = r + 1;
+        row.state_step = r + 1;
         if (defect == DEFECT_STEP_GAP && r >= 5) {
             row.step = r + 2;
         }
@@ -101,7 +115,13 @@ static void write_log(const char *path, defect_t defect)
         }
         row.fenced = row.corrupt_detected;
         row.retried = row.fenced;
-        row.moves_drain = r % 2;
+        row.moves_drain = r == 2; /* the drain event of step 3 */
+        tot.corrupt_injected += row.corrupt_injected;
+        tot.corrupt_detected += row.corrupt_detected;
+        tot.fenced += row.fenced;
+        tot.retried += row.retried;
+        tot.moves_drain += row.moves_drain;
+        max_blackout = row.blackout_frac > max_blackout ? row.blackout_frac : max_blackout;
         double phases[AF_NPHASES * NRANKS];
         for (int p = 0; p < AF_NPHASES; ++p) {
             for (int k = 0; k < NRANKS; ++k) {
@@ -119,9 +139,49 @@ static void write_log(const char *path, defect_t defect)
     ev.step = 3;
     snprintf(ev.kind, sizeof ev.kind, "drain");
     ev.block = 1;
-    ev.to_slot = 5;
+    ev.to_device = 1;
+    ev.to_slot = 1;
     assert_int_equal(af_log_event(log, &ev), AF_OK);
+    /* dead_units = row / 4: units 0 and 1 die in steps 5 and 9 */
+    for (int u = 0; u < 2; ++u) {
+        memset(&ev, 0, sizeof ev);
+        ev.step = 5 + 4 * u;
+        snprintf(ev.kind, sizeof ev.kind, "death");
+        ev.block = ev.from_slot = ev.to_device = ev.to_unit = ev.to_slot = -1;
+        ev.from_device = 0;
+        ev.from_unit = u;
+        ev.detail = 1;
+        assert_int_equal(af_log_event(log, &ev), AF_OK);
+    }
     assert_int_equal(af_log_flush(log), AF_OK);
+
+    /* /units, as sim/run.c writes them at the end */
+    int64_t iv[DEVICES * UNITS];
+    double fv[DEVICES * UNITS];
+    for (int u = 0; u < DEVICES * UNITS; ++u) {
+        fv[u] = 100.0 + u;
+    }
+    assert_int_equal(af_log_write_f64(log, "/units/lifetime_hours", fv, DEVICES * UNITS), AF_OK);
+    assert_int_equal(af_log_write_f64(log, "/units/age_hours", fv, DEVICES * UNITS), AF_OK);
+    assert_int_equal(af_log_write_f64(log, "/units/temperature_K", fv, DEVICES * UNITS), AF_OK);
+    for (int u = 0; u < DEVICES * UNITS; ++u) {
+        iv[u] = u < 2 ? 5 + 4 * u : -1;
+    }
+    assert_int_equal(af_log_write_i64(log, "/units/death_step", iv, DEVICES * UNITS), AF_OK);
+    assert_int_equal(af_log_write_i64(log, "/units/fade_step", iv, DEVICES * UNITS), AF_OK);
+    for (int u = 0; u < DEVICES * UNITS; ++u) {
+        iv[u] = u < 2;
+    }
+    assert_int_equal(af_log_write_i64(log, "/units/cause", iv, DEVICES * UNITS), AF_OK);
+    for (int u = 0; u < DEVICES * UNITS; ++u) {
+        iv[u] = u / UNITS;
+    }
+    assert_int_equal(af_log_write_i64(log, "/units/device", iv, DEVICES * UNITS), AF_OK);
+    for (int u = 0; u < DEVICES * UNITS; ++u) {
+        iv[u] = u % UNITS;
+    }
+    assert_int_equal(af_log_write_i64(log, "/units/unit", iv, DEVICES * UNITS), AF_OK);
+    assert_int_equal(af_log_attr_str(log, "/units", "cause_codes", "0 alive, 1 wear-out"), AF_OK);
 
     double state[BLOCKS * BLOCK_LEN];
     for (int i = 0; i < BLOCKS * BLOCK_LEN; ++i) {
@@ -138,6 +198,32 @@ static void write_log(const char *path, defect_t defect)
     assert_int_equal(af_log_attr_str(log, "/final", "state_checksum", "0123456789abcdef"), AF_OK);
     assert_int_equal(af_log_attr_str(log, "/final", "reference_checksum", "0123456789abcdef"),
                      AF_OK);
+    /* The rest of what sim/run.c's write_final writes, consistent with the rows. */
+    const struct {
+        const char *name;
+        int64_t v;
+    } fin[] = {{"exit_code", 0},
+               {"state_step", NROWS},
+               {"nonfinite_leaked_total", 0},
+               {"sdc_undetected_total", 0},
+               {"allocs_after_init", 0},
+               {"corrupt_injected_total", tot.corrupt_injected},
+               {"corrupt_detected_total", tot.corrupt_detected},
+               {"fenced_total", tot.fenced},
+               {"retried_total", tot.retried},
+               {"moves_drain_total", tot.moves_drain},
+               {"moves_restore_total", 0},
+               {"moves_retry_total", 0},
+               {"rollbacks_total", 0},
+               {"replayed_steps_total", 0}};
+    for (size_t i = 0; i < sizeof fin / sizeof fin[0]; ++i) {
+        assert_int_equal(af_log_attr_i64(log, "/final", fin[i].name, fin[i].v), AF_OK);
+    }
+    assert_int_equal(af_log_attr_f64(log, "/final", "mass_initial", 0.5), AF_OK);
+    assert_int_equal(af_log_attr_f64(log, "/final", "mass_final", 0.5), AF_OK);
+    assert_int_equal(af_log_attr_f64(log, "/final", "sim_hours", 30.0 * NROWS), AF_OK);
+    assert_int_equal(af_log_attr_f64(log, "/final", "max_blackout", max_blackout), AF_OK);
+    assert_int_equal(af_log_attr_str(log, "/final", "end_time", "2026-01-01T00:01:00Z"), AF_OK);
     assert_int_equal(af_log_close(&log), AF_OK);
     assert_null(log);
 }
@@ -200,7 +286,7 @@ static void test_reader_returns_what_the_writer_wrote(void **state)
     assert_int_equal(v, NRANKS);
     assert_int_equal(af_logfile_attr_i64(&lf, "/", "no_such_attr", &v), AF_ERR_IO);
     double p50 = 0;
-    assert_int_equal(af_logfile_attr_f64(&lf, "/calibration/timer_floor", "p50", &p50), AF_OK);
+    assert_int_equal(af_logfile_attr_f64(&lf, "/calibration/timer_floor_us", "p50", &p50), AF_OK);
     assert_true(p50 == 2.5);
 
     int rank = 0;

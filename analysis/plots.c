@@ -1,0 +1,132 @@
+/* agefence-report --plots (see plots.h). */
+#include "plots.h"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+/* Runs argv (argv[0] looked up in PATH when it has no '/'); output to /dev/null when quiet,
+ * else stdout to stderr. Returns the exit status, or -1 when it could not start. */
+static int run(char *const argv[], int quiet)
+{
+    posix_spawn_file_actions_t fa;
+    if (posix_spawn_file_actions_init(&fa) != 0) {
+        return -1;
+    }
+    if (quiet) {
+        posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+        posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    } else {
+        posix_spawn_file_actions_adddup2(&fa, 2, 1);
+    }
+    pid_t pid;
+    int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0) {
+        return -1;
+    }
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0) {
+        /* EINTR: wait again */
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static int usable_python(const char *py)
+{
+    char *argv[] = {(char *)py, "-c", "import h5py, matplotlib", NULL};
+    return run(argv, 1) == 0;
+}
+
+static int is_file(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* The directory part of path into out ("." when there is none). */
+static void dir_of(const char *path, char *out, size_t n)
+{
+    const char *slash = strrchr(path, '/');
+    if (slash == NULL) {
+        snprintf(out, n, ".");
+    } else {
+        snprintf(out, n, "%.*s", (int)(slash - path), path);
+    }
+}
+
+static int find_script(char *out, size_t n)
+{
+    const char *env = getenv("AGEFENCE_PLOTS_PY");
+    if (env != NULL && env[0] != '\0') {
+        snprintf(out, n, "%s", env);
+        return is_file(out);
+    }
+    char dir[4096];
+    /* A build from the source tree: the compiler saw this file by its absolute path. */
+    dir_of(__FILE__, dir, sizeof dir);
+    if (dir[0] == '/') {
+        snprintf(out, n, "%s/plots.py", dir);
+        if (is_file(out)) {
+            return 1;
+        }
+    }
+    char exe[4096];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (len > 0) {
+        exe[len] = '\0';
+        dir_of(exe, dir, sizeof dir);
+        const char *rel[] = {"plots.py", "../share/agefence/plots.py", "../analysis/plots.py"};
+        for (size_t i = 0; i < sizeof rel / sizeof rel[0]; ++i) {
+            snprintf(out, n, "%s/%s", dir, rel[i]);
+            if (is_file(out)) {
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+int af_plots_run(const char *path, const char *dir, FILE *msg)
+{
+    char script[4200];
+    if (!find_script(script, sizeof script)) {
+        fprintf(msg, "agefence-report: plots skipped: analysis/plots.py not found (set "
+                     "AGEFENCE_PLOTS_PY)\n");
+        return AF_PLOTS_UNAVAILABLE;
+    }
+    const char *env = getenv("AGEFENCE_PYTHON");
+    const char *candidates[2] = {"/usr/bin/python3", "python3"};
+    int ncand = 2;
+    if (env != NULL && env[0] != '\0') {
+        candidates[0] = env;
+        ncand = 1;
+    }
+    const char *py = NULL;
+    for (int i = 0; i < ncand && py == NULL; ++i) {
+        if (usable_python(candidates[i])) {
+            py = candidates[i];
+        }
+    }
+    if (py == NULL) {
+        fprintf(
+            msg,
+            "agefence-report: plots skipped: no Python 3 with h5py and matplotlib (tried %s%s%s)\n",
+            candidates[0], ncand > 1 ? ", " : "", ncand > 1 ? candidates[1] : "");
+        return AF_PLOTS_UNAVAILABLE;
+    }
+    char *argv[] = {(char *)py, script, (char *)path, (char *)dir, NULL};
+    int rc = run(argv, 0);
+    if (rc != 0) {
+        fprintf(msg, "agefence-report: plots failed: %s %s exited with status %d\n", py, script,
+                rc);
+        return AF_PLOTS_FAILED;
+    }
+    return AF_PLOTS_DONE;
+}

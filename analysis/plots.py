@@ -1,0 +1,246 @@
+#!/usr/bin/env python3
+"""agefence-report --plots: PNG figures of one run's log (Python 3, h5py, matplotlib, numpy).
+
+    plots.py RUN.h5 DIR
+
+Writes into DIR (created if needed):
+  step_latency.png        max over ranks of step_us per executed step, blackout on a 2nd axis
+  latency_cdf.png         cumulative distribution of every phase (all steps x ranks)
+  unit_health.png         healthy / fading / dead units over the steps (stacked)
+  containment.png         cumulative corruptions injected / detected / fenced / retried /
+                          NaN-Inf leaked / finite undetected
+  latency_by_blackout.png box plot of step_us per blackout band
+A figure whose data the log lacks is skipped with one line on stderr; the others are written.
+Exit status: 0 written, 1 the log cannot be read, 2 bad arguments.
+"""
+import os
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import h5py  # noqa: E402
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+PHASES = ["step_us", "kernel_us", "halo_us", "coord_us", "moves_us", "replica_us", "log_us"]
+BAND_EDGES = [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.85]
+BAND_LABELS = ["0-10%", "10-20%", "20-30%", "30-40%", "40-50%", "50-60%", "60-70%", "70-80%",
+               "80-85%", "\u226585%"]
+DPI = 90
+
+
+def band_of(frac):
+    """Band index of each blackout fraction, as analysis/summary.c computes it."""
+    return np.searchsorted(np.array(BAND_EDGES), frac, side="right") - 1
+
+
+class Log:
+    def __init__(self, path):
+        self.f = h5py.File(path, "r")
+        a = self.f.attrs
+        self.name = a["scenario"] if "scenario" in a else os.path.basename(path)
+        if isinstance(self.name, bytes):
+            self.name = self.name.decode()
+        self.ranks = int(a["ranks"]) if "ranks" in a else None
+
+    def steps(self, col):
+        try:
+            return self.f["steps"][col][:]
+        except KeyError:
+            return None
+
+    def phase(self, name):
+        try:
+            v = self.f["ranks"][name][:]
+        except KeyError:
+            return None
+        return v if v.ndim == 2 and v.shape[0] > 0 else None
+
+    def title(self, what):
+        return f"{what} \u2014 scenario '{self.name}'"
+
+
+def skip(name, why):
+    print(f"plots.py: {name} skipped: {why}", file=sys.stderr)
+
+
+def save(fig, out, name, written):
+    path = os.path.join(out, name)
+    fig.tight_layout()
+    fig.savefig(path, dpi=DPI)
+    plt.close(fig)
+    written.append(path)
+
+
+def step_latency(log, out, written):
+    st = log.phase("step_us")
+    step = log.steps("step")
+    bf = log.steps("blackout_frac")
+    if st is None or step is None or len(step) != st.shape[0]:
+        return skip("step_latency.png", "/steps/step or /ranks/step_us missing")
+    worst = st.max(axis=1)
+    fig, ax = plt.subplots(figsize=(10, 4.8))
+    ax.plot(step, worst, lw=0.6, color="tab:blue", label="step time, slowest rank")
+    # A running median shows the trend under the noise of single steps.
+    w = max(1, len(worst) // 50)
+    if len(worst) >= 2 * w and w > 1:
+        kernel = np.lib.stride_tricks.sliding_window_view(worst, w)
+        ax.plot(step[w - 1:], np.median(kernel, axis=1), lw=1.6, color="navy",
+                label=f"running median ({w} steps)")
+    ax.set_yscale("log")
+    ax.set_xlabel("executed step")
+    ax.set_ylabel("step time, max over ranks (\u00b5s)")
+    rb = log.steps("rollbacks")
+    if rb is not None and len(rb) == len(step):
+        for i, s in enumerate(step[rb > 0]):
+            ax.axvline(s, color="tab:red", lw=0.8, ls=":",
+                       label="rollback" if i == 0 else None)
+    if bf is not None and len(bf) == len(step):
+        ax2 = ax.twinx()
+        ax2.plot(step, 100.0 * bf, color="tab:orange", lw=1.6, label="blackout")
+        ax2.set_ylabel("blackout: units dead (%)", color="tab:orange")
+        ax2.set_ylim(0, 100)
+        ax2.tick_params(axis="y", colors="tab:orange")
+        h1, l1 = ax.get_legend_handles_labels()
+        h2, l2 = ax2.get_legend_handles_labels()
+        ax.legend(h1 + h2, l1 + l2, loc="upper left", fontsize=8)
+    else:
+        ax.legend(loc="upper left", fontsize=8)
+    ax.set_title(log.title("Step latency and blackout over the run"))
+    ax.grid(True, which="major", alpha=0.3)
+    save(fig, out, "step_latency.png", written)
+
+
+def latency_cdf(log, out, written):
+    fig, ax = plt.subplots(figsize=(8, 5))
+    drawn = 0
+    for name in PHASES:
+        v = log.phase(name)
+        if v is None:
+            continue
+        v = np.sort(v.ravel())
+        # Zero (and, from a faulty timer, negative) times cannot go on a log axis: clip them to
+        # 1 ns and say how many there were.
+        low = int((v <= 0).sum())
+        v = np.clip(v, 1e-3, None)
+        y = np.arange(1, len(v) + 1) / len(v)
+        label = name if low == 0 else f"{name} ({low} values \u2264 0 shown at 0.001)"
+        ax.step(v, y, where="post", lw=1.3, label=label)
+        drawn += 1
+    if drawn == 0:
+        plt.close(fig)
+        return skip("latency_cdf.png", "/ranks missing")
+    ax.set_xscale("log")
+    ax.set_xlabel("time per step and rank (\u00b5s, log scale)")
+    ax.set_ylabel("fraction of step \u00d7 rank samples \u2264 x")
+    ax.set_ylim(0, 1.01)
+    for p in (0.5, 0.9, 0.99):
+        ax.axhline(p, color="grey", lw=0.5, ls="--")
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(fontsize=8, loc="center left")
+    ax.set_title(log.title("Latency distribution per phase"))
+    save(fig, out, "latency_cdf.png", written)
+
+
+def unit_health(log, out, written):
+    step = log.steps("step")
+    cols = [log.steps(c) for c in ("healthy_units", "fading_units", "dead_units")]
+    if step is None or any(c is None or len(c) != len(step) for c in cols):
+        return skip("unit_health.png", "/steps health columns missing")
+    fig, ax = plt.subplots(figsize=(10, 4.8))
+    ax.stackplot(step, *cols, labels=["healthy", "fading", "dead"],
+                 colors=["tab:green", "tab:orange", "dimgrey"], alpha=0.85)
+    total = int(cols[0][0] + cols[1][0] + cols[2][0]) if len(step) else 0
+    ax.set_xlim(step[0] if len(step) else 0, step[-1] if len(step) else 1)
+    ax.set_ylim(0, max(total, 1))
+    ax.set_xlabel("executed step")
+    ax.set_ylabel(f"compute units (of {total})")
+    ax.legend(loc="center left", fontsize=9)
+    ax.set_title(log.title("Unit health over the run"))
+    ax.grid(True, alpha=0.3)
+    save(fig, out, "unit_health.png", written)
+
+
+def containment(log, out, written):
+    step = log.steps("step")
+    # Counters that agree draw on top of each other: the first of each pair is wide and pale,
+    # the second narrow and dashed on top, so both stay visible.
+    series = [("corrupt_injected", "injected", "tab:red", "-", 4.0, 0.45),
+              ("corrupt_detected", "detected", "tab:red", "--", 1.4, 1.0),
+              ("fenced", "fenced", "tab:blue", "-", 4.0, 0.45),
+              ("retried", "retried", "tab:blue", "--", 1.4, 1.0),
+              ("nonfinite_leaked", "NaN/Inf leaked", "black", "-", 1.6, 1.0),
+              ("sdc_undetected", "finite undetected (SDC)", "tab:brown", "-.", 1.6, 1.0)]
+    if step is None:
+        return skip("containment.png", "/steps/step missing")
+    fig, ax = plt.subplots(figsize=(10, 4.8))
+    drawn = 0
+    top = 0
+    for col, label, color, ls, lw, alpha in series:
+        v = log.steps(col)
+        if v is None or len(v) != len(step):
+            continue
+        c = np.cumsum(v)
+        total = int(c[-1]) if len(c) else 0
+        ax.plot(step, c, color=color, ls=ls, lw=lw, alpha=alpha, label=f"{label} ({total})")
+        top = max(top, total)
+        drawn += 1
+    if drawn == 0:
+        plt.close(fig)
+        return skip("containment.png", "/steps counters missing")
+    ax.set_ylim(0, max(1.0, 1.05 * top))
+    ax.set_xlabel("executed step")
+    ax.set_ylabel("cumulative count")
+    ax.legend(loc="upper left", fontsize=9, title="total in ()", title_fontsize=8)
+    ax.set_title(log.title("Containment counters over the run"))
+    ax.grid(True, alpha=0.3)
+    save(fig, out, "containment.png", written)
+
+
+def latency_by_blackout(log, out, written):
+    st = log.phase("step_us")
+    bf = log.steps("blackout_frac")
+    if st is None or bf is None or len(bf) != st.shape[0]:
+        return skip("latency_by_blackout.png", "/ranks/step_us or /steps/blackout_frac missing")
+    band = band_of(bf)
+    data, labels = [], []
+    for b, label in enumerate(BAND_LABELS):
+        v = st[band == b].ravel()
+        if len(v):
+            data.append(np.clip(v, 1e-3, None))
+            labels.append(f"{label}\n{int((band == b).sum())} steps")
+    fig, ax = plt.subplots(figsize=(10, 4.8))
+    ax.boxplot(data, labels=labels, whis=(1, 99), showfliers=True,
+               flierprops=dict(marker=".", markersize=2, alpha=0.4),
+               medianprops=dict(color="tab:red", lw=1.5))
+    ax.set_yscale("log")
+    ax.set_xlabel("blackout band (fraction of units dead when the step ran)")
+    ax.set_ylabel("step time per rank (\u00b5s, log scale)")
+    ax.set_title(log.title("Step latency per blackout band (box: p25-p75, whiskers: p1-p99)"))
+    ax.grid(True, axis="y", which="major", alpha=0.3)
+    ax.tick_params(axis="x", labelsize=8)
+    save(fig, out, "latency_by_blackout.png", written)
+
+
+def main(argv):
+    if len(argv) != 3:
+        print("usage: plots.py RUN.h5 DIR", file=sys.stderr)
+        return 2
+    path, out = argv[1], argv[2]
+    try:
+        log = Log(path)
+    except (OSError, KeyError) as e:
+        print(f"plots.py: {path}: cannot read the log: {e}", file=sys.stderr)
+        return 1
+    os.makedirs(out, exist_ok=True)
+    written = []
+    for fn in (step_latency, latency_cdf, unit_health, containment, latency_by_blackout):
+        fn(log, out, written)
+    print(f"agefence-report: wrote {len(written)} plot{'s' if len(written) != 1 else ''} to "
+          f"{out}: {', '.join(os.path.basename(w) for w in written)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,108 @@
+/* agefence-report: a run's log read into memory, tolerating partial files. Every part of the
+ * log is optional here: what is absent or malformed is left empty and named in `missing`, so
+ * the summary can say what it could not compute instead of failing (agefence-report --check
+ * says why). Only the schema version is required (af_logfile_open checks it). */
+#ifndef AF_RUNDATA_H
+#define AF_RUNDATA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../sim/af_result.h"
+#include "../sim/log_schema.h"
+#include "logread.h"
+
+#define AF_RUN_MAX_MISSING 24
+
+/* The event kinds the writer logs (sim/log_schema.h), and one slot for anything else. */
+#define AF_EVENT_KINDS(X)                                                                          \
+    X(fade) X(death) X(sudden) X(drain) X(restore) X(retry) X(rollback) X(replica) X(capacity)
+enum {
+#define AF_X(name) AF_EV_##name,
+    AF_EVENT_KINDS(AF_X)
+#undef AF_X
+        AF_EV_other,
+    AF_NEVENT_KINDS
+};
+/* "fade", ..., "capacity", "other". */
+extern const char *const af_event_kind_names[AF_NEVENT_KINDS];
+/* The index of kind in af_event_kind_names (AF_EV_other when unknown). */
+int af_event_kind_index(const char *kind);
+
+typedef struct af_opt_i64 {
+    int ok; /* 1 when the attribute was there and numeric */
+    int64_t v;
+} af_opt_i64_t;
+
+typedef struct af_opt_f64 {
+    int ok;
+    double v;
+} af_opt_f64_t;
+
+typedef struct af_run {
+    char path[512];
+    int64_t schema_version;
+
+    /* Root attributes ("" or ok = 0 when absent). */
+    char scenario[128];
+    char agefence_version[64];
+    char git_revision[64];
+    char compute_backend[32];
+    char fabric_backend[32];
+    char hostnames[4096];
+    char start_time[64];
+    char mpi_version[256];
+    char backend_choice[256]; /* how the backends were chosen ("" in older logs) */
+    char launcher[64];        /* mpirun, srun, ... */
+    char slurm_job_id[64];    /* "" outside Slurm */
+    char slurm_nodelist[1024];
+    af_opt_i64_t seed, ranks, devices, units_per_device, blocks, block_len, capacity, steps_planned;
+    af_opt_f64_t max_blackout_limit, state_bytes_static, state_bytes_fault_free;
+
+    /* /final attributes. */
+    char exit_reason[64];
+    char exhausted_why[256];
+    char end_time[64];
+    char state_checksum[64];
+    char reference_checksum[64];
+    af_opt_i64_t exit_code, steps_completed, state_step, bitwise_equal, nonfinite_leaked_total,
+        sdc_undetected_total, allocs_after_init;
+    af_opt_f64_t mass_initial, mass_final, sim_hours, max_blackout;
+
+    /* /calibration (p50 etc. attributes of the raw sample datasets). */
+    af_opt_f64_t allreduce8_p10, allreduce8_p50, allreduce8_p90, timer_floor_p50;
+
+    /* /steps: nrows rows; col[c] NULL when the column is absent or of another length. Every
+     * column is held as double, integer columns also exactly as icol[c]. */
+    int64_t nrows;
+    double *col[AF_NCOLUMNS];
+    int64_t *icol[AF_NCOLUMNS];
+
+    /* /ranks: phase[p] is nrows x nranks (row-major), NULL when absent or misshapen. */
+    int64_t nranks;
+    double *phase[AF_NPHASES];
+
+    /* /events: NULL when absent or unreadable (have_events = 0). */
+    int have_events;
+    int64_t nevents;
+    af_event_row_t *events;
+
+    /* /units/cause, per unit (NULL when absent). */
+    int64_t nunits;
+    int64_t *unit_cause;
+
+    /* What could not be read, one short phrase each ("/ranks/halo_us: missing"). */
+    int nmissing;
+    char missing[AF_RUN_MAX_MISSING][160];
+} af_run_t;
+
+/* Reads everything the report needs from an open log. Never fails on a malformed file (see
+ * above); AF_ERR_NOMEM only. af_run_free releases what af_run_load allocated, also after it
+ * failed. */
+af_result_t af_run_load(af_run_t *run, const af_logfile_t *lf);
+void af_run_free(af_run_t *run);
+
+/* The value of /steps/<column c> in row i as a double, or NAN when the column is absent. */
+double af_run_value(const af_run_t *run, int c, int64_t row);
+
+#endif

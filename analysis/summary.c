@@ -1,0 +1,551 @@
+/* agefence-report: the figures of a run (see summary.h). */
+#include "summary.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const af_band_labels[AF_NBANDS] = {"0-10%",  "10-20%", "20-30%", "30-40%", "40-50%",
+                                               "50-60%", "60-70%", "70-80%", "80-85%", ">=85%"};
+/* Lower edges of the bands 1.., as literals: i * 0.1 would put 0.3 in the wrong band. */
+static const double BAND_LO[AF_NBANDS] = {0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.85};
+
+static const char *PHASE_NAMES[] = {
+#define AF_X(name, doc) #name,
+    AF_PHASES(AF_X)
+#undef AF_X
+};
+static const char *COL_NAMES[] = {
+#define AF_X(name, type, doc) #name,
+    AF_STEP_COLUMNS(AF_X)
+#undef AF_X
+};
+
+const char *af_phase_name(int p)
+{
+    return p >= 0 && p < AF_NPHASES ? PHASE_NAMES[p] : "?";
+}
+
+const char *af_column_name(int c)
+{
+    return c >= 0 && c < AF_NCOLUMNS ? COL_NAMES[c] : "?";
+}
+
+int af_band_of(double f)
+{
+    int b = 0;
+    while (b + 1 < AF_NBANDS && f >= BAND_LO[b + 1]) {
+        b++;
+    }
+    return b;
+}
+
+static double ratio(double num, double den)
+{
+    return den != 0.0 && isfinite(num) && isfinite(den) ? num / den : NAN;
+}
+
+static int64_t count_hosts(const char *list)
+{
+    if (list[0] == '\0') {
+        return 0;
+    }
+    int64_t n = 0;
+    const char *p = list;
+    while (*p != '\0') {
+        size_t len = strcspn(p, ",");
+        /* Count this name unless an earlier entry is the same. */
+        int seen = 0;
+        for (const char *q = list; q < p && !seen;) {
+            size_t ql = strcspn(q, ",");
+            seen = ql == len && strncmp(q, p, len) == 0;
+            q += ql + (q[ql] == ',');
+        }
+        n += !seen;
+        p += len + (p[len] == ',');
+    }
+    return n;
+}
+
+/* Latency of every phase over the rows where mask[i] (NULL: all rows). buf holds nrows x nranks
+ * values. */
+static void phase_set(const af_run_t *run, const unsigned char *mask, double *buf,
+                      af_phase_set_t *set)
+{
+    memset(set, 0, sizeof *set);
+    for (int64_t i = 0; i < run->nrows; ++i) {
+        set->steps += mask == NULL || mask[i];
+    }
+    for (int p = 0; p < AF_NPHASES; ++p) {
+        size_t n = 0;
+        if (run->phase[p] != NULL) {
+            for (int64_t i = 0; i < run->nrows; ++i) {
+                if (mask == NULL || mask[i]) {
+                    memcpy(buf + n, run->phase[p] + (size_t)i * (size_t)run->nranks,
+                           sizeof(double) * (size_t)run->nranks);
+                    n += (size_t)run->nranks;
+                }
+            }
+        }
+        af_stats_sort(buf, n);
+        af_stats_from_sorted(buf, n, &set->ph[p]);
+    }
+}
+
+static void worst_steps(af_summary_t *s, const af_run_t *run, double *rowmax, int64_t *argmax)
+{
+    const double *st = run->phase[AF_PHASE_step_us];
+    int64_t R = run->nranks;
+    for (int64_t i = 0; i < run->nrows; ++i) {
+        rowmax[i] = st[i * R];
+        argmax[i] = 0;
+        for (int64_t q = 1; q < R; ++q) {
+            if (st[i * R + q] > rowmax[i]) {
+                rowmax[i] = st[i * R + q];
+                argmax[i] = q;
+            }
+        }
+    }
+    /* Selection of the AF_WORST_STEPS largest, earliest first among equals. */
+    s->nworst = 0;
+    for (int w = 0; w < AF_WORST_STEPS && w < run->nrows; ++w) {
+        int64_t best = -1;
+        for (int64_t i = 0; i < run->nrows; ++i) {
+            int taken = 0;
+            for (int k = 0; k < w && !taken; ++k) {
+                taken = s->worst[k].row == i;
+            }
+            if (!taken && !isnan(rowmax[i]) && (best < 0 || rowmax[i] > rowmax[best])) {
+                best = i;
+            }
+        }
+        if (best < 0) {
+            break;
+        }
+        af_worst_step_t *ws = &s->worst[w];
+        memset(ws, 0, sizeof *ws);
+        ws->row = best;
+        ws->step = run->icol[AF_COL_step] ? run->icol[AF_COL_step][best] : best + 1;
+        ws->state_step = run->icol[AF_COL_state_step] ? run->icol[AF_COL_state_step][best] : -1;
+        ws->step_us = rowmax[best];
+        ws->rank = argmax[best];
+        ws->blackout_frac = af_run_value(run, AF_COL_blackout_frac, best);
+        ws->phase = -1;
+        ws->phase_us = NAN;
+        for (int p = 0; p < AF_NPHASES; ++p) {
+            if (p == AF_PHASE_step_us || run->phase[p] == NULL) {
+                continue;
+            }
+            double v = run->phase[p][best * R + ws->rank];
+            if (ws->phase < 0 || v > ws->phase_us) {
+                ws->phase = p;
+                ws->phase_us = v;
+            }
+        }
+        for (int c = 0; c < AF_NCOLUMNS; ++c) {
+            ws->counters[c] = run->icol[c] ? run->icol[c][best] : 0;
+        }
+        for (int64_t e = 0; e < run->nevents; ++e) {
+            if (run->events[e].step == ws->step) {
+                ws->events[af_event_kind_index(run->events[e].kind)]++;
+            }
+        }
+        s->nworst = w + 1;
+    }
+}
+
+af_result_t af_summary_compute(af_summary_t *s, const af_run_t *run)
+{
+    memset(s, 0, sizeof *s);
+    s->run = run;
+    int64_t n = run->nrows;
+    const int64_t last = n - 1;
+
+    /* run */
+    if (run->devices.ok && run->units_per_device.ok) {
+        s->units = run->devices.v * run->units_per_device.v;
+    }
+    s->slots = run->capacity.ok ? s->units * run->capacity.v : 0;
+    s->hosts = count_hosts(run->hostnames);
+    s->steps_executed = n;
+    if (run->state_step.ok) {
+        s->steps_logical = run->state_step.v;
+    } else if (n > 0 && run->icol[AF_COL_state_step] != NULL) {
+        s->steps_logical = run->icol[AF_COL_state_step][last];
+    }
+    s->memory_overhead = ratio(run->state_bytes_static.v, run->state_bytes_fault_free.v);
+    s->max_blackout = NAN;
+    if (run->col[AF_COL_blackout_frac] != NULL && n > 0) {
+        s->max_blackout = 0.0;
+        for (int64_t i = 0; i < n; ++i) {
+            double f = run->col[AF_COL_blackout_frac][i];
+            s->max_blackout = f > s->max_blackout ? f : s->max_blackout;
+        }
+    } else if (run->max_blackout.ok) {
+        s->max_blackout = run->max_blackout.v;
+    }
+    s->sim_hours = n > 0 && run->col[AF_COL_sim_hours] != NULL ? run->col[AF_COL_sim_hours][last]
+                                                               : run->sim_hours.v;
+
+    /* correctness */
+    s->mass_drift = run->mass_final.v - run->mass_initial.v;
+    s->mass_drift_rel = ratio(s->mass_drift, fabs(run->mass_initial.v));
+    s->mass_dev_max = NAN;
+    if (run->col[AF_COL_mass] != NULL && run->mass_initial.ok && n > 0) {
+        s->mass_dev_max = 0.0;
+        for (int64_t i = 0; i < n; ++i) {
+            double d = fabs(run->col[AF_COL_mass][i] - run->mass_initial.v);
+            s->mass_dev_max = d > s->mass_dev_max || isnan(d) ? d : s->mass_dev_max;
+        }
+    }
+    s->checksums_match = run->state_checksum[0] && run->reference_checksum[0]
+                             ? strcmp(run->state_checksum, run->reference_checksum) == 0
+                             : -1;
+
+    /* totals */
+    for (int c = 0; c < AF_NCOLUMNS; ++c) {
+        if (run->icol[c] != NULL) {
+            s->tot_ok[c] = 1;
+            for (int64_t i = 0; i < n; ++i) {
+                s->tot[c] += run->icol[c][i];
+            }
+        }
+    }
+    s->allocs_after_init = run->icol[AF_COL_allocs_after_init] && n > 0
+                               ? run->icol[AF_COL_allocs_after_init][last]
+                               : -1;
+    s->comms_after_init =
+        run->icol[AF_COL_comms_after_init] && n > 0 ? run->icol[AF_COL_comms_after_init][last] : -1;
+#define TOT(c) (s->tot_ok[AF_COL_##c] ? (double)s->tot[AF_COL_##c] : NAN)
+    s->detected_per_injected = ratio(TOT(corrupt_detected), TOT(corrupt_injected));
+    s->undetected_per_injected = ratio(TOT(sdc_undetected), TOT(corrupt_injected));
+    s->fenced_per_injected = ratio(TOT(fenced), TOT(corrupt_injected));
+    s->retried_per_fenced = ratio(TOT(retried), TOT(fenced));
+    s->injected_per_step = ratio(TOT(corrupt_injected), (double)n);
+    s->leaked_per_step = ratio(TOT(nonfinite_leaked), (double)n);
+    s->sdc_per_step = ratio(TOT(sdc_undetected), (double)n);
+    s->injected_per_fading_unit_step = ratio(TOT(corrupt_injected), TOT(fading_units));
+    s->steps_with_corruption = -1;
+    if (run->icol[AF_COL_corrupt_injected] != NULL) {
+        s->steps_with_corruption = 0;
+        for (int64_t i = 0; i < n; ++i) {
+            s->steps_with_corruption += run->icol[AF_COL_corrupt_injected][i] > 0;
+        }
+    }
+
+    /* recovery */
+    s->moves_total =
+        s->tot[AF_COL_moves_drain] + s->tot[AF_COL_moves_restore] + s->tot[AF_COL_moves_retry];
+    const int move_cols[] = {AF_COL_moves_drain, AF_COL_moves_restore, AF_COL_moves_retry,
+                             AF_COL_rollbacks};
+    int have_moves = 1;
+    for (int k = 0; k < 4; ++k) {
+        have_moves &= run->icol[move_cols[k]] != NULL;
+    }
+    s->lost_work_frac = ratio(TOT(replayed_steps), (double)n);
+#undef TOT
+    s->units_dead = -1;
+    if (run->unit_cause != NULL) {
+        s->units_dead = 0;
+        for (int64_t u = 0; u < run->nunits; ++u) {
+            int64_t c = run->unit_cause[u];
+            if (c >= 0 && c < 4) {
+                s->dead_by_cause[c]++;
+            }
+            s->units_dead += c != 0;
+        }
+    }
+    for (int k = 0; k < AF_NEVENT_KINDS; ++k) {
+        s->events[k] = run->have_events ? 0 : -1;
+    }
+    for (int64_t e = 0; e < run->nevents; ++e) {
+        s->events[af_event_kind_index(run->events[e].kind)]++;
+    }
+
+    /* latency */
+    size_t cells = (size_t)n * (size_t)(run->nranks > 0 ? run->nranks : 1);
+    double *buf = malloc(sizeof(double) * (cells ? cells : 1));
+    unsigned char *mask = malloc((size_t)(n > 0 ? n : 1));
+    double *rowmax = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
+    int64_t *argmax = malloc(sizeof(int64_t) * (size_t)(n > 0 ? n : 1));
+    if (buf == NULL || mask == NULL || rowmax == NULL || argmax == NULL) {
+        free(buf);
+        free(mask);
+        free(rowmax);
+        free(argmax);
+        return AF_ERR_NOMEM;
+    }
+    s->have_latency = run->phase[AF_PHASE_step_us] != NULL && n > 0;
+    phase_set(run, NULL, buf, &s->all);
+    for (int b = 0; b < AF_NBANDS; ++b) {
+        for (int64_t i = 0; i < n; ++i) {
+            mask[i] = run->col[AF_COL_blackout_frac] != NULL &&
+                      af_band_of(run->col[AF_COL_blackout_frac][i]) == b;
+        }
+        phase_set(run, mask, buf, &s->band[b]);
+    }
+    s->steps_with_moves = -1;
+    for (int with = 0; with < 2; ++with) {
+        int64_t count = 0;
+        for (int64_t i = 0; i < n; ++i) {
+            int moved = 0;
+            for (int k = 0; k < 4 && have_moves; ++k) {
+                moved |= run->icol[move_cols[k]][i] > 0;
+            }
+            mask[i] = have_moves && moved == with;
+            count += mask[i];
+        }
+        phase_set(run, mask, buf, with ? &s->with_moves : &s->without_moves);
+        if (with && have_moves) {
+            s->steps_with_moves = count;
+        }
+    }
+    double ar = run->allreduce8_p50.ok ? run->allreduce8_p50.v : NAN;
+    s->coord_p50_over_allreduce = ratio(s->all.ph[AF_PHASE_coord_us].p50, ar);
+    s->coord_mean_over_allreduce = ratio(s->all.ph[AF_PHASE_coord_us].mean, ar);
+    s->steps_wall_s = NAN;
+    if (s->have_latency) {
+        worst_steps(s, run, rowmax, argmax);
+        double sum = 0.0;
+        for (int64_t i = 0; i < n; ++i) {
+            sum += rowmax[i];
+        }
+        s->steps_wall_s = sum * 1e-6;
+    }
+    s->steps_per_s = ratio((double)n, s->steps_wall_s);
+    free(buf);
+    free(mask);
+    free(rowmax);
+    free(argmax);
+    return AF_OK;
+}
+
+/* ---- figures ---- */
+
+static void str_or_null(af_figs_t *f, unsigned flags, const char *v, const char *key)
+{
+    if (v[0] != '\0') {
+        af_figs_str(f, flags, v, "%s", key);
+    } else {
+        af_figs_null(f, flags, "%s", key);
+    }
+}
+
+static void i64_or_null(af_figs_t *f, unsigned flags, af_opt_i64_t v, const char *key)
+{
+    if (v.ok) {
+        af_figs_int(f, flags, v.v, "%s", key);
+    } else {
+        af_figs_null(f, flags, "%s", key);
+    }
+}
+
+static void count_or_null(af_figs_t *f, unsigned flags, int ok, int64_t v, const char *key)
+{
+    if (ok) {
+        af_figs_int(f, flags, v, "%s", key);
+    } else {
+        af_figs_null(f, flags, "%s", key);
+    }
+}
+
+static void stats_figs(af_figs_t *f, unsigned flags, const af_stats_t *st, const char *prefix)
+{
+    af_figs_int(f, flags, (int64_t)st->n, "%s.n", prefix);
+    af_figs_real(f, flags, st->p50, "%s.p50", prefix);
+    af_figs_real(f, flags, st->p90, "%s.p90", prefix);
+    af_figs_real(f, flags, st->p99, "%s.p99", prefix);
+    af_figs_real(f, flags, st->max, "%s.max", prefix);
+    af_figs_real(f, flags, st->mean, "%s.mean", prefix);
+    af_figs_real(f, flags, st->sd, "%s.sd", prefix);
+    af_figs_real(f, flags, st->cv, "%s.cv", prefix);
+    af_figs_real(f, flags | AF_FIG_DETAIL, st->min, "%s.min", prefix);
+}
+
+/* A phase set: its step count, step_us in the comparison table and the others in JSON only. */
+static void set_figs(af_figs_t *f, const af_phase_set_t *set, const char *prefix)
+{
+    char key[160];
+    af_figs_int(f, 0, set->steps, "%s.steps", prefix);
+    for (int p = 0; p < AF_NPHASES; ++p) {
+        snprintf(key, sizeof key, "%s.%s", prefix, PHASE_NAMES[p]);
+        stats_figs(f, p == AF_PHASE_step_us ? 0 : AF_FIG_DETAIL, &set->ph[p], key);
+    }
+}
+
+af_result_t af_summary_figures(const af_summary_t *s, af_figs_t *f)
+{
+    const af_run_t *r = s->run;
+    const unsigned ID = AF_FIG_NORATIO;
+    int64_t n = s->steps_executed;
+
+    af_figs_str(f, ID, AF_REPORT_FORMAT, "format");
+    af_figs_str(f, ID, r->path, "run.file");
+    af_figs_int(f, ID, r->schema_version, "run.schema_version");
+    str_or_null(f, 0, r->scenario, "run.scenario");
+    str_or_null(f, 0, r->agefence_version, "run.agefence_version");
+    str_or_null(f, 0, r->git_revision, "run.git_revision");
+    i64_or_null(f, ID, r->seed, "run.seed");
+    i64_or_null(f, 0, r->ranks, "run.ranks");
+    i64_or_null(f, 0, r->devices, "run.devices");
+    i64_or_null(f, 0, r->units_per_device, "run.units_per_device");
+    count_or_null(f, 0, s->units > 0, s->units, "run.units");
+    i64_or_null(f, 0, r->blocks, "run.blocks");
+    i64_or_null(f, 0, r->block_len, "run.block_len");
+    i64_or_null(f, 0, r->capacity, "run.capacity");
+    count_or_null(f, 0, s->slots > 0, s->slots, "run.slots");
+    str_or_null(f, 0, r->compute_backend, "run.compute_backend");
+    str_or_null(f, 0, r->fabric_backend, "run.fabric_backend");
+    str_or_null(f, 0, r->hostnames, "run.hostnames");
+    count_or_null(f, 0, s->hosts > 0, s->hosts, "run.hosts");
+    str_or_null(f, AF_FIG_DETAIL, r->mpi_version, "run.mpi_version");
+    str_or_null(f, AF_FIG_DETAIL, r->backend_choice, "run.backend_choice");
+    str_or_null(f, AF_FIG_DETAIL, r->launcher, "run.launcher");
+    str_or_null(f, AF_FIG_DETAIL | ID, r->slurm_job_id, "run.slurm_job_id");
+    str_or_null(f, AF_FIG_DETAIL, r->slurm_nodelist, "run.slurm_nodelist");
+    str_or_null(f, ID, r->start_time, "run.start_time");
+    str_or_null(f, ID, r->end_time, "run.end_time");
+    i64_or_null(f, 0, r->steps_planned, "run.steps_planned");
+    af_figs_int(f, 0, n, "run.steps_executed");
+    af_figs_int(f, 0, s->steps_logical, "run.steps_logical");
+    count_or_null(f, 0, s->tot_ok[AF_COL_replayed_steps], s->tot[AF_COL_replayed_steps],
+                  "run.steps_replayed");
+    af_figs_real(f, 0, s->sim_hours, "run.sim_hours");
+    af_figs_real(f, 0, s->steps_wall_s, "run.steps_wall_s");
+    af_figs_real(f, 0, s->steps_per_s, "run.steps_per_s");
+    str_or_null(f, 0, r->exit_reason, "run.exit_reason");
+    i64_or_null(f, 0, r->exit_code, "run.exit_code");
+    str_or_null(f, 0, r->exhausted_why, "run.exhausted_why");
+    af_figs_real(f, 0, s->max_blackout, "run.max_blackout");
+    af_figs_real(f, 0, r->max_blackout_limit.v, "run.max_blackout_limit");
+    af_figs_real(f, 0, r->state_bytes_static.v, "run.state_bytes_static");
+    af_figs_real(f, 0, r->state_bytes_fault_free.v, "run.state_bytes_fault_free");
+    af_figs_real(f, 0, s->memory_overhead, "run.memory_overhead");
+
+    if (r->bitwise_equal.ok) {
+        af_figs_bool(f, 0, r->bitwise_equal.v == 1, "correctness.bitwise_equal");
+    } else {
+        af_figs_null(f, 0, "correctness.bitwise_equal");
+    }
+    str_or_null(f, ID, r->state_checksum, "correctness.state_checksum");
+    str_or_null(f, ID, r->reference_checksum, "correctness.reference_checksum");
+    if (s->checksums_match >= 0) {
+        af_figs_bool(f, 0, s->checksums_match, "correctness.checksums_match");
+    } else {
+        af_figs_null(f, 0, "correctness.checksums_match");
+    }
+    af_figs_real(f, 0, r->mass_initial.v, "correctness.mass_initial");
+    af_figs_real(f, 0, r->mass_final.v, "correctness.mass_final");
+    af_figs_real(f, 0, s->mass_drift, "correctness.mass_drift");
+    af_figs_real(f, 0, s->mass_drift_rel, "correctness.mass_drift_rel");
+    af_figs_real(f, 0, s->mass_dev_max, "correctness.mass_dev_max");
+
+    const struct {
+        const char *key;
+        int col;
+    } cont[] = {{"injected", AF_COL_corrupt_injected},
+                {"detected", AF_COL_corrupt_detected},
+                {"fenced", AF_COL_fenced},
+                {"retried", AF_COL_retried},
+                {"leaked", AF_COL_nonfinite_leaked},
+                {"sdc_undetected", AF_COL_sdc_undetected}};
+    char key[160];
+    for (size_t k = 0; k < sizeof cont / sizeof cont[0]; ++k) {
+        snprintf(key, sizeof key, "containment.%s", cont[k].key);
+        count_or_null(f, 0, s->tot_ok[cont[k].col], s->tot[cont[k].col], key);
+    }
+    af_figs_real(f, 0, s->detected_per_injected, "containment.detected_per_injected");
+    af_figs_real(f, 0, s->undetected_per_injected, "containment.undetected_per_injected");
+    af_figs_real(f, 0, s->fenced_per_injected, "containment.fenced_per_injected");
+    af_figs_real(f, 0, s->retried_per_fenced, "containment.retried_per_fenced");
+    af_figs_real(f, 0, s->injected_per_step, "containment.injected_per_step");
+    af_figs_real(f, 0, s->leaked_per_step, "containment.leaked_per_step");
+    af_figs_real(f, 0, s->sdc_per_step, "containment.sdc_per_step");
+    af_figs_real(f, 0, s->injected_per_fading_unit_step,
+                 "containment.injected_per_fading_unit_step");
+    count_or_null(f, 0, s->steps_with_corruption >= 0, s->steps_with_corruption,
+                  "containment.steps_with_corruption");
+
+    const struct {
+        const char *key;
+        int col;
+    } rec[] = {{"drains", AF_COL_moves_drain},
+               {"restores", AF_COL_moves_restore},
+               {"retry_moves", AF_COL_moves_retry},
+               {"rollbacks", AF_COL_rollbacks},
+               {"replayed_steps", AF_COL_replayed_steps}};
+    for (size_t k = 0; k < sizeof rec / sizeof rec[0]; ++k) {
+        snprintf(key, sizeof key, "recovery.%s", rec[k].key);
+        count_or_null(f, 0, s->tot_ok[rec[k].col], s->tot[rec[k].col], key);
+    }
+    int have_moves = s->tot_ok[AF_COL_moves_drain] && s->tot_ok[AF_COL_moves_restore] &&
+                     s->tot_ok[AF_COL_moves_retry];
+    count_or_null(f, 0, have_moves, s->moves_total, "recovery.moves_total");
+    count_or_null(f, 0, s->steps_with_moves >= 0, s->steps_with_moves, "recovery.steps_with_moves");
+    af_figs_real(f, 0, s->lost_work_frac, "recovery.lost_work_frac");
+    count_or_null(f, 0, s->allocs_after_init >= 0, s->allocs_after_init,
+                  "recovery.allocs_after_init");
+    count_or_null(f, 0, s->comms_after_init >= 0, s->comms_after_init, "recovery.comms_after_init");
+    count_or_null(f, 0, s->units_dead >= 0, s->units_dead, "recovery.units_dead");
+    const char *causes[] = {"units_alive", "dead_wearout", "dead_sudden", "dead_scripted"};
+    for (int c = 0; c < 4; ++c) {
+        snprintf(key, sizeof key, "recovery.%s", causes[c]);
+        count_or_null(f, 0, s->units_dead >= 0, s->dead_by_cause[c], key);
+    }
+    for (int k = 0; k < AF_NEVENT_KINDS; ++k) {
+        snprintf(key, sizeof key, "recovery.events.%s", af_event_kind_names[k]);
+        count_or_null(f, 0, s->events[k] >= 0, s->events[k], key);
+    }
+
+    for (int p = 0; p < AF_NPHASES; ++p) {
+        snprintf(key, sizeof key, "latency.phases.%s", PHASE_NAMES[p]);
+        stats_figs(f, 0, &s->all.ph[p], key);
+    }
+    for (int b = 0; b < AF_NBANDS; ++b) {
+        snprintf(key, sizeof key, "latency.by_blackout.%s", af_band_labels[b]);
+        set_figs(f, &s->band[b], key);
+    }
+    set_figs(f, &s->with_moves, "latency.with_moves");
+    set_figs(f, &s->without_moves, "latency.without_moves");
+    af_figs_real(f, 0, s->all.ph[AF_PHASE_coord_us].p50, "latency.coordinator.coord_us_p50");
+    af_figs_real(f, 0, s->all.ph[AF_PHASE_coord_us].mean, "latency.coordinator.coord_us_mean");
+    af_figs_real(f, 0, r->allreduce8_p10.v, "latency.coordinator.allreduce8_us_p10");
+    af_figs_real(f, 0, r->allreduce8_p50.v, "latency.coordinator.allreduce8_us_p50");
+    af_figs_real(f, 0, r->allreduce8_p90.v, "latency.coordinator.allreduce8_us_p90");
+    af_figs_real(f, 0, r->timer_floor_p50.v, "latency.coordinator.timer_floor_us_p50");
+    af_figs_real(f, 0, s->coord_p50_over_allreduce, "latency.coordinator.p50_over_allreduce8");
+    af_figs_real(f, 0, s->coord_mean_over_allreduce, "latency.coordinator.mean_over_allreduce8");
+
+    const unsigned D = AF_FIG_DETAIL;
+    for (int w = 0; w < s->nworst; ++w) {
+        const af_worst_step_t *ws = &s->worst[w];
+        af_figs_int(f, D | ID, ws->step, "worst_steps.#%d.step", w);
+        af_figs_int(f, D | ID, ws->state_step, "worst_steps.#%d.state_step", w);
+        af_figs_real(f, D, ws->step_us, "worst_steps.#%d.step_us", w);
+        af_figs_int(f, D | ID, ws->rank, "worst_steps.#%d.rank", w);
+        if (ws->phase >= 0) {
+            af_figs_str(f, D, PHASE_NAMES[ws->phase], "worst_steps.#%d.top_phase", w);
+        } else {
+            af_figs_null(f, D, "worst_steps.#%d.top_phase", w);
+        }
+        af_figs_real(f, D, ws->phase_us, "worst_steps.#%d.top_phase_us", w);
+        af_figs_real(f, D, ws->blackout_frac, "worst_steps.#%d.blackout_frac", w);
+        for (int c = 0; c < AF_NCOLUMNS; ++c) {
+            if (c == AF_COL_step || c == AF_COL_state_step || r->icol[c] == NULL) {
+                continue;
+            }
+            af_figs_int(f, D, ws->counters[c], "worst_steps.#%d.counters.%s", w, COL_NAMES[c]);
+        }
+        for (int k = 0; k < AF_NEVENT_KINDS; ++k) {
+            af_figs_int(f, D, ws->events[k], "worst_steps.#%d.events.%s", w,
+                        af_event_kind_names[k]);
+        }
+    }
+    for (int i = 0; i < r->nmissing; ++i) {
+        af_figs_str(f, D | ID, r->missing[i], "missing.#%d", i);
+    }
+    if (r->nmissing == 0) {
+        af_figs_empty_array(f, D | ID, "missing");
+    }
+    return f->oom ? AF_ERR_NOMEM : AF_OK;
+}

@@ -1,0 +1,71 @@
+# agefence-report tests (included from tests/CMakeLists.txt).
+#   test_report              unit  statistics, JSON, figures of a synthetic log, --check on
+#                                  seeded inconsistencies, partial logs (cmocka)
+#   report_run_small         mpi   fixture: agefence on fixtures/small.ini (3 ranks)
+#   report_run_faultfree     mpi   fixture: agefence on fixtures/faultfree.ini (2 ranks)
+#   report_{text,json,verify,plots}_{small,faultfree}
+#                            mpi   agefence-report on those logs: summary, --check and
+#                                  --compare with itself (ratios exactly 1); --json parsed by
+#                                  Python; every figure recomputed with numpy; --plots
+#   report_plots_no_python   mpi   --plots without a usable Python: one line, report, exit 0
+#   report_bad_input         mpi   missing, foreign, truncated, future-schema and partial logs
+#   report_killed            mpi   agefence killed with SIGKILL mid-run: --check says exactly so
+# Tests that need Python (json), h5py/numpy (verify) or matplotlib (plots) exit 77: SKIP.
+set(AF_ANALYSIS ${PROJECT_SOURCE_DIR}/analysis)
+add_executable(test_report test_report.c ${AF_ANALYSIS}/stats.c ${AF_ANALYSIS}/rundata.c
+                           ${AF_ANALYSIS}/summary.c ${AF_ANALYSIS}/figures.c
+                           ${AF_ANALYSIS}/textreport.c)
+target_link_libraries(test_report PRIVATE agefence_core PkgConfig::CMOCKA)
+target_compile_options(test_report PRIVATE ${AF_WARN})
+add_test(NAME test_report COMMAND test_report)
+set_tests_properties(test_report PROPERTIES LABELS unit TIMEOUT 120 ENVIRONMENT "${AF_MPI_ENV}")
+
+# Seeds a defect into a copy of a log (tests/report.sh).
+add_executable(report_mutate report_mutate.c)
+target_link_libraries(report_mutate PRIVATE agefence_core)
+target_compile_options(report_mutate PRIVATE ${AF_WARN})
+
+set(AF_REPORT_DIR ${CMAKE_CURRENT_BINARY_DIR}/runs/report)
+file(MAKE_DIRECTORY ${AF_REPORT_DIR})
+set(AF_REPORT_SH ${CMAKE_CURRENT_SOURCE_DIR}/report.sh)
+set(AF_REPORT_FIX ${CMAKE_CURRENT_SOURCE_DIR}/fixtures)
+
+# The logs, made by the suite's own runs.
+add_test(NAME report_run_small
+         COMMAND ${MPIEXEC_EXECUTABLE} -n 3 --oversubscribe $<TARGET_FILE:agefence> run -q
+                 -c ${AF_REPORT_FIX}/small.ini -o ${AF_REPORT_DIR}/small.h5)
+add_test(NAME report_run_faultfree
+         COMMAND ${MPIEXEC_EXECUTABLE} -n 2 --oversubscribe $<TARGET_FILE:agefence> run -q
+                 -c ${AF_REPORT_FIX}/faultfree.ini -o ${AF_REPORT_DIR}/faultfree.h5)
+set_tests_properties(report_run_small PROPERTIES FIXTURES_SETUP af_report_small)
+set_tests_properties(report_run_faultfree PROPERTIES FIXTURES_SETUP af_report_faultfree)
+set_tests_properties(report_run_small report_run_faultfree PROPERTIES LABELS mpi TIMEOUT 300
+                     ENVIRONMENT "${AF_MPI_ENV}")
+
+set(AF_REPORT_TESTS)
+foreach(log small faultfree)
+  foreach(what text json verify plots)
+    add_test(NAME report_${what}_${log}
+             COMMAND bash ${AF_REPORT_SH} ${what} $<TARGET_FILE:agefence-report>
+                     $<TARGET_FILE:report_mutate> ${AF_REPORT_DIR}/${log}.h5
+                     ${AF_REPORT_DIR}/${what}_${log})
+    set_tests_properties(report_${what}_${log} PROPERTIES FIXTURES_REQUIRED af_report_${log})
+    list(APPEND AF_REPORT_TESTS report_${what}_${log})
+  endforeach()
+endforeach()
+foreach(what plots_no_python bad_input)
+  add_test(NAME report_${what}
+           COMMAND bash ${AF_REPORT_SH} ${what} $<TARGET_FILE:agefence-report>
+                   $<TARGET_FILE:report_mutate> ${AF_REPORT_DIR}/small.h5
+                   ${AF_REPORT_DIR}/${what} ${AF_REPORT_FIX}/report)
+  set_tests_properties(report_${what} PROPERTIES FIXTURES_REQUIRED af_report_small)
+  list(APPEND AF_REPORT_TESTS report_${what})
+endforeach()
+# A run killed with SIGKILL: the log up to the last flush, and --check says just that.
+add_test(NAME report_killed
+         COMMAND bash ${AF_REPORT_SH} killed $<TARGET_FILE:agefence-report>
+                 $<TARGET_FILE:report_mutate> ${AF_REPORT_DIR}/killed.h5 ${AF_REPORT_DIR}/killed
+                 "$<TARGET_FILE:agefence> ${MPIEXEC_EXECUTABLE}")
+list(APPEND AF_REPORT_TESTS report_killed)
+set_tests_properties(${AF_REPORT_TESTS} PROPERTIES LABELS mpi TIMEOUT 180 SKIP_RETURN_CODE 77
+                     ENVIRONMENT "${AF_MPI_ENV}")
