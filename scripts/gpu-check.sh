@@ -236,7 +236,7 @@ done
 cpulog=$res/bench-cpu.txt
 : >"$cpulog"
 if [ "${AGEFENCE_CHECK_CPU_BENCH:-1}" = 1 ]; then
-  for b in "kernel --samples 20" "recovery --samples 20" "coord" "log" "remap --samples 10"; do
+  for b in "kernel --samples 30" "recovery --samples 25" "coord" "log" "remap --samples 20" "scale"; do
     # shellcheck disable=SC2086
     step "bench ${b%% *} (cpu, 4 ranks)" "$cpulog" \
       timeout 300 mpirun -np 4 "$build/agefence" bench $b -o "$build/bench-${b%% *}.h5"
