@@ -20,17 +20,17 @@
 
 static void usage(FILE *f)
 {
-    fprintf(
-        f, "usage: agefence-report [--json] [--plots DIR] RUN.h5   report of a run\n"
-           "       agefence-report --compare OTHER.h5 [--json] RUN.h5\n"
-           "                                   RUN and OTHER side by side, ratios OTHER/RUN\n"
-           "       agefence-report --check RUN.h5    validate against the log schema\n"
-           "       agefence-report --attr OBJ NAME RUN.h5   print one attribute\n"
-           "options: --json      the figures as one JSON object (docs/ANALYSIS.md lists the keys)\n"
-           "         --plots DIR PNG figures of RUN in DIR (needs Python 3 with h5py and\n"
-           "                     matplotlib; without them the report is printed alone)\n"
-           "exit status: 0 ok, 1 the file breaks the schema (--check) or an internal error,\n"
-           "             2 bad input (arguments, a missing, unreadable or foreign file)\n");
+    fprintf(f, "usage: agefence-report [--json] [--plots DIR] RUN.h5   report of a run\n"
+               "       agefence-report --compare OTHER.h5 [--json] RUN.h5\n"
+               "                                   RUN and OTHER side by side, ratios OTHER/RUN\n"
+               "       agefence-report --check RUN.h5    validate against the log schema\n"
+               "       agefence-report --attr OBJ NAME RUN.h5   print one attribute\n"
+               "options: --json      the figures as one JSON object (README.md, " Analysing a run
+               ", lists the keys)\n"
+               "         --plots DIR PNG figures of RUN in DIR (needs Python 3 with h5py and\n"
+               "                     matplotlib; without them the report is printed alone)\n"
+               "exit status: 0 ok, 1 the file breaks the schema (--check) or an internal error,\n"
+               "             2 bad input (arguments, a missing, unreadable or foreign file)\n");
 }
 
 /* A loaded run: its file, data and figures. */

@@ -1,9 +1,9 @@
 /* agefence-report: the figures of a run, computed once from its log (rundata.h) and shared by
  * the text report, --json and --compare. af_summary_compute fills af_summary_t;
- * af_summary_figures lists every figure under a stable dotted key (docs/ANALYSIS.md documents
- * them), from which --json and --compare are printed. A figure that the log cannot give (a part
- * is missing, a rate with a zero denominator) is NAN (real) or has its *_ok flag cleared, and
- * is null in JSON. */
+ * af_summary_figures lists every figure under a stable dotted key (README.md, "Analysing a run",
+ * documents them), from which --json and --compare are printed. A figure that the log cannot give
+ * (a part is missing, a rate with a zero denominator) is NAN (real) or has its *_ok flag cleared,
+ * and is null in JSON. */
 #ifndef AF_SUMMARY_H
 #define AF_SUMMARY_H
 
@@ -108,7 +108,7 @@ typedef struct af_summary {
 /* Computes every figure of run. AF_ERR_NOMEM only. */
 af_result_t af_summary_compute(af_summary_t *s, const af_run_t *run);
 
-/* Appends every figure of s to figs under its key (docs/ANALYSIS.md). */
+/* Appends every figure of s to figs under its key (README.md, "--json"). */
 af_result_t af_summary_figures(const af_summary_t *s, af_figs_t *figs);
 
 /* Name of phase p ("step_us", ...). */

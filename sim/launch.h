@@ -1,7 +1,8 @@
 /* agefence launch: what the launcher (srun, mpirun) and Slurm say about this launch, compared
  * with what MPI says, before any work is done. Everything here reads the process environment
  * only: no MPI, no CUDA, no allocation, so it can be called on every rank at start-up and
- * tested with setenv()/unsetenv(). docs/CLUSTER.md describes the launches it accepts. */
+ * tested with setenv()/unsetenv(). README.md ("Running on a cluster") describes the launches it
+ * accepts. */
 #ifndef AF_LAUNCH_H
 #define AF_LAUNCH_H
 
