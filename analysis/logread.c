@@ -8,23 +8,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "../sim/log.h"
 #include "../sim/log_schema.h"
-
-static const char *COLS[] = {
-#define AF_X(name, type, doc) #name,
-    AF_STEP_COLUMNS(AF_X)
-#undef AF_X
-};
-static const int COL_INT[] = {
-#define AF_X(name, type, doc) AF_ISINT_##type,
-    AF_STEP_COLUMNS(AF_X)
-#undef AF_X
-};
-static const char *PHASES[] = {
-#define AF_X(name, doc) #name,
-    AF_PHASES(AF_X)
-#undef AF_X
-};
 
 af_result_t af_logfile_open(af_logfile_t *lf, const char *path, char *err, size_t errlen)
 {
@@ -227,26 +212,6 @@ static const char *EVENT_INT_FIELDS[] = {"step",      "block",     "from_device"
                                          "to_unit",   "to_slot",   "detail"};
 #define N_EVENT_INT_FIELDS (sizeof EVENT_INT_FIELDS / sizeof EVENT_INT_FIELDS[0])
 
-static hid_t event_mem_type(void)
-{
-    hid_t str = H5Tcopy(H5T_C_S1);
-    H5Tset_size(str, sizeof(((af_event_row_t *)0)->kind));
-    H5Tset_strpad(str, H5T_STR_NULLTERM);
-    hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(af_event_row_t));
-    H5Tinsert(t, "step", HOFFSET(af_event_row_t, step), H5T_NATIVE_INT64);
-    H5Tinsert(t, "kind", HOFFSET(af_event_row_t, kind), str);
-    H5Tinsert(t, "block", HOFFSET(af_event_row_t, block), H5T_NATIVE_INT64);
-    H5Tinsert(t, "from_device", HOFFSET(af_event_row_t, from_device), H5T_NATIVE_INT64);
-    H5Tinsert(t, "from_unit", HOFFSET(af_event_row_t, from_unit), H5T_NATIVE_INT64);
-    H5Tinsert(t, "from_slot", HOFFSET(af_event_row_t, from_slot), H5T_NATIVE_INT64);
-    H5Tinsert(t, "to_device", HOFFSET(af_event_row_t, to_device), H5T_NATIVE_INT64);
-    H5Tinsert(t, "to_unit", HOFFSET(af_event_row_t, to_unit), H5T_NATIVE_INT64);
-    H5Tinsert(t, "to_slot", HOFFSET(af_event_row_t, to_slot), H5T_NATIVE_INT64);
-    H5Tinsert(t, "detail", HOFFSET(af_event_row_t, detail), H5T_NATIVE_INT64);
-    H5Tclose(str);
-    return t;
-}
-
 /* Describes what is wrong with the type of /events in why (empty when it is the event table). */
 static void event_type_problem(hid_t ftype, char *why, size_t n)
 {
@@ -323,7 +288,7 @@ af_result_t af_logfile_read_events(const af_logfile_t *lf, af_event_row_t *out, 
     if (d < 0) {
         return AF_ERR_IO;
     }
-    hid_t mt = event_mem_type();
+    hid_t mt = (hid_t)af_log_event_type();
     herr_t r = H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, out);
     H5Tclose(mt);
     H5Dclose(d);
@@ -833,17 +798,18 @@ static void check_steps_structure(chk_t *c)
         return;
     }
     for (int k = 0; k < AF_NCOLUMNS; ++k) {
-        snprintf(path, sizeof path, "/steps/%s", COLS[k]);
+        snprintf(path, sizeof path, "/steps/%s", af_step_column_names[k]);
         int64_t len = -1;
-        if (!need_dataset(c, path, COL_INT[k] ? WANT_I64 : WANT_F64, 1, -1, -1, 1, &len)) {
+        if (!need_dataset(c, path, af_step_column_is_int[k] ? WANT_I64 : WANT_F64, 1, -1, -1, 1,
+                          &len)) {
             c->steps_ok = 0;
             continue;
         }
         if (c->nrows < 0) {
             c->nrows = len;
         } else if (len != c->nrows) {
-            viol(c, "%s: %lld rows, /steps/%s has %lld", path, (long long)len, COLS[0],
-                 (long long)c->nrows);
+            viol(c, "%s: %lld rows, /steps/%s has %lld", path, (long long)len,
+                 af_step_column_names[0], (long long)c->nrows);
             c->steps_ok = 0;
         }
         if (need_attr(c, path, "doc", WANT_STR)) {
@@ -854,7 +820,7 @@ static void check_steps_structure(chk_t *c)
             }
         }
     }
-    unexpected_members(c, "/steps", COLS, AF_NCOLUMNS);
+    unexpected_members(c, "/steps", af_step_column_names, AF_NCOLUMNS);
     if (c->nrows < 0) {
         c->nrows = 0;
     }
@@ -867,7 +833,7 @@ static void check_ranks(chk_t *c)
         return;
     }
     for (int p = 0; p < AF_NPHASES; ++p) {
-        snprintf(path, sizeof path, "/ranks/%s", PHASES[p]);
+        snprintf(path, sizeof path, "/ranks/%s", af_phase_names[p]);
         int ok = need_dataset(c, path, WANT_F64, 2, c->nrows, c->ranks_ok ? c->ranks : -1, 1, NULL);
         if (H5Lexists(c->f, path, H5P_DEFAULT) > 0 && obj_kind(c->f, path) == H5I_DATASET) {
             need_attr(c, path, "doc", WANT_STR);
@@ -902,7 +868,7 @@ static void check_ranks(chk_t *c)
         }
         free(v);
     }
-    unexpected_members(c, "/ranks", PHASES, AF_NPHASES);
+    unexpected_members(c, "/ranks", af_phase_names, AF_NPHASES);
 }
 
 /* Reads every /steps column (when their structure is sound) for the checks of contents. */
@@ -914,9 +880,9 @@ static int read_columns(chk_t *c)
     size_t n = (size_t)c->nrows;
     char path[128];
     for (int k = 0; k < AF_NCOLUMNS; ++k) {
-        snprintf(path, sizeof path, "/steps/%s", COLS[k]);
+        snprintf(path, sizeof path, "/steps/%s", af_step_column_names[k]);
         af_result_t rc;
-        if (COL_INT[k]) {
+        if (af_step_column_is_int[k]) {
             c->icol[k] = malloc(sizeof(int64_t) * (n ? n : 1));
             rc = c->icol[k] ? af_logfile_read_i64(c->lf, path, c->icol[k], n) : AF_ERR_NOMEM;
         } else {
@@ -958,7 +924,7 @@ static void check_steps_contents(chk_t *c)
     rv_report(c, &rv, "/steps/step");
     /* Every counter is a count. */
     for (int k = 0; k < AF_NCOLUMNS; ++k) {
-        if (!COL_INT[k]) {
+        if (!af_step_column_is_int[k]) {
             continue;
         }
         rv_init(&rv);
@@ -967,7 +933,7 @@ static void check_steps_contents(chk_t *c)
                 rv_hit(&rv, i, "negative (%lld)", (long long)c->icol[k][i]);
             }
         }
-        snprintf(path, sizeof path, "/steps/%s", COLS[k]);
+        snprintf(path, sizeof path, "/steps/%s", af_step_column_names[k]);
         rv_report(c, &rv, path);
     }
     /* The logical step advances by one, or goes back by the steps a rollback replays. The step
@@ -1016,7 +982,7 @@ static void check_steps_contents(chk_t *c)
                 rv_hit(&rv, i, "%g, expected a finite value", c->fcol[k][i]);
             }
         }
-        snprintf(path, sizeof path, "/steps/%s", COLS[k]);
+        snprintf(path, sizeof path, "/steps/%s", af_step_column_names[k]);
         rv_report(c, &rv, path);
     }
     rv_init(&rv);
@@ -1068,7 +1034,7 @@ static void check_steps_contents(chk_t *c)
                        (long long)c->icol[k][i], (long long)c->icol[k][i - 1]);
             }
         }
-        snprintf(path, sizeof path, "/steps/%s", COLS[k]);
+        snprintf(path, sizeof path, "/steps/%s", af_step_column_names[k]);
         rv_report(c, &rv, path);
     }
 }
@@ -1275,8 +1241,8 @@ static void check_events(chk_t *c, int cols_ok)
         int64_t sum = col_sum(c, pairs[j].col);
         if (count[pairs[j].kind] != sum) {
             viol(c, "/events: %lld '%s' events, but /steps/%s sums to %lld",
-                 (long long)count[pairs[j].kind], kinds[pairs[j].kind], COLS[pairs[j].col],
-                 (long long)sum);
+                 (long long)count[pairs[j].kind], kinds[pairs[j].kind],
+                 af_step_column_names[pairs[j].col], (long long)sum);
         }
     }
     int64_t dead = c->nrows > 0 ? I(dead_units)[c->nrows - 1] : 0;
@@ -1566,7 +1532,7 @@ static void check_final(chk_t *c, int cols_ok)
                 viol(c, "/final@%s: negative (%lld)", totals[i].name, (long long)v);
             } else if (cols_ok && v != col_sum(c, totals[i].col)) {
                 viol(c, "/final@%s: %lld, but /steps/%s sums to %lld", totals[i].name, (long long)v,
-                     COLS[totals[i].col], (long long)col_sum(c, totals[i].col));
+                     af_step_column_names[totals[i].col], (long long)col_sum(c, totals[i].col));
             }
         }
     }

@@ -25,8 +25,8 @@ static void usage(FILE *f)
                "                                   RUN and OTHER side by side, ratios OTHER/RUN\n"
                "       agefence-report --check RUN.h5    validate against the log schema\n"
                "       agefence-report --attr OBJ NAME RUN.h5   print one attribute\n"
-               "options: --json      the figures as one JSON object (README.md, " Analysing a run
-               ", lists the keys)\n"
+               "options: --json      the figures as one JSON object (README.md, 'Analysing a\n"
+               "                     run', lists the keys)\n"
                "         --plots DIR PNG figures of RUN in DIR (needs Python 3 with h5py and\n"
                "                     matplotlib; without them the report is printed alone)\n"
                "exit status: 0 ok, 1 the file breaks the schema (--check) or an internal error,\n"

@@ -23,22 +23,6 @@ int af_event_kind_index(const char *kind)
     return AF_EV_other;
 }
 
-static const char *COLS[] = {
-#define AF_X(name, type, doc) #name,
-    AF_STEP_COLUMNS(AF_X)
-#undef AF_X
-};
-static const int COL_INT[] = {
-#define AF_X(name, type, doc) AF_ISINT_##type,
-    AF_STEP_COLUMNS(AF_X)
-#undef AF_X
-};
-static const char *PHASES[] = {
-#define AF_X(name, doc) #name,
-    AF_PHASES(AF_X)
-#undef AF_X
-};
-
 static void note(af_run_t *run, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 static void note(af_run_t *run, const char *fmt, ...)
@@ -149,7 +133,7 @@ static af_result_t load_steps(af_run_t *run, const af_logfile_t *lf)
     int64_t len[AF_NCOLUMNS];
     run->nrows = -1;
     for (int c = 0; c < AF_NCOLUMNS; ++c) {
-        snprintf(path, sizeof path, "/steps/%s", COLS[c]);
+        snprintf(path, sizeof path, "/steps/%s", af_step_column_names[c]);
         len[c] = length_1d(lf, path);
         if (run->nrows < 0 && len[c] >= 0) {
             run->nrows = len[c]; /* /steps/step when present, else the first column there */
@@ -162,7 +146,7 @@ static af_result_t load_steps(af_run_t *run, const af_logfile_t *lf)
     }
     size_t n = (size_t)run->nrows;
     for (int c = 0; c < AF_NCOLUMNS; ++c) {
-        snprintf(path, sizeof path, "/steps/%s", COLS[c]);
+        snprintf(path, sizeof path, "/steps/%s", af_step_column_names[c]);
         if (len[c] != run->nrows) {
             note(run, "%s: %s", path, len[c] < 0 ? "missing" : "length differs from /steps/step");
             continue;
@@ -171,7 +155,7 @@ static af_result_t load_steps(af_run_t *run, const af_logfile_t *lf)
         if (run->col[c] == NULL) {
             return AF_ERR_NOMEM;
         }
-        if (COL_INT[c]) {
+        if (af_step_column_is_int[c]) {
             run->icol[c] = malloc(sizeof(int64_t) * (n ? n : 1));
             if (run->icol[c] == NULL) {
                 return AF_ERR_NOMEM;
@@ -202,7 +186,7 @@ static af_result_t load_ranks(af_run_t *run, const af_logfile_t *lf)
     run->nranks = run->ranks.ok && run->ranks.v > 0 ? run->ranks.v : 0;
     int absent = 0;
     for (int p = 0; p < AF_NPHASES; ++p) {
-        snprintf(path, sizeof path, "/ranks/%s", PHASES[p]);
+        snprintf(path, sizeof path, "/ranks/%s", af_phase_names[p]);
         int rank = 0;
         int64_t dims[2] = {0, 0};
         if (af_logfile_shape(lf, path, &rank, dims) != AF_OK) {
@@ -232,7 +216,7 @@ static af_result_t load_ranks(af_run_t *run, const af_logfile_t *lf)
         note(run, "/ranks: missing (no latency figures)");
     } else {
         for (int p = 0; p < AF_NPHASES; ++p) {
-            snprintf(path, sizeof path, "/ranks/%s", PHASES[p]);
+            snprintf(path, sizeof path, "/ranks/%s", af_phase_names[p]);
             if (af_logfile_shape(lf, path, &(int){0}, (int64_t[2]){0, 0}) != AF_OK) {
                 note(run, "%s: missing", path);
             }

@@ -10,25 +10,14 @@ const char *const af_band_labels[AF_NBANDS] = {"0-10%",  "10-20%", "20-30%", "30
 /* Lower edges of the bands 1.., as literals: i * 0.1 would put 0.3 in the wrong band. */
 static const double BAND_LO[AF_NBANDS] = {0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.85};
 
-static const char *PHASE_NAMES[] = {
-#define AF_X(name, doc) #name,
-    AF_PHASES(AF_X)
-#undef AF_X
-};
-static const char *COL_NAMES[] = {
-#define AF_X(name, type, doc) #name,
-    AF_STEP_COLUMNS(AF_X)
-#undef AF_X
-};
-
 const char *af_phase_name(int p)
 {
-    return p >= 0 && p < AF_NPHASES ? PHASE_NAMES[p] : "?";
+    return p >= 0 && p < AF_NPHASES ? af_phase_names[p] : "?";
 }
 
 const char *af_column_name(int c)
 {
-    return c >= 0 && c < AF_NCOLUMNS ? COL_NAMES[c] : "?";
+    return c >= 0 && c < AF_NCOLUMNS ? af_step_column_names[c] : "?";
 }
 
 int af_band_of(double f)
@@ -368,7 +357,7 @@ static void set_figs(af_figs_t *f, const af_phase_set_t *set, const char *prefix
     char key[160];
     af_figs_int(f, 0, set->steps, "%s.steps", prefix);
     for (int p = 0; p < AF_NPHASES; ++p) {
-        snprintf(key, sizeof key, "%s.%s", prefix, PHASE_NAMES[p]);
+        snprintf(key, sizeof key, "%s.%s", prefix, af_phase_names[p]);
         stats_figs(f, p == AF_PHASE_step_us ? 0 : AF_FIG_DETAIL, &set->ph[p], key);
     }
 }
@@ -498,7 +487,7 @@ af_result_t af_summary_figures(const af_summary_t *s, af_figs_t *f)
     }
 
     for (int p = 0; p < AF_NPHASES; ++p) {
-        snprintf(key, sizeof key, "latency.phases.%s", PHASE_NAMES[p]);
+        snprintf(key, sizeof key, "latency.phases.%s", af_phase_names[p]);
         stats_figs(f, 0, &s->all.ph[p], key);
     }
     for (int b = 0; b < AF_NBANDS; ++b) {
@@ -524,7 +513,7 @@ af_result_t af_summary_figures(const af_summary_t *s, af_figs_t *f)
         af_figs_real(f, D, ws->step_us, "worst_steps.#%d.step_us", w);
         af_figs_int(f, D | ID, ws->rank, "worst_steps.#%d.rank", w);
         if (ws->phase >= 0) {
-            af_figs_str(f, D, PHASE_NAMES[ws->phase], "worst_steps.#%d.top_phase", w);
+            af_figs_str(f, D, af_phase_names[ws->phase], "worst_steps.#%d.top_phase", w);
         } else {
             af_figs_null(f, D, "worst_steps.#%d.top_phase", w);
         }
@@ -534,7 +523,8 @@ af_result_t af_summary_figures(const af_summary_t *s, af_figs_t *f)
             if (c == AF_COL_step || c == AF_COL_state_step || r->icol[c] == NULL) {
                 continue;
             }
-            af_figs_int(f, D, ws->counters[c], "worst_steps.#%d.counters.%s", w, COL_NAMES[c]);
+            af_figs_int(f, D, ws->counters[c], "worst_steps.#%d.counters.%s", w,
+                        af_step_column_names[c]);
         }
         for (int k = 0; k < AF_NEVENT_KINDS; ++k) {
             af_figs_int(f, D, ws->events[k], "worst_steps.#%d.events.%s", w,

@@ -31,32 +31,6 @@ struct af_log {
     af_event_row_t *ev_buf;
 };
 
-static const char *COL_NAMES[] = {
-#define AF_X(name, type, doc) #name,
-    AF_STEP_COLUMNS(AF_X)
-#undef AF_X
-};
-static const int COL_IS_INT[] = {
-#define AF_X(name, type, doc) AF_ISINT_##type,
-    AF_STEP_COLUMNS(AF_X)
-#undef AF_X
-};
-static const char *COL_DOCS[] = {
-#define AF_X(name, type, doc) doc,
-    AF_STEP_COLUMNS(AF_X)
-#undef AF_X
-};
-static const char *PHASE_NAMES[] = {
-#define AF_X(name, doc) #name,
-    AF_PHASES(AF_X)
-#undef AF_X
-};
-static const char *PHASE_DOCS[] = {
-#define AF_X(name, doc) doc,
-    AF_PHASES(AF_X)
-#undef AF_X
-};
-
 #define H5_CHECK(expr)                                                                             \
     do {                                                                                           \
         if ((expr) < 0) {                                                                          \
@@ -81,10 +55,10 @@ static hid_t make_extendible(hid_t loc, const char *name, hid_t type, int rank, 
     return d;
 }
 
-static hid_t event_mem_type(void)
+int64_t af_log_event_type(void)
 {
     hid_t str = H5Tcopy(H5T_C_S1);
-    H5Tset_size(str, 16);
+    H5Tset_size(str, sizeof(((af_event_row_t *)0)->kind));
     H5Tset_strpad(str, H5T_STR_NULLTERM);
     hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(af_event_row_t));
     H5Tinsert(t, "step", HOFFSET(af_event_row_t, step), H5T_NATIVE_INT64);
@@ -186,19 +160,20 @@ af_result_t af_log_create(af_log_t **out, const char *path, int nranks, int64_t 
     }
     hid_t steps = H5Gopen2(log->file, "/steps", H5P_DEFAULT);
     for (int i = 0; i < AF_NCOLUMNS; ++i) {
-        log->col[i] = make_extendible(steps, COL_NAMES[i],
-                                      COL_IS_INT[i] ? H5T_STD_I64LE : H5T_IEEE_F64LE, 1, 1, chunk);
+        log->col[i] =
+            make_extendible(steps, af_step_column_names[i],
+                            af_step_column_is_int[i] ? H5T_STD_I64LE : H5T_IEEE_F64LE, 1, 1, chunk);
         if (log->col[i] >= 0) {
-            attr_str(log->col[i], "doc", COL_DOCS[i]);
+            attr_str(log->col[i], "doc", af_step_column_docs[i]);
         }
     }
     H5Gclose(steps);
     hid_t ranks = H5Gopen2(log->file, "/ranks", H5P_DEFAULT);
     for (int i = 0; i < AF_NPHASES; ++i) {
         log->phase[i] =
-            make_extendible(ranks, PHASE_NAMES[i], H5T_IEEE_F64LE, 2, (hsize_t)nranks, chunk);
+            make_extendible(ranks, af_phase_names[i], H5T_IEEE_F64LE, 2, (hsize_t)nranks, chunk);
         if (log->phase[i] >= 0) {
-            attr_str(log->phase[i], "doc", PHASE_DOCS[i]);
+            attr_str(log->phase[i], "doc", af_phase_docs[i]);
             attr_str(log->phase[i], "units", "microseconds");
         }
     }
@@ -209,7 +184,7 @@ af_result_t af_log_create(af_log_t **out, const char *path, int nranks, int64_t 
     for (int i = 0; i < AF_NPHASES; ++i) {
         AF_REQUIRE_GOTO(log->phase[i] >= 0, AF_ERR_HDF5, rc, fail);
     }
-    log->event_type = event_mem_type();
+    log->event_type = (hid_t)af_log_event_type();
     log->events = make_extendible(log->file, "/events", log->event_type, 1, 1, 256);
     AF_REQUIRE_GOTO(log->events >= 0, AF_ERR_HDF5, rc, fail);
     *out = log;
@@ -408,7 +383,7 @@ static af_result_t write_pending(af_log_t *log)
                 memcpy(&log->colbuf[r], (const char *)&log->rows[r] + (size_t)c * 8, 8);
             }
             AF_CHECK(extend_write(log->col[c], 1, 1, log->rows_written, n,
-                                  COL_IS_INT[c] ? H5T_NATIVE_INT64 : H5T_NATIVE_DOUBLE,
+                                  af_step_column_is_int[c] ? H5T_NATIVE_INT64 : H5T_NATIVE_DOUBLE,
                                   log->colbuf));
         }
         size_t R = (size_t)log->nranks;

@@ -41,6 +41,10 @@ af_result_t af_log_event(af_log_t *log, const af_event_row_t *ev);
 af_result_t af_log_flush(af_log_t *log);
 int64_t af_log_rows(const af_log_t *log);
 
+/* The HDF5 memory type (hid_t) of an af_event_row_t, as /events stores it; the caller closes
+ * it with H5Tclose. */
+int64_t af_log_event_type(void);
+
 /* Flushes and closes; sets *log to NULL. */
 af_result_t af_log_close(af_log_t **log);
 

@@ -48,6 +48,13 @@
 #define AF_ISINT_I64 1
 #define AF_ISINT_F64 0
 
+/* The column and phase names and docs, in schema order (sim/log_schema.c). */
+extern const char *const af_step_column_names[];
+extern const int af_step_column_is_int[];
+extern const char *const af_step_column_docs[];
+extern const char *const af_phase_names[];
+extern const char *const af_phase_docs[];
+
 typedef struct af_step_row {
 #define AF_X(name, type, doc) AF_CTYPE_##type name;
     AF_STEP_COLUMNS(AF_X)
