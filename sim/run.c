@@ -5,6 +5,7 @@
  * every later allocation is counted and logged. */
 #include "run.h"
 
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -275,6 +276,54 @@ static af_result_t select_backends(run_t *r, const af_kernels_ops_t **kops, int 
     return AF_OK;
 }
 
+/* Bytes of host memory available to this process now: the node's MemAvailable shared by the
+ * ranks on the node (0 when /proc/meminfo cannot be read: no check then). */
+static double host_bytes_available(int local_size)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (f == NULL) {
+        return 0;
+    }
+    char line[256];
+    double kib = 0;
+    while (fgets(line, sizeof line, f) != NULL) {
+        if (sscanf(line, "MemAvailable: %lf kB", &kib) == 1) {
+            break;
+        }
+    }
+    fclose(f);
+    return kib * 1024.0 / (local_size > 0 ? local_size : 1);
+}
+
+/* What start-up will allocate on one rank, from the scenario alone: the placement tables every
+ * rank holds, its share of the slots (two buffers each, diagnostics, control), the exchange
+ * vectors, the replicas and the staging buffers. Refused up front when the node lacks it,
+ * rather than failing (or swapping) half-way through start-up. */
+static af_result_t check_memory(run_t *r)
+{
+    const double D = (double)r->D;
+    const double U = (double)r->U;
+    const double B = (double)r->B;
+    const double T = (double)r->T;
+    const double R = (double)r->world.size;
+    double C = (double)af_capacity(r->B, r->D, r->U, r->cfg.max_blackout);
+    double slots_local = ceil(D / R) * U * C;
+    double tables = 4.0 * (B + D * U * C) + 4.0 * D * U + 40.0 * B + 40.0 * D * U;
+    double shard = slots_local * (2.0 * T * 8.0 + 6.0 * 8.0 + 24.0);
+    double xchg = 4.0 * (5.0 * B + 1.0) * 8.0;
+    double staging = 2.0 * fmin(B, AF_XFER_CHUNK) * T * 8.0 + ceil(B / R) * T * 8.0;
+    double need = tables + shard + xchg + staging;
+    double have = host_bytes_available(r->world.local_size);
+    if (have > 0 && need > have) {
+        af_error_set("the scenario needs %.3g bytes per rank (state %.3g, tables %.3g), but this "
+                     "node has %.3g bytes available per rank (%d ranks on it): lower "
+                     "scenario.blocks, block_len or max_blackout, or add nodes",
+                     need, shard, tables, have, r->world.local_size);
+        return AF_ERR_USAGE;
+    }
+    return AF_OK;
+}
+
 static af_result_t run_init(run_t *r)
 {
     r->T = r->cfg.block_len;
@@ -283,6 +332,7 @@ static af_result_t run_init(run_t *r)
     r->U = r->cfg.units_per_device;
     r->units = r->D * r->U;
     r->coeffs = af_scheme_coeffs(&r->cfg);
+    AF_CHECK(check_memory(r));
     AF_CHECK(af_placement_init(&r->pl, r->D, r->U, r->B, r->cfg.max_blackout, r->world.size,
                                r->world.rank));
     r->C = r->pl.capacity;

@@ -77,6 +77,9 @@ fi
 case_ bad_set "--set 'steps=3': expected section.key=value" --set steps=3
 case_ unknown_set_key "--set: unknown key 'nope' in \[scenario\]" --set scenario.nope=1
 case_ unknown_option "unknown option '--frobnicate'" --frobnicate
+# A static capacity that cannot fit in this node's memory is refused up front, with numbers.
+case_ too_big_for_memory "bytes per rank" --set scenario.blocks=900000 \
+  --set scenario.block_len=4096 --set scenario.devices=64 --set workload.dt=1e-20
 # An unwritable output path is refused before the run starts.
 n=$((n + 1))
 "$mpiexec" -n 2 --oversubscribe "$agefence" run -q -o /nonexistent-dir/x.h5 >stdout 2>stderr
