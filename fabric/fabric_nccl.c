@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../kernels/af_cuda_check.h"
 #include "../sim/af_alloc.h"
 
 /* The release of af_alloc_note_external's count; weak so that this file links whether or not
@@ -40,16 +41,6 @@ typedef struct af_nccl {
             af_error_set("NCCL: %s failed: %s", #call, ncclGetErrorString(af_nccl_rc_));           \
             af_error_breadcrumb(AF_ERR_FABRIC, #call, __FILE__, __LINE__);                         \
             return AF_ERR_FABRIC;                                                                  \
-        }                                                                                          \
-    } while (0)
-
-#define AF_CUDA_CHECK(call)                                                                        \
-    do {                                                                                           \
-        cudaError_t af_cuda_rc_ = (call);                                                          \
-        if (af_cuda_rc_ != cudaSuccess) {                                                          \
-            af_error_set("CUDA: %s failed: %s", #call, cudaGetErrorString(af_cuda_rc_));           \
-            af_error_breadcrumb(AF_ERR_DEVICE, #call, __FILE__, __LINE__);                         \
-            return AF_ERR_DEVICE;                                                                  \
         }                                                                                          \
     } while (0)
 

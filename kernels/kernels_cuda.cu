@@ -30,6 +30,7 @@
 
 extern "C" {
 #include "kernels.h"
+#include "af_cuda_check.h"
 #include "../sim/af_alloc.h"
 }
 
@@ -48,29 +49,6 @@ static void note_free(size_t bytes)
 /* Rows of 32 cells a lane loads before it computes any: independent loads in flight. */
 #define AF_CUDA_UNROLL 4
 #define AF_FULL_MASK   0xffffffffU
-
-/* CUDA error checks in the style of sim/af_result.h: set the one-line message (the first error
- * wins), leave a breadcrumb, and return or jump with AF_ERR_DEVICE. */
-#define AF_CUDA_CHECK(call)                                                                        \
-    do {                                                                                           \
-        cudaError_t af_cuda_rc_ = (call);                                                          \
-        if (af_cuda_rc_ != cudaSuccess) {                                                          \
-            af_error_set("CUDA: %s failed: %s", #call, cudaGetErrorString(af_cuda_rc_));           \
-            af_error_breadcrumb(AF_ERR_DEVICE, #call, __FILE__, __LINE__);                         \
-            return AF_ERR_DEVICE;                                                                  \
-        }                                                                                          \
-    } while (0)
-
-#define AF_CUDA_CHECK_GOTO(call, rc, label)                                                        \
-    do {                                                                                           \
-        cudaError_t af_cuda_rc_ = (call);                                                          \
-        if (af_cuda_rc_ != cudaSuccess) {                                                          \
-            af_error_set("CUDA: %s failed: %s", #call, cudaGetErrorString(af_cuda_rc_));           \
-            af_error_breadcrumb(AF_ERR_DEVICE, #call, __FILE__, __LINE__);                         \
-            (rc) = AF_ERR_DEVICE;                                                                  \
-            goto label;                                                                            \
-        }                                                                                          \
-    } while (0)
 
 /* After a kernel launch: a bad configuration shows up here, not at the next synchronisation. */
 #define AF_CUDA_LAUNCHED(name) AF_CUDA_CHECK(af_cuda_launched(name))
