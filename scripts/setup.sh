@@ -7,7 +7,7 @@ set -euo pipefail
 
 pkgs=(cmake make gcc pkg-config libopenmpi-dev openmpi-bin libhdf5-openmpi-dev hdf5-tools
       libcmocka-dev libinih-dev python3 python3-h5py python3-matplotlib python3-numpy
-      clang-format)
+      clang-format valgrind)
 for arg in "$@"; do
   case "$arg" in
     # slurm-wlm pulls in slurmctld, slurmd, the client commands and slurm-wlm-basic-plugins,
