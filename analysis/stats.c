@@ -1,6 +1,8 @@
 /* agefence-report statistics (see stats.h). */
 #include "stats.h"
 
+#include "../sim/log.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,27 +26,8 @@ void af_stats_sort(double *v, size_t n)
 
 double af_stats_percentile_sorted(const double *sorted, size_t n, double p)
 {
-    if (n == 0) {
-        return NAN;
-    }
-    /* numpy: virtual index (n - 1) * q with q = p / 100, its floor and the fraction gamma, and
-     * _lerp(a, b, gamma), which interpolates from the nearer end for gamma >= 0.5 so that
-     * gamma = 1 gives b exactly. Reproduced step by step so the results agree to the bit. */
-    double q = p / 100.0;
-    double pos = q * (double)(n - 1);
-    if (!(pos > 0.0)) {
-        return sorted[0];
-    }
-    if (pos >= (double)(n - 1)) {
-        return sorted[n - 1];
-    }
-    double lo_f = floor(pos);
-    size_t lo = (size_t)lo_f;
-    double gamma = pos - lo_f;
-    double a = sorted[lo];
-    double b = sorted[lo + 1];
-    double diff = b - a;
-    return gamma >= 0.5 ? b - diff * (1.0 - gamma) : a + diff * gamma;
+    /* The log writer's definition (numpy's default, to the bit); NaN marks "no data" here. */
+    return n == 0 ? NAN : af_percentile_sorted(sorted, n, p);
 }
 
 void af_stats_from_sorted(const double *sorted, size_t n, af_stats_t *out)

@@ -2,6 +2,7 @@
 #include "log.h"
 
 #include <hdf5.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -321,13 +322,21 @@ double af_percentile_sorted(const double *s, size_t n, double p)
     if (n == 0) {
         return 0.0;
     }
+    /* numpy: virtual index (n - 1) * q with q = p / 100, its floor and the fraction gamma, and
+     * _lerp(a, b, gamma), which interpolates from the nearer end for gamma >= 0.5 so that
+     * gamma = 1 gives b exactly. Reproduced step by step so the results agree to the bit. */
     double pos = (p / 100.0) * (double)(n - 1);
-    size_t lo = (size_t)pos;
-    if (lo >= n - 1) {
+    if (!(pos > 0.0)) {
+        return s[0];
+    }
+    if (pos >= (double)(n - 1)) {
         return s[n - 1];
     }
-    double frac = pos - (double)lo;
-    return s[lo] + (s[lo + 1] - s[lo]) * frac;
+    double lo_f = floor(pos);
+    size_t lo = (size_t)lo_f;
+    double gamma = pos - lo_f;
+    double diff = s[lo + 1] - s[lo];
+    return gamma >= 0.5 ? s[lo + 1] - diff * (1.0 - gamma) : s[lo] + diff * gamma;
 }
 
 af_result_t af_log_calibration(af_log_t *log, const char *name, const double *samples_us, int n)
