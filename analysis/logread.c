@@ -996,9 +996,10 @@ static void check_steps_contents(chk_t *c)
     if (c->fleet_ok) {
         rv_init(&rv);
         for (int64_t i = 0; i < n; ++i) {
-            int64_t sum = I(healthy_units)[i] + I(fading_units)[i] + I(dead_units)[i];
+            int64_t sum =
+                I(healthy_units)[i] + I(fading_units)[i] + I(dead_units)[i] + I(straggler_units)[i];
             if (sum != c->units) {
-                rv_hit(&rv, i, "healthy + fading + dead = %lld, expected %lld units",
+                rv_hit(&rv, i, "healthy + fading + dead + straggler = %lld, expected %lld units",
                        (long long)sum, (long long)c->units);
             }
         }
@@ -1160,8 +1161,9 @@ static void check_events(chk_t *c, int cols_ok)
         viol(c, "/events: unreadable");
         return;
     }
-    static const char *const kinds[] = {"fade",  "death",    "sudden",  "drain",   "restore",
-                                        "retry", "rollback", "replica", "capacity"};
+    static const char *const kinds[] = {"fade",     "death", "sudden",   "drain",
+                                        "restore",  "retry", "rollback", "replica",
+                                        "capacity", "slow",  "straggler"};
     enum { NK = sizeof kinds / sizeof kinds[0] };
     int64_t count[NK] = {0};
     /* A run that stopped on an error may have logged the events of a step whose row it never
@@ -1192,7 +1194,7 @@ static void check_events(chk_t *c, int cols_ok)
         if (kind < 0) {
             rv_hit(&r_kind, i,
                    "kind '%s' is not one of fade, death, sudden, drain, restore, "
-                   "retry, rollback, replica, capacity",
+                   "retry, rollback, replica, capacity, slow, straggler",
                    e->kind);
         } else if (e->step <= c->nrows) {
             count[kind]++;

@@ -174,7 +174,7 @@ int64_t af_aging_step(af_aging_t *a, const af_config_t *cfg, int64_t step, const
             int64_t u = e->device * a->per_device + k;
             if (e->action == AF_EVENT_KILL) {
                 change(a, u, AF_DEAD, AF_CAUSE_SCRIPTED, step, changes, &n);
-            } else if (a->state[u] == AF_HEALTHY) {
+            } else if (e->action == AF_EVENT_FADE && a->state[u] == AF_HEALTHY) {
                 /* A scripted fade starts the precursor window now; death follows naturally. */
                 a->age_h[u] = (1.0 - w) * a->lifetime_h[u];
                 change(a, u, AF_FADING, AF_CAUSE_SCRIPTED, step, changes, &n);
@@ -182,6 +182,17 @@ int64_t af_aging_step(af_aging_t *a, const af_config_t *cfg, int64_t step, const
         }
     }
     return n;
+}
+
+double af_aging_degradation(const af_aging_t *a, const af_config_t *cfg, int64_t u)
+{
+    if (a->state[u] != AF_FADING) {
+        return 0.0;
+    }
+    double w = cfg->fade_window * a->lifetime_h[u];
+    double start = a->lifetime_h[u] - w;
+    double frac = w > 0 ? (a->age_h[u] - start) / w : 1.0;
+    return frac < 0 ? 0 : frac > 1 ? 1 : frac;
 }
 
 double af_aging_p_corrupt(const af_aging_t *a, const af_config_t *cfg, int64_t u)

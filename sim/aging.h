@@ -18,7 +18,13 @@
 #include "config.h"
 
 enum { AF_HEALTHY = 0, AF_FADING = 1, AF_DEAD = 2 };
-enum { AF_CAUSE_NONE = 0, AF_CAUSE_WEAROUT = 1, AF_CAUSE_SUDDEN = 2, AF_CAUSE_SCRIPTED = 3 };
+enum {
+    AF_CAUSE_NONE = 0,
+    AF_CAUSE_WEAROUT = 1,
+    AF_CAUSE_SUDDEN = 2,
+    AF_CAUSE_SCRIPTED = 3,
+    AF_CAUSE_STRAGGLER = 4 /* declared a straggler: drained like a FADING unit */
+};
 
 /* A change of one unit's state in one step. */
 typedef struct af_health_change {
@@ -57,6 +63,9 @@ void af_aging_destroy(af_aging_t *a);
 int64_t af_aging_step(af_aging_t *a, const af_config_t *cfg, int64_t step, const int32_t *unit_load,
                       int64_t capacity, af_health_change_t *changes);
 
+/* How far a FADING unit is through its precursor window: 0 at the fade, 1 at death (0 unless
+ * FADING). Drives the throttling slowdown. */
+double af_aging_degradation(const af_aging_t *a, const af_config_t *cfg, int64_t unit);
 /* Corruption probability per output element of a unit now (0 unless FADING). */
 double af_aging_p_corrupt(const af_aging_t *a, const af_config_t *cfg, int64_t unit);
 

@@ -100,10 +100,48 @@ static const key_def_t KEYS[] = {
      "buddy and compare bitwise"},
     {"recovery", "drain", T_ENUM, OFF(drain), 0, 0, 0, "off|on", "on", "",
      "move blocks off FADING units before they die"},
+    {"throttle", "slowdown", T_REAL, OFF(throttle_slowdown), 0, 0.0, 1000, NULL, "1.0", "",
+     "a FADING unit at degradation d (0 at fade, 1 at death) runs 1 + slowdown*d^exponent times "
+     "as long as nominal"},
+    {"throttle", "exponent", T_REAL, OFF(throttle_exponent), 0, 0.0, 16, NULL, "1.0", "",
+     "shape of the slowdown curve (1 linear, 2 late, 0.5 early)"},
+    {"throttle", "block_us", T_REAL, OFF(throttle_block_us), 0, 0.0, 1e6, NULL, "0", "us",
+     "nominal compute time of one block; 0: measured, each step, from the rank's own compute"},
+    {"throttle", "spike_rate", T_REAL, OFF(spike_rate), 0, 0.0, 1.0, NULL, "0", "per step",
+     "probability that a device with work suffers a transient slowdown spike in a step"},
+    {"throttle", "spike_us", T_REAL, OFF(spike_us), 0, 0.0, 1e7, NULL, "200", "us",
+     "median spike delay (log-normal)"},
+    {"throttle", "spike_sigma", T_REAL, OFF(spike_sigma), 0, 0.0, 4, NULL, "0.5", "",
+     "log-normal shape of the spike delay (0: every spike is spike_us)"},
+    {"straggler", "detect", T_ENUM, OFF(straggler_detect), 0, 0, 0, "off|on", "off", "",
+     "drain devices whose compute time per block stays above threshold x the fleet median"},
+    {"straggler", "threshold", T_REAL, OFF(straggler_threshold), 0, 1.01, 1000, NULL, "2.0", "x",
+     "a device is slow when its EWMA minus its deviation exceeds threshold x the fleet median"},
+    {"straggler", "alpha", T_REAL, OFF(straggler_alpha), 0, 0.001, 1.0, NULL, "0.1", "",
+     "EWMA weight of the newest per-device compute time"},
+    {"straggler", "patience", T_INT, OFF(straggler_patience), 0, 1, 1e9, NULL, "20", "steps",
+     "consecutive slow steps before a device is declared a straggler"},
+    {"pacing", "mode", T_ENUM, OFF(pacing_mode), 0, 0, 0, "off|ewma", "off", "",
+     "ewma: after each step, wait until the EWMA bound mean + gamma x deviation of the step's "
+     "work time"},
+    {"pacing", "gamma", T_REAL, OFF(pacing_gamma), 0, 0.0, 100, NULL, "2.0", "",
+     "deviations above the mean the pacing bound sits"},
+    {"pacing", "alpha", T_REAL, OFF(pacing_alpha), 0, 0.001, 1.0, NULL, "0.05", "",
+     "EWMA weight of the newest step's work time"},
+    {"pacing", "warmup", T_INT, OFF(pacing_warmup), 0, 0, 1e9, NULL, "20", "steps",
+     "steps measured before the first wait"},
+    {"metrics", "textfile", T_STR, OFF(metrics_textfile), AF_MAX_VALUE + 1, 0, 0, NULL, "", "",
+     "Prometheus text file rank 0 rewrites atomically (empty: none)"},
+    {"metrics", "interval", T_INT, OFF(metrics_interval), 0, 1, 1e9, NULL, "100", "steps",
+     "steps between rewrites of the metrics file"},
 };
 #define NKEYS ((int)(sizeof KEYS / sizeof KEYS[0]))
+_Static_assert(sizeof KEYS / sizeof KEYS[0] <=
+                   sizeof((af_config_t *)0)->where / sizeof((af_config_t *)0)->where[0],
+               "af_config_t.where needs a row per key");
 
-static const char *EVENT_KEYS[] = {"step", "action", "device", "units"};
+static const char *EVENT_KEYS[] = {"step", "action", "device", "units", "factor"};
+#define AF_EVENT_REQUIRED 15 /* step, action, device, units */
 
 typedef struct parse_ctx {
     af_config_t *cfg;
@@ -344,7 +382,7 @@ static int set_event(parse_ctx_t *c, int n, const char *key, const char *value)
     if (e == NULL) {
         return 0;
     }
-    for (int k = 0; k < 4; ++k) {
+    for (int k = 0; k < 5; ++k) {
         if (strcmp(key, EVENT_KEYS[k]) == 0) {
             ctx_where(c, e->where[k], sizeof e->where[k]);
         }
@@ -358,9 +396,10 @@ static int set_event(parse_ctx_t *c, int n, const char *key, const char *value)
         e->step = x;
         e->set_mask |= 1;
     } else if (strcmp(key, "action") == 0) {
-        int a = enum_index("kill|fade", value);
+        int a = enum_index("kill|fade|slow", value);
         if (a < 0) {
-            ctx_fail(c, "event.%d.action = '%s' is invalid: expected one of kill|fade", n, value);
+            ctx_fail(c, "event.%d.action = '%s' is invalid: expected one of kill|fade|slow", n,
+                     value);
             return 0;
         }
         e->action = a;
@@ -397,9 +436,19 @@ static int set_event(parse_ctx_t *c, int n, const char *key, const char *value)
         e->unit_lo = lo;
         e->unit_hi = hi;
         e->set_mask |= 8;
+    } else if (strcmp(key, "factor") == 0) {
+        double f = 0;
+        if (!parse_real(value, &f) || f < 1.0 || f > 1000.0) {
+            ctx_fail(c, "event.%d.factor = '%s' is invalid: expected a number in [1, 1000]", n,
+                     value);
+            return 0;
+        }
+        e->factor = f;
+        e->set_mask |= 16;
     } else {
-        ctx_fail(c, "unknown key '%s' in [event.%d]: expected step, action, device or units", key,
-                 n);
+        ctx_fail(c,
+                 "unknown key '%s' in [event.%d]: expected step, action, device, units or factor",
+                 key, n);
         return 0;
     }
     return 1;
@@ -418,7 +467,7 @@ static int handler(void *user, const char *section, const char *name, const char
     if (!section_known(section)) {
         ctx_fail(c,
                  "unknown section [%s]: expected scenario, workload, backend, log, aging, "
-                 "recovery or event.N",
+                 "recovery, throttle, straggler, pacing, metrics or event.N",
                  section);
         return 0;
     }
@@ -463,7 +512,8 @@ static char *reader(char *str, int num, void *stream)
                 if (!section_known(sec) && event_section(sec) < 0) {
                     ctx_fail(c,
                              "unknown section [%s]: expected scenario, workload, backend, log, "
-                             "aging, recovery or event.N",
+                             "aging, recovery, throttle, straggler, pacing, metrics or "
+                             "event.N",
                              sec);
                 }
             }
@@ -475,6 +525,37 @@ static char *reader(char *str, int num, void *stream)
     }
     c->pos += (size_t)i;
     return str;
+}
+
+/* Each event has step, action, device and units; a slow event has a factor, and only a slow
+ * event may have one. */
+static af_result_t event_complete(const af_config_t *cfg, const char *origin, char *err,
+                                  size_t errlen)
+{
+    for (int i = 0; i < cfg->n_events; ++i) {
+        const af_event_cfg_t *e = &cfg->events[i];
+        for (int k = 0; k < 4; ++k) {
+            if (!(e->set_mask & (1 << k))) {
+                snprintf(err, errlen,
+                         "%s: [event.%d] lacks '%s' (each event needs step, action, device and "
+                         "units)",
+                         origin, e->index, EVENT_KEYS[k]);
+                return AF_ERR_USAGE;
+            }
+        }
+        int has_factor = (e->set_mask & 16) != 0;
+        if (e->action == AF_EVENT_SLOW && !has_factor) {
+            snprintf(err, errlen, "%s: [event.%d] is a slow event without 'factor'", origin,
+                     e->index);
+            return AF_ERR_USAGE;
+        }
+        if (e->action != AF_EVENT_SLOW && has_factor) {
+            snprintf(err, errlen, "%s: event.%d.factor is set, but only a slow event has one",
+                     e->where[4], e->index);
+            return AF_ERR_USAGE;
+        }
+    }
+    return AF_OK;
 }
 
 static af_result_t parse_text(af_config_t *cfg, const char *text, const char *origin, char *err,
@@ -490,21 +571,7 @@ static af_result_t parse_text(af_config_t *cfg, const char *text, const char *or
                  origin, rc > 0 ? rc : 0);
         return AF_ERR_USAGE;
     }
-    for (int i = 0; i < cfg->n_events; ++i) {
-        const af_event_cfg_t *e = &cfg->events[i];
-        if (e->set_mask != 15) {
-            for (int k = 0; k < 4; ++k) {
-                if (!(e->set_mask & (1 << k))) {
-                    snprintf(err, errlen,
-                             "%s: [event.%d] lacks '%s' (each event needs step, "
-                             "action, device and units)",
-                             origin, e->index, EVENT_KEYS[k]);
-                    return AF_ERR_USAGE;
-                }
-            }
-        }
-    }
-    return AF_OK;
+    return event_complete(cfg, origin, err, errlen);
 }
 
 static void set_defaults(af_config_t *cfg)
@@ -631,14 +698,7 @@ af_result_t af_config_load(af_config_t *cfg, const char *file, const char *const
             return AF_ERR_USAGE;
         }
     }
-    for (int i = 0; i < cfg->n_events; ++i) {
-        if (cfg->events[i].set_mask != 15) {
-            snprintf(err, errlen, "--set: [event.%d] needs step, action, device and units",
-                     cfg->events[i].index);
-            return AF_ERR_USAGE;
-        }
-    }
-    return AF_OK;
+    return event_complete(cfg, "--set", err, errlen);
 }
 
 int64_t af_config_devices(const af_config_t *cfg, int nranks)
@@ -783,9 +843,13 @@ size_t af_config_format(const af_config_t *cfg, char *out, size_t size)
     memcpy(ev, cfg->events, sizeof(af_event_cfg_t) * (size_t)cfg->n_events);
     qsort(ev, (size_t)cfg->n_events, sizeof ev[0], cmp_events);
     for (int i = 0; i < cfg->n_events; ++i) {
+        static const char *const actions[] = {"kill", "fade", "slow"};
         EMIT("\n[event.%d]\nstep = %lld\naction = %s\ndevice = %lld\nunits = %lld-%lld\n",
-             ev[i].index, (long long)ev[i].step, ev[i].action == AF_EVENT_KILL ? "kill" : "fade",
-             (long long)ev[i].device, (long long)ev[i].unit_lo, (long long)ev[i].unit_hi);
+             ev[i].index, (long long)ev[i].step, actions[ev[i].action], (long long)ev[i].device,
+             (long long)ev[i].unit_lo, (long long)ev[i].unit_hi);
+        if (ev[i].action == AF_EVENT_SLOW) {
+            EMIT("factor = %.17g\n", ev[i].factor);
+        }
     }
 #undef EMIT
     return n;
@@ -817,7 +881,10 @@ void af_config_print_keys(void)
     }
     printf("[event.N]  (scripted failures, any number up to %d)\n", AF_MAX_EVENTS);
     printf("  step                   steps        step at which the event happens (>= 1)\n");
-    printf("  action                 -            kill (death, memory lost) or fade (precursor)\n");
+    printf("  action                 -            kill (death, memory lost), fade (precursor) or "
+           "slow (throttled)\n");
     printf("  device                 -            device index in the fleet (0..devices-1)\n");
     printf("  units                  -            a unit or an inclusive range A-B\n");
+    printf("  factor                 x            slow only: the units run factor times as long "
+           "as nominal (1 restores them); in [1, 1000]\n");
 }

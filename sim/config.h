@@ -16,18 +16,21 @@
 enum { AF_BACKEND_AUTO = 0, AF_BACKEND_CPU = 1, AF_BACKEND_CUDA = 2 };
 enum { AF_FABRIC_AUTO = 0, AF_FABRIC_MPI = 1, AF_FABRIC_NCCL = 2 };
 enum { AF_DETECT_FINITE = 0, AF_DETECT_DMR = 1 };
-enum { AF_EVENT_KILL = 0, AF_EVENT_FADE = 1 };
+enum { AF_EVENT_KILL = 0, AF_EVENT_FADE = 1, AF_EVENT_SLOW = 2 };
+enum { AF_PACING_OFF = 0, AF_PACING_EWMA = 1 };
 
-/* A scripted failure: at `step`, units [unit_lo, unit_hi] of `device` die or start fading. */
+/* A scripted event: at `step`, units [unit_lo, unit_hi] of `device` die, start fading, or
+ * (slow) run `factor` times as long as nominal from then on (1 restores the nominal speed). */
 typedef struct af_event_cfg {
     int64_t step;
     int action; /* AF_EVENT_* */
     int64_t device;
     int64_t unit_lo;
     int64_t unit_hi;
-    int set_mask;      /* which of step/action/device/units were given (all four are required) */
+    double factor;     /* slow only */
+    int set_mask;      /* which of step/action/device/units/factor were given (bits 1,2,4,8,16) */
     int index;         /* N of [event.N] */
-    char where[4][80]; /* where step, action, device and units were set ("FILE:LINE", "--set") */
+    char where[5][80]; /* where step, action, device, units and factor were set */
 } af_event_cfg_t;
 
 typedef struct af_config {
@@ -69,6 +72,26 @@ typedef struct af_config {
     int64_t replica_interval;
     int detect;
     int drain;
+    /* [throttle] */
+    double throttle_slowdown;
+    double throttle_exponent;
+    double throttle_block_us;
+    double spike_rate;
+    double spike_us;
+    double spike_sigma;
+    /* [straggler] */
+    int straggler_detect;
+    double straggler_threshold;
+    double straggler_alpha;
+    int64_t straggler_patience;
+    /* [pacing] */
+    int pacing_mode;
+    double pacing_gamma;
+    double pacing_alpha;
+    int64_t pacing_warmup;
+    /* [metrics] */
+    char metrics_textfile[AF_PATH_LEN];
+    int64_t metrics_interval;
     /* [event.N] */
     int n_events;
     af_event_cfg_t events[AF_MAX_EVENTS];

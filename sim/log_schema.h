@@ -6,7 +6,7 @@
 
 #include <stdint.h>
 
-#define AF_SCHEMA_VERSION 1
+#define AF_SCHEMA_VERSION 2
 
 /* /steps/<name>: one value per step. X(name, type, doc) with type I64 or F64. */
 #define AF_STEP_COLUMNS(X)                                                                         \
@@ -18,6 +18,8 @@
     X(healthy_units, I64, "units HEALTHY after the step")                                          \
     X(fading_units, I64, "units FADING after the step")                                            \
     X(dead_units, I64, "units DEAD after the step")                                                \
+    X(straggler_units, I64, "units of declared straggler devices the model still calls HEALTHY")   \
+    X(slow_units, I64, "live units running slower than nominal (throttled) in the step")           \
     X(blackout_frac, F64, "dead_units / all units")                                                \
     X(corrupt_injected, I64, "corrupted output elements injected on FADING units")                 \
     X(corrupt_detected, I64, "injected corruptions caught (non-finite count, or DMR mismatch)")    \
@@ -36,12 +38,14 @@
 /* /ranks/<name>: step x rank wall times in microseconds. */
 #define AF_PHASES(X)                                                                               \
     X(step_us, "whole step, from its start to the start of the next")                              \
-    X(kernel_us, "masked compute, containment, retries and commit")                                \
+    X(kernel_us, "masked compute, containment, retries and commit (throttle_us included)")         \
+    X(throttle_us, "modelled throttling delay the rank spent as a busy wait inside kernel_us")     \
     X(halo_us, "edge pack and exact all-reduce of edges and diagnostics")                          \
     X(coord_us, "coordinator: aging model, planning and broadcast")                                \
     X(moves_us, "applying the move list (slot copies and cross-rank transfers)")                   \
     X(replica_us, "replica refresh")                                                               \
-    X(log_us, "gathering the row to rank 0 and writing the log")
+    X(log_us, "gathering the row to rank 0 and writing the log")                                   \
+    X(sink_us, "pacing wait after the step (inside step_us; 0 with pacing off)")
 
 #define AF_CTYPE_I64 int64_t
 #define AF_CTYPE_F64 double
@@ -76,7 +80,7 @@ enum {
 };
 
 /* One /events row. kind is one of "fade", "death", "sudden", "drain", "restore", "retry",
- * "rollback", "replica", "capacity". */
+ * "rollback", "replica", "capacity", "slow", "straggler". */
 typedef struct af_event_row {
     int64_t step;
     char kind[16];

@@ -356,7 +356,7 @@ static af_result_t run_init(run_t *r)
     }
     AF_CHECK(af_step_init(r));
     if (kops != &af_kernels_cpu) {
-        size_t bytes = sizeof(uint64_t) * af_xchg_len((int)r->B);
+        size_t bytes = sizeof(uint64_t) * r->xlen;
         AF_CHECK(af_buf_alloc(AF_MEM_DEVICE, bytes, (void **)&r->dxchg_prev));
         AF_CHECK(af_buf_alloc(AF_MEM_DEVICE, bytes, (void **)&r->dxchg_cur));
     }
@@ -749,6 +749,17 @@ int af_run_in_world(const af_run_opts_t *opts, const af_world_t *world)
         AF_CHECK_GOTO(af_step_log(r, 0), rc, fail);
         double now = af_now_us();
         r->prev_log_us = now - t_log;
+        r->prev_sink_us = 0.0;
+        if (r->cfg.pacing_mode == AF_PACING_EWMA && !stop) {
+            /* The host sink: wait until the EWMA bound of the step's work time. */
+            double sink = af_pacer_sink(&r->pacer, now - t_step);
+            if (sink > 0) {
+                af_wait_us(sink);
+                double after = af_now_us();
+                r->prev_sink_us = after - now;
+                now = after;
+            }
+        }
         r->prev_step_us = now - t_step;
         t_step = now;
         if (r->world.rank == 0) {

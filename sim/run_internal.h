@@ -12,6 +12,7 @@
 #include "coord.h"
 #include "log.h"
 #include "placement.h"
+#include "straggler.h"
 
 /* Counters each rank reports for each step; summed on rank 0. */
 enum {
@@ -39,10 +40,12 @@ typedef struct af_payload {
 /* Outcome of a DMR comparison on the primary's slot. */
 enum { AF_DMR_NONE = 0, AF_DMR_ADOPTED = 1, AF_DMR_FENCED = 2 };
 
-/* Per fading unit corruption probability, broadcast with the plan. */
+/* Per fading unit corruption probability and degradation (throttling), broadcast with the
+ * plan. */
 typedef struct af_pfade {
     int64_t unit;
     double p;
+    double deg;
 } af_pfade_t;
 
 typedef struct af_run_state {
@@ -57,6 +60,9 @@ typedef struct af_run_state {
     int64_t slot0; /* global index of local slot 0 */
     int64_t units; /* D * U */
 
+    /* Exchange words: af_xchg_len(B), then (straggler detection on) one word per device, its
+     * compute time per block in the step as a double's bit pattern (0 from other ranks). */
+    size_t xlen;
     uint64_t *xchg_prev; /* exchange of the committed state the next compute reads */
     uint64_t *xchg_cur;  /* exchange being built after this step's commit */
     /* With the cuda backend the kernels read and write the exchange in device memory: these
@@ -81,6 +87,27 @@ typedef struct af_run_state {
     int64_t n_pfade;
     char *plan_body; /* bytes: changes + moves + pfade, for the broadcast */
     size_t plan_body_cap;
+
+    /* Throttling (sim/straggler.h), as every rank knows it. */
+    double *unit_base;   /* units: slowdown set by scripted slow events (1 nominal) */
+    double *unit_deg;    /* units: degradation of a FADING unit, from the plan */
+    int64_t *unit_stamp; /* units: scratch, the tick a unit's delay was counted in */
+    int32_t *slow_list;  /* units ever named by a slow event */
+    int64_t n_slow;
+    double *dev_delay;     /* local devices: modelled delay of this step (us) */
+    uint64_t *dev_words;   /* devices: this rank's per-block compute times, for the exchange */
+    int throttle_possible; /* slowdown, spikes or slow events can make any delay at all */
+    /* Straggler detection (rank 0). */
+    af_straggler_t strag;
+    double *strag_in;     /* devices: the per-block times of the last exchange */
+    int64_t *strag_new;   /* devices: newly declared stragglers */
+    int32_t *strag_units; /* units of the declared stragglers, ascending */
+    int64_t n_strag_units;
+    int64_t straggler_healthy; /* declared units the aging model still calls HEALTHY */
+    int64_t slow_units;        /* live units with a slowdown above 1 */
+    /* Pacing. */
+    af_pacer_t pacer;
+    double prev_sink_us;
 
     /* Replicas: block b's copy lives in the host memory of rank rep_rank[b] at rep_off[b]. */
     int32_t *rep_rank; /* blocks */

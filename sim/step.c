@@ -105,17 +105,20 @@ af_result_t af_step_init(af_run_state_t *r)
     size_t B = (size_t)r->B;
     size_t units = (size_t)r->units;
     size_t T = (size_t)r->T;
-    r->xchg_prev = af_alloc(sizeof(uint64_t) * af_xchg_len((int)r->B));
-    r->xchg_cur = af_alloc(sizeof(uint64_t) * af_xchg_len((int)r->B));
+    size_t D = (size_t)r->D;
+    r->xlen = af_xchg_len((int)r->B) + (r->cfg.straggler_detect ? D : 0);
+    r->xchg_prev = af_alloc(sizeof(uint64_t) * r->xlen);
+    r->xchg_cur = af_alloc(sizeof(uint64_t) * r->xlen);
     r->cellbuf = af_alloc(sizeof(double) * T);
     r->twin_buf = af_alloc(sizeof(double) * T);
     r->unit_state = af_alloc(units);
     r->unit_p = af_alloc(sizeof(double) * units);
-    r->changes = af_alloc(sizeof(af_health_change_t) * units);
+    /* Changes: the model's, then those of declared stragglers (units the model left HEALTHY). */
+    r->changes = af_alloc(sizeof(af_health_change_t) * 2 * units);
     r->pfade = af_alloc(sizeof(af_pfade_t) * units);
     r->moves = af_alloc(sizeof(af_move_t) * B);
     r->plan_body_cap =
-        sizeof(af_health_change_t) * units + sizeof(af_move_t) * B + sizeof(af_pfade_t) * units;
+        sizeof(af_health_change_t) * 2 * units + sizeof(af_move_t) * B + sizeof(af_pfade_t) * units;
     r->plan_body = af_alloc(r->plan_body_cap);
     r->rep_rank = af_alloc(sizeof(int32_t) * B);
     r->rep_off = af_alloc(sizeof(int64_t) * B);
@@ -126,6 +129,50 @@ af_result_t af_step_init(af_run_state_t *r)
     r->items = af_alloc(sizeof(int64_t) * B);
     r->twin = af_alloc(sizeof(int32_t) * B);
     r->dmr_mark = af_alloc((size_t)(r->n_local > 0 ? r->n_local : 1));
+    size_t ldev = (size_t)(r->pl.dev_hi - r->pl.dev_lo);
+    r->unit_base = af_alloc(sizeof(double) * units);
+    r->unit_deg = af_alloc(sizeof(double) * units);
+    r->unit_stamp = af_alloc(sizeof(int64_t) * units);
+    r->slow_list = af_alloc(sizeof(int32_t) * units);
+    r->dev_delay = af_alloc(sizeof(double) * (ldev > 0 ? ldev : 1));
+    r->dev_words = af_alloc(sizeof(uint64_t) * D);
+    if (!r->unit_base || !r->unit_deg || !r->unit_stamp || !r->slow_list || !r->dev_delay ||
+        !r->dev_words) {
+        af_error_set("cannot allocate the throttling tables for %lld units", (long long)r->units);
+        return AF_ERR_NOMEM;
+    }
+    for (size_t u = 0; u < units; ++u) {
+        r->unit_base[u] = 1.0;
+        r->unit_stamp[u] = -1;
+    }
+    /* The units any slow event names, once each (unit_stamp marks them for the moment). */
+    r->n_slow = 0;
+    for (int i = 0; i < r->cfg.n_events; ++i) {
+        const af_event_cfg_t *e = &r->cfg.events[i];
+        for (int64_t k = e->unit_lo; e->action == AF_EVENT_SLOW && k <= e->unit_hi; ++k) {
+            int64_t u = e->device * r->U + k;
+            if (r->unit_stamp[u] != -2) {
+                r->unit_stamp[u] = -2;
+                r->slow_list[r->n_slow++] = (int32_t)u;
+            }
+        }
+    }
+    for (int64_t i = 0; i < r->n_slow; ++i) {
+        r->unit_stamp[r->slow_list[i]] = -1;
+    }
+    r->throttle_possible = r->cfg.throttle_slowdown > 0 || r->cfg.spike_rate > 0 || r->n_slow > 0;
+    if (r->world.rank == 0 && r->cfg.straggler_detect) {
+        AF_CHECK(af_straggler_init(&r->strag, r->D, r->cfg.straggler_alpha,
+                                   r->cfg.straggler_threshold, r->cfg.straggler_patience));
+        r->strag_in = af_alloc(sizeof(double) * D);
+        r->strag_new = af_alloc(sizeof(int64_t) * D);
+        r->strag_units = af_alloc(sizeof(int32_t) * units);
+        if (!r->strag_in || !r->strag_new || !r->strag_units) {
+            af_error_set("cannot allocate the straggler tables for %lld devices", (long long)r->D);
+            return AF_ERR_NOMEM;
+        }
+    }
+    af_pacer_init(&r->pacer, r->cfg.pacing_gamma, r->cfg.pacing_alpha, r->cfg.pacing_warmup);
     if (!r->xchg_prev || !r->xchg_cur || !r->cellbuf || !r->twin_buf || !r->unit_state ||
         !r->unit_p || !r->changes || !r->pfade || !r->moves || !r->plan_body || !r->rep_rank ||
         !r->rep_off || !r->stage_send || !r->stage_recv || !r->p2p || !r->items || !r->twin ||
@@ -167,7 +214,84 @@ void af_step_destroy(af_run_state_t *r)
     af_free(r->items);
     af_free(r->twin);
     af_free(r->dmr_mark);
+    af_free(r->unit_base);
+    af_free(r->unit_deg);
+    af_free(r->unit_stamp);
+    af_free(r->slow_list);
+    af_free(r->dev_delay);
+    af_free(r->dev_words);
+    af_free(r->strag_in);
+    af_free(r->strag_new);
+    af_free(r->strag_units);
+    r->unit_base = r->unit_deg = NULL;
+    r->unit_stamp = NULL;
+    r->slow_list = NULL;
+    r->dev_delay = r->strag_in = NULL;
+    r->dev_words = NULL;
+    r->strag_new = NULL;
+    r->strag_units = NULL;
+    if (r->strag.mean != NULL) {
+        af_straggler_destroy(&r->strag);
+    }
     af_aging_destroy(&r->aging);
+}
+
+/* Rank 0: the per-block compute times of the last step (the tail of the exchange) go into the
+ * straggler detector; every device it declares has its HEALTHY units changed to FADING (cause
+ * straggler), so the plan drains them and nothing chooses them as a target, and an event names
+ * the device with its EWMA over the fleet median in thousandths. Returns the new change count. */
+static int64_t stragglers(af_run_state_t *r, int64_t nc)
+{
+    const uint64_t *w = r->xchg_prev + af_xchg_len((int)r->B);
+    for (int64_t d = 0; d < r->D; ++d) {
+        memcpy(&r->strag_in[d], &w[d], sizeof(double));
+    }
+    int64_t n = af_straggler_update(&r->strag, r->strag_in, r->strag_new);
+    for (int64_t i = 0; i < n; ++i) {
+        int64_t d = r->strag_new[i];
+        double ratio = r->strag.median > 0 ? r->strag.mean[d] / r->strag.median : 0;
+        log_event(r, "straggler", -1, d * r->U * r->C, -1, (int64_t)llround(ratio * 1000.0));
+        for (int64_t k = 0; k < r->U; ++k) {
+            int64_t u = d * r->U + k;
+            if (r->unit_state[u] != AF_HEALTHY) {
+                continue;
+            }
+            r->changes[nc].unit = (int32_t)u;
+            r->changes[nc].state = AF_FADING;
+            r->changes[nc].cause = AF_CAUSE_STRAGGLER;
+            nc++;
+            r->unit_state[u] = AF_FADING;
+            /* Keep the list ascending: insertion (declarations are rare). */
+            int64_t j = r->n_strag_units++;
+            while (j > 0 && r->strag_units[j - 1] > u) {
+                r->strag_units[j] = r->strag_units[j - 1];
+                j--;
+            }
+            r->strag_units[j] = (int32_t)u;
+        }
+    }
+    return nc;
+}
+
+/* Rank 0: the log's straggler_units and slow_units of this step. */
+static void count_slow(af_run_state_t *r)
+{
+    r->straggler_healthy = 0;
+    for (int64_t i = 0; i < r->n_strag_units; ++i) {
+        r->straggler_healthy += r->aging.state[r->strag_units[i]] == AF_HEALTHY;
+    }
+    int64_t n = 0;
+    for (int64_t i = 0; i < r->n_pfade; ++i) {
+        int64_t u = r->pfade[i].unit;
+        n += af_throttle_factor(r->unit_base[u], r->cfg.throttle_slowdown, r->cfg.throttle_exponent,
+                                r->pfade[i].deg) > 1.0;
+    }
+    /* Slowed units the model does not call FADING (those were counted above). */
+    for (int64_t i = 0; i < r->n_slow; ++i) {
+        int64_t u = r->slow_list[i];
+        n += r->aging.state[u] == AF_HEALTHY && r->unit_base[u] > 1.0;
+    }
+    r->slow_units = n;
 }
 
 /* Rank 0: the aging model and the plan. */
@@ -181,10 +305,24 @@ static void plan(af_run_state_t *r)
     for (int64_t i = 0; i < nc; ++i) {
         r->unit_state[r->changes[i].unit] = r->changes[i].state;
     }
+    int64_t n_model = nc;
+    if (r->cfg.straggler_detect) {
+        nc = stragglers(r, nc);
+    }
     int64_t exhausted = 0;
     int64_t nm = af_coord_plan_listed(&r->pl, r->unit_state, r->changes, nc, r->aging.fading_list,
                                       r->aging.fading, r->cfg.drain, r->cfg.max_moves_per_step,
                                       r->moves, &exhausted);
+    /* Declared stragglers drain like FADING units, with the budget the fading ones left. */
+    int64_t drains = 0;
+    for (int64_t i = 0; i < nm; ++i) {
+        drains += r->moves[i].kind == AF_MOVE_DRAIN;
+    }
+    if (r->n_strag_units > 0 && !exhausted && drains < r->cfg.max_moves_per_step) {
+        nm += af_coord_plan_listed(&r->pl, r->unit_state, NULL, 0, r->strag_units, r->n_strag_units,
+                                   r->cfg.drain, r->cfg.max_moves_per_step - drains, r->moves + nm,
+                                   &exhausted);
+    }
     int any_restore = 0;
     for (int64_t i = 0; i < nm; ++i) {
         any_restore |= r->moves[i].kind == AF_MOVE_RESTORE;
@@ -199,15 +337,25 @@ static void plan(af_run_state_t *r)
         int64_t u = r->aging.fading_list[k];
         r->pfade[r->n_pfade].unit = u;
         r->pfade[r->n_pfade].p = af_aging_p_corrupt(&r->aging, &r->cfg, u);
+        r->pfade[r->n_pfade].deg = af_aging_degradation(&r->aging, &r->cfg, u);
         r->n_pfade++;
     }
+    count_slow(r);
     h->n_changes = nc;
     h->n_moves = nm;
     h->exhausted = exhausted;
     h->fading = r->aging.fading;
     h->dead = r->aging.dead;
     /* Events of the model and the plan. */
-    for (int64_t i = 0; i < nc; ++i) {
+    for (int i = 0; i < r->cfg.n_events; ++i) {
+        const af_event_cfg_t *e = &r->cfg.events[i];
+        for (int64_t k = e->unit_lo;
+             e->action == AF_EVENT_SLOW && e->step == r->tick && k <= e->unit_hi; ++k) {
+            int64_t g = (e->device * r->U + k) * r->C;
+            log_event(r, "slow", -1, g, -1, (int64_t)llround(e->factor * 1000.0));
+        }
+    }
+    for (int64_t i = 0; i < n_model; ++i) {
         const af_health_change_t *c = &r->changes[i];
         const char *kind = c->state == AF_FADING         ? "fade"
                            : c->cause == AF_CAUSE_SUDDEN ? "sudden"
@@ -266,6 +414,7 @@ static af_result_t apply_plan(af_run_state_t *r)
         r->unit_state[c->unit] = c->state;
         if (c->state == AF_DEAD) {
             r->unit_p[c->unit] = 0.0;
+            r->unit_deg[c->unit] = 0.0;
             /* A dead unit's memory is lost: poison its local slots so any read is caught. */
             for (int64_t k = 0; k < r->C; ++k) {
                 int64_t g = (int64_t)c->unit * r->C + k;
@@ -277,6 +426,7 @@ static af_result_t apply_plan(af_run_state_t *r)
     }
     for (int64_t i = 0; i < r->n_pfade; ++i) {
         r->unit_p[r->pfade[i].unit] = r->pfade[i].p;
+        r->unit_deg[r->pfade[i].unit] = r->pfade[i].deg;
     }
     if (r->world.rank != 0) {
         for (int64_t i = 0; i < h->n_moves; ++i) {
@@ -299,11 +449,15 @@ static af_result_t apply_plan(af_run_state_t *r)
 
 af_result_t af_exchange(af_run_state_t *r)
 {
-    const size_t len = af_xchg_len((int)r->B);
+    const size_t len = r->xlen;
+    const size_t tail = len - af_xchg_len((int)r->B);
     const uint64_t flag = af_stop_flag() ? 1 : 0;
     if (r->dxchg_cur == NULL) {
         AF_CHECK(r->k->ops->pack(r->k, r->xchg_cur));
         r->xchg_cur[5 * r->B + AF_XCHG_STOP] = flag;
+        if (tail > 0) {
+            memcpy(r->xchg_cur + af_xchg_len((int)r->B), r->dev_words, tail * sizeof(uint64_t));
+        }
         return r->fab->ops->allreduce_max_u64(r->fab, r->xchg_cur, len);
     }
     /* Device-resident exchange: pack there, set the flag there, combine over nccl on the
@@ -311,6 +465,10 @@ af_result_t af_exchange(af_run_state_t *r)
     AF_CHECK(r->k->ops->pack(r->k, r->dxchg_cur));
     AF_CHECK(af_buf_copy(r->dxchg_cur + 5 * r->B + AF_XCHG_STOP, AF_MEM_DEVICE, &flag, AF_MEM_HOST,
                          sizeof flag));
+    if (tail > 0) {
+        AF_CHECK(af_buf_copy(r->dxchg_cur + af_xchg_len((int)r->B), AF_MEM_DEVICE, r->dev_words,
+                             AF_MEM_HOST, tail * sizeof(uint64_t)));
+    }
     if (r->nccl != NULL) {
         AF_CHECK(r->nccl->ops->allreduce_max_u64(r->nccl, r->dxchg_cur, len));
         return af_buf_copy(r->xchg_cur, AF_MEM_HOST, r->dxchg_cur, AF_MEM_DEVICE,
@@ -379,6 +537,101 @@ static void contain(af_run_state_t *r, int flags)
     }
 }
 
+/* Every rank: the slow events of this executed step set their units' base slowdown. */
+static void slow_events(af_run_state_t *r)
+{
+    for (int i = 0; i < r->cfg.n_events; ++i) {
+        const af_event_cfg_t *e = &r->cfg.events[i];
+        if (e->action != AF_EVENT_SLOW || e->step != r->tick) {
+            continue;
+        }
+        for (int64_t k = e->unit_lo; k <= e->unit_hi; ++k) {
+            r->unit_base[e->device * r->U + k] = e->factor;
+        }
+    }
+}
+
+/* One local unit's modelled extra time: its blocks at its slowdown. */
+static void add_unit_delay(af_run_state_t *r, int64_t u, double deg, double block_us)
+{
+    int64_t d = u / r->U;
+    if (d < r->pl.dev_lo || d >= r->pl.dev_hi || r->unit_state[u] == AF_DEAD ||
+        r->unit_stamp[u] == r->tick) {
+        return;
+    }
+    r->unit_stamp[u] = r->tick;
+    double s = af_throttle_factor(r->unit_base[u], r->cfg.throttle_slowdown,
+                                  r->cfg.throttle_exponent, deg);
+    r->dev_delay[d - r->pl.dev_lo] += (double)r->pl.unit_load[u] * block_us * (s - 1.0);
+}
+
+/* Every rank, after its compute pass (compute_us): spends its devices' modelled throttling
+ * delay as a busy wait and, with straggler detection on, writes each local device's compute
+ * time per block for the exchange. Returns the modelled delay. */
+static double throttle(af_run_state_t *r, double compute_us)
+{
+    const int64_t nd = r->pl.dev_hi - r->pl.dev_lo;
+    const int strag = r->cfg.straggler_detect;
+    if (!r->throttle_possible && !strag) {
+        return 0.0;
+    }
+    int64_t occupied = 0;
+    for (int64_t u = r->pl.dev_lo * r->U; u < r->pl.dev_hi * r->U; ++u) {
+        occupied += r->pl.unit_load[u];
+    }
+    double block_us = r->cfg.throttle_block_us > 0 ? r->cfg.throttle_block_us
+                      : occupied > 0               ? compute_us / (double)occupied
+                                                   : 0.0;
+    double total = 0.0;
+    for (int64_t i = 0; i < nd; ++i) {
+        r->dev_delay[i] = 0.0;
+    }
+    if (r->throttle_possible) {
+        if (r->cfg.throttle_slowdown > 0) {
+            for (int64_t i = 0; i < r->n_pfade; ++i) {
+                add_unit_delay(r, r->pfade[i].unit, r->pfade[i].deg, block_us);
+            }
+        }
+        for (int64_t i = 0; i < r->n_slow; ++i) {
+            int64_t u = r->slow_list[i];
+            add_unit_delay(r, u, r->unit_deg[u], block_us);
+        }
+        for (int64_t i = 0; i < nd; ++i) {
+            int64_t d = r->pl.dev_lo + i;
+            if (r->cfg.spike_rate > 0) {
+                int64_t load = 0;
+                for (int64_t u = d * r->U; u < (d + 1) * r->U; ++u) {
+                    load += r->pl.unit_load[u];
+                }
+                if (load > 0) {
+                    r->dev_delay[i] +=
+                        af_spike_us((uint64_t)r->cfg.seed, r->tick, d, r->cfg.spike_rate,
+                                    r->cfg.spike_us, r->cfg.spike_sigma);
+                }
+            }
+            total += r->dev_delay[i];
+        }
+    }
+    double spent = af_spin_us(total);
+    if (strag) {
+        /* A device's time: its share of the compute pass, by blocks, plus its own delay as the
+         * wait actually spent it. */
+        double scale = total > 0 ? spent / total : 0.0;
+        for (int64_t i = 0; i < nd; ++i) {
+            int64_t d = r->pl.dev_lo + i;
+            int64_t load = 0;
+            for (int64_t u = d * r->U; u < (d + 1) * r->U; ++u) {
+                load += r->pl.unit_load[u];
+            }
+            double x = load > 0 && occupied > 0
+                           ? compute_us / (double)occupied + r->dev_delay[i] * scale / (double)load
+                           : 0.0;
+            memcpy(&r->dev_words[d], &x, sizeof x);
+        }
+    }
+    return total;
+}
+
 af_result_t af_step(af_run_state_t *r, int *stop)
 {
     af_kernels_t *k = r->k;
@@ -386,6 +639,7 @@ af_result_t af_step(af_run_state_t *r, int *stop)
     r->n_drain = r->n_restore = r->n_retry_moves = r->n_rollbacks = r->n_replayed = 0;
     r->tick++;
     double t0 = af_now_us();
+    slow_events(r);
 
     /* 1. Coordinator. */
     if (r->world.rank == 0) {
@@ -440,8 +694,10 @@ af_result_t af_step(af_run_state_t *r, int *stop)
     if (r->cfg.detect == AF_DETECT_DMR) {
         AF_CHECK(af_dmr_begin(r, NULL, 0, &twins));
     }
+    double tc = af_now_us();
     AF_CHECK(k->ops->compute(k, inject_key(r, 0), kernel_xchg(r), 0));
     AF_CHECK(k->ops->download_results(k));
+    r->mine.phase[AF_PHASE_throttle_us] = throttle(r, af_now_us() - tc);
     if (twins > 0) {
         AF_CHECK(af_dmr_end(r, twins));
     }
@@ -611,6 +867,7 @@ af_result_t af_step_log(af_run_state_t *r, int final)
         af_payload_t *last = &r->batch[r->n_batch - 1];
         last->phase[AF_PHASE_step_us] = r->prev_step_us;
         last->phase[AF_PHASE_log_us] = r->prev_log_us;
+        last->phase[AF_PHASE_sink_us] = r->prev_sink_us;
     }
     if (!final) {
         r->mine.count[CNT_ALLOCS] = af_alloc_after_seal();
@@ -625,7 +882,9 @@ af_result_t af_step_log(af_run_state_t *r, int final)
             diag_from_xchg(r, &row->mass, &row->energy);
             row->dead_units = r->plan.dead;
             row->fading_units = r->plan.fading;
-            row->healthy_units = r->units - r->plan.dead - r->plan.fading;
+            row->straggler_units = r->straggler_healthy;
+            row->slow_units = r->slow_units;
+            row->healthy_units = r->units - r->plan.dead - r->plan.fading - r->straggler_healthy;
             row->blackout_frac = (double)r->plan.dead / (double)r->units;
             row->moves_drain = r->n_drain;
             row->moves_restore = r->n_restore;

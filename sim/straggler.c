@@ -1,0 +1,212 @@
+#include "straggler.h"
+
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+#include <time.h>
+
+#include "../kernels/af_burgers.h"
+#include "af_alloc.h"
+#include "af_time.h"
+
+/* The RNG stream of the spikes (sim/aging.c's streams are 1-4). */
+#define RNG_SPIKE 0x5b1e
+
+double af_throttle_factor(double base, double slowdown, double exponent, double degradation)
+{
+    double d = degradation <= 0 ? 0 : degradation >= 1 ? 1 : degradation;
+    double curve = d > 0 ? pow(d, exponent) : 0.0;
+    return base * (1.0 + slowdown * curve);
+}
+
+double af_spike_us(uint64_t seed, int64_t step, int64_t device, double rate, double median_us,
+                   double sigma)
+{
+    if (rate <= 0 || median_us <= 0) {
+        return 0.0;
+    }
+    uint64_t h = af_hash4(seed, RNG_SPIKE, (uint64_t)step, (uint64_t)device);
+    if (af_u01(h) >= rate) {
+        return 0.0;
+    }
+    if (sigma <= 0) {
+        return median_us;
+    }
+    /* Box-Muller from two further draws; u1 in (0, 1]. */
+    double u1 = 1.0 - af_u01(af_mix64(h ^ 0x1ULL));
+    double u2 = af_u01(af_mix64(h ^ 0x2ULL));
+    double z = sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+    return median_us * exp(sigma * z);
+}
+
+double af_spin_us(double us)
+{
+    double t0 = af_now_us();
+    if (us <= 0) {
+        return 0.0;
+    }
+    double t = t0;
+    while (t - t0 < us) {
+        t = af_now_us();
+    }
+    return t - t0;
+}
+
+double af_wait_us(double us)
+{
+    double t0 = af_now_us();
+    const double spin_tail = 150.0; /* sleeps overshoot by tens of microseconds */
+    if (us > 2 * spin_tail) {
+        double sl = us - spin_tail;
+        struct timespec ts = {(time_t)(sl / 1e6), (long)(fmod(sl, 1e6) * 1e3)};
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+        }
+    }
+    double left = us - (af_now_us() - t0);
+    af_spin_us(left);
+    return af_now_us() - t0;
+}
+
+af_result_t af_straggler_init(af_straggler_t *s, int64_t devices, double alpha, double threshold,
+                              int64_t patience)
+{
+    memset(s, 0, sizeof *s);
+    s->devices = devices;
+    s->alpha = alpha;
+    s->threshold = threshold;
+    s->patience = patience;
+    size_t n = (size_t)devices;
+    s->mean = af_alloc(n * sizeof(double));
+    s->dev = af_alloc(n * sizeof(double));
+    s->samples = af_alloc(n * sizeof(int64_t));
+    s->over = af_alloc(n * sizeof(int64_t));
+    s->flagged = af_alloc(n);
+    s->scratch = af_alloc(n * sizeof(double));
+    if (!s->mean || !s->dev || !s->samples || !s->over || !s->flagged || !s->scratch) {
+        af_straggler_destroy(s);
+        af_error_set("cannot allocate the straggler detector for %lld devices", (long long)devices);
+        return AF_ERR_NOMEM;
+    }
+    return AF_OK;
+}
+
+void af_straggler_destroy(af_straggler_t *s)
+{
+    af_free(s->mean);
+    af_free(s->dev);
+    af_free(s->samples);
+    af_free(s->over);
+    af_free(s->flagged);
+    af_free(s->scratch);
+    memset(s, 0, sizeof *s);
+}
+
+/* The k-th smallest of v[0..n) (Hoare's selection; reorders v). */
+static double select_kth(double *v, int64_t n, int64_t k)
+{
+    int64_t lo = 0;
+    int64_t hi = n - 1;
+    while (lo < hi) {
+        double pivot = v[lo + (hi - lo) / 2];
+        int64_t i = lo;
+        int64_t j = hi;
+        while (i <= j) {
+            while (v[i] < pivot) {
+                i++;
+            }
+            while (v[j] > pivot) {
+                j--;
+            }
+            if (i <= j) {
+                double t = v[i];
+                v[i] = v[j];
+                v[j] = t;
+                i++;
+                j--;
+            }
+        }
+        if (k <= j) {
+            hi = j;
+        } else if (k >= i) {
+            lo = i;
+        } else {
+            return v[k];
+        }
+    }
+    return v[k];
+}
+
+int64_t af_straggler_update(af_straggler_t *s, const double *per_block_us, int64_t *out)
+{
+    int64_t m = 0;
+    for (int64_t d = 0; d < s->devices; ++d) {
+        double x = per_block_us[d];
+        if (x > 0 && isfinite(x)) {
+            if (s->samples[d] == 0) {
+                s->mean[d] = x;
+                s->dev[d] = 0;
+            } else {
+                double e = x - s->mean[d];
+                s->mean[d] += s->alpha * e;
+                s->dev[d] += s->alpha * (fabs(e) - s->dev[d]);
+            }
+            s->samples[d]++;
+        }
+        /* The fleet's median is over the devices still measured, stragglers excluded. */
+        if (s->samples[d] > 0 && !s->flagged[d] && x > 0) {
+            s->scratch[m++] = s->mean[d];
+        }
+    }
+    if (m == 0) {
+        return 0;
+    }
+    double med = select_kth(s->scratch, m, m / 2);
+    if (m % 2 == 0) {
+        double lower = select_kth(s->scratch, m, m / 2 - 1);
+        med = 0.5 * (med + lower);
+    }
+    s->median = med;
+    int64_t n = 0;
+    for (int64_t d = 0; d < s->devices; ++d) {
+        if (s->flagged[d] || s->samples[d] == 0) {
+            continue;
+        }
+        if (per_block_us[d] > 0 && s->mean[d] - s->dev[d] > s->threshold * med) {
+            s->over[d]++;
+        } else if (per_block_us[d] > 0) {
+            s->over[d] = 0;
+        }
+        if (s->over[d] >= s->patience && s->samples[d] >= s->patience) {
+            s->flagged[d] = 1;
+            out[n++] = d;
+        }
+    }
+    return n;
+}
+
+void af_pacer_init(af_pacer_t *p, double gamma, double alpha, int64_t warmup)
+{
+    memset(p, 0, sizeof *p);
+    p->gamma = gamma;
+    p->alpha = alpha;
+    p->warmup = warmup;
+}
+
+double af_pacer_sink(af_pacer_t *p, double work_us)
+{
+    double sink = 0.0;
+    if (p->n >= p->warmup && p->n > 0) {
+        double bound = p->mean + p->gamma * p->dev;
+        sink = bound > work_us ? bound - work_us : 0.0;
+    }
+    if (p->n == 0) {
+        p->mean = work_us;
+        p->dev = 0;
+    } else {
+        double e = work_us - p->mean;
+        p->mean += p->alpha * e;
+        p->dev += p->alpha * (fabs(e) - p->dev);
+    }
+    p->n++;
+    return sink;
+}
