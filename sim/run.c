@@ -376,7 +376,45 @@ static af_result_t run_init(run_t *r)
         }
     }
     AF_CHECK(load_initial_state(r));
+    if (r->world.rank == 0 && r->cfg.metrics_textfile[0] != '\0') {
+        AF_CHECK(af_metrics_open(&r->metrics, r->cfg.metrics_textfile, r->cfg.name, r->k->ops->name,
+                                 r->nccl != NULL ? r->nccl->ops->name : r->fab->ops->name,
+                                 r->world.size));
+        r->metrics_on = 1;
+    }
     return AF_OK;
+}
+
+/* Rank 0: the metrics file's view of the run now. */
+static void metrics_write(run_t *r, int finished, int exit_code)
+{
+    af_metrics_view_t v;
+    memset(&v, 0, sizeof v);
+    v.step = r->tick;
+    v.state_step = r->state_step;
+    v.steps_planned = r->cfg.steps;
+    v.dead = r->plan.dead;
+    v.fading = r->plan.fading;
+    v.straggler = r->straggler_healthy;
+    v.healthy = r->units - v.dead - v.fading - v.straggler;
+    v.slow = r->slow_units;
+    v.blackout = (double)r->plan.dead / (double)r->units;
+    v.max_blackout = r->max_blackout;
+    v.injected = r->totals.corrupt_injected;
+    v.detected = r->totals.corrupt_detected;
+    v.fenced = r->totals.fenced;
+    v.retried = r->totals.retried;
+    v.sdc = r->sdc_total;
+    v.counters_step = r->flushed_step;
+    v.leaked = r->leaked_total;
+    v.drains = r->run_drains;
+    v.restores = r->run_restores;
+    v.retry_moves = r->run_retry_moves;
+    v.rollbacks = r->run_rollbacks;
+    v.replayed = r->run_replayed;
+    v.finished = finished;
+    v.exit_code = exit_code;
+    af_metrics_write(&r->metrics, &v);
 }
 
 static void progress(run_t *r, int64_t step, double t_start)
@@ -762,6 +800,18 @@ int af_run_in_world(const af_run_opts_t *opts, const af_world_t *world)
         }
         r->prev_step_us = now - t_step;
         t_step = now;
+        if (r->metrics_on) {
+            r->run_drains += r->n_drain;
+            r->run_restores += r->n_restore;
+            r->run_retry_moves += r->n_retry_moves;
+            r->run_rollbacks += r->n_rollbacks;
+            r->run_replayed += r->n_replayed;
+            af_metrics_step(&r->metrics, r->prev_step_us, r->prev_sink_us,
+                            r->mine.phase[AF_PHASE_throttle_us]);
+            if (r->tick % r->cfg.metrics_interval == 0) {
+                metrics_write(r, 0, -1);
+            }
+        }
         if (r->world.rank == 0) {
             progress(r, r->state_step, t_start);
         }
@@ -794,6 +844,9 @@ int af_run_in_world(const af_run_opts_t *opts, const af_world_t *world)
         }
         AF_CHECK_GOTO(write_final(r, &v), rc, fail);
         AF_CHECK_GOTO(af_log_close(&r->log), rc, fail);
+        if (r->metrics_on) {
+            metrics_write(r, 1, v.exit_code);
+        }
         if (!opts->quiet) {
             print_summary(r, &v, wall_s);
         }
@@ -828,6 +881,10 @@ fail:
 out:
     if (r->log != NULL) {
         af_log_close(&r->log);
+    }
+    if (r->metrics_on) {
+        af_metrics_close(&r->metrics);
+        r->metrics_on = 0;
     }
     af_step_destroy(r);
     af_kernels_destroy(&r->k);

@@ -11,6 +11,7 @@
 #include "config.h"
 #include "coord.h"
 #include "log.h"
+#include "metrics.h"
 #include "placement.h"
 #include "straggler.h"
 
@@ -108,6 +109,11 @@ typedef struct af_run_state {
     /* Pacing. */
     af_pacer_t pacer;
     double prev_sink_us;
+    /* Live metrics (rank 0, with metrics.textfile). */
+    af_metrics_t metrics;
+    int metrics_on;
+    int64_t flushed_step; /* rank 0: the last step whose row was written */
+    int64_t run_drains, run_restores, run_retry_moves, run_rollbacks, run_replayed;
 
     /* Replicas: block b's copy lives in the host memory of rank rep_rank[b] at rep_off[b]. */
     int32_t *rep_rank; /* blocks */

@@ -851,6 +851,7 @@ static af_result_t write_rows(af_run_state_t *r, int64_t n)
         r->totals.allocs_after_init = row->allocs_after_init;
         r->totals.comms_after_init = row->comms_after_init;
         AF_CHECK(af_log_append(r->log, row, r->phases));
+        r->flushed_step = row->step;
     }
     return af_log_flush(r->log);
 }
