@@ -5,6 +5,7 @@
  *   agefence-report --plots DIR RUN.h5       the report, and PNG figures in DIR
  *   agefence-report --check RUN.h5           validate against the log schema
  *   agefence-report --attr OBJ NAME RUN.h5   print one attribute (for scripts)
+ *   agefence-report [--plots DIR] JITTER.h5  the pacing trade-off of `agefence bench jitter`
  * Exit status: 0 ok, 1 schema violations (--check) or an internal error, 2 bad input. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 
 #include "../sim/af_result.h"
 #include "figures.h"
+#include "jitter.h"
 #include "logread.h"
 #include "plots.h"
 #include "rundata.h"
@@ -25,6 +27,8 @@ static void usage(FILE *f)
                "                                   RUN and OTHER side by side, ratios OTHER/RUN\n"
                "       agefence-report --check RUN.h5    validate against the log schema\n"
                "       agefence-report --attr OBJ NAME RUN.h5   print one attribute\n"
+               "       agefence-report [--plots DIR] JITTER.h5\n"
+               "                                   the pacing trade-off of agefence bench jitter\n"
                "options: --json      the figures as one JSON object (README.md, 'Analysing a\n"
                "                     run', lists the keys)\n"
                "         --plots DIR PNG figures of RUN in DIR (needs Python 3 with h5py and\n"
@@ -95,6 +99,46 @@ static int attr_mode(const char *path, const char *obj, const char *name)
     }
     af_logfile_close(&lf);
     return rc;
+}
+
+/* The results of a benchmark rather than a run's log: 1 when path is one (handled here, *rc
+ * set), 0 when it is not (or cannot be opened: the run path reports that). */
+static int bench_mode(const char *path, int json, const char *other, const char *plots, int *rc)
+{
+    af_logfile_t lf;
+    char err[700];
+    char bench[64];
+    if (af_logfile_open(&lf, path, err, sizeof err) != AF_OK) {
+        return 0;
+    }
+    if (!af_jitter_is_bench(&lf, bench, sizeof bench)) {
+        af_logfile_close(&lf);
+        return 0;
+    }
+    *rc = AF_EXIT_OK;
+    if (strcmp(bench, "jitter") != 0 || json || other != NULL) {
+        fprintf(stderr,
+                "agefence-report: %s: results of agefence bench %s, not a run's log: the report "
+                "reads bench files of jitter only, as text (with --plots)\n",
+                path, bench);
+        *rc = AF_EXIT_USAGE;
+    } else {
+        af_jitter_t *j = malloc(sizeof *j);
+        af_result_t r = j != NULL ? af_jitter_load(j, &lf, path, err, sizeof err) : AF_ERR_NOMEM;
+        if (r == AF_OK) {
+            af_jitter_text(j, path, stdout);
+            fflush(stdout);
+            if (plots != NULL && af_plots_run(path, plots, stderr) == AF_PLOTS_FAILED) {
+                *rc = AF_EXIT_ERROR;
+            }
+        } else {
+            fprintf(stderr, "agefence-report: %s\n", r == AF_ERR_NOMEM ? "out of memory" : err);
+            *rc = r == AF_ERR_NOMEM ? AF_EXIT_ERROR : AF_EXIT_USAGE;
+        }
+        free(j);
+    }
+    af_logfile_close(&lf);
+    return 1;
 }
 
 static int check_mode(const char *path)
@@ -173,6 +217,11 @@ int main(int argc, char **argv)
     }
     if (obj != NULL) {
         return attr_mode(path, obj, name);
+    }
+
+    int brc = 0;
+    if (bench_mode(path, json, other, plots, &brc)) {
+        return brc;
     }
 
     loaded_t a;

@@ -287,6 +287,22 @@ static void latency_section(const af_summary_t *s, FILE *out)
             us(b3, sizeof b3, r->allreduce8_p50.v),
             us(b4, sizeof b4, s->all.ph[AF_PHASE_coord_us].mean),
             numf(b5, sizeof b5, 1, s->coord_mean_over_allreduce));
+    const af_stats_t *st = &s->all.ph[AF_PHASE_step_us];
+    const af_stats_t *th = &s->all.ph[AF_PHASE_throttle_us];
+    const af_stats_t *sk = &s->all.ph[AF_PHASE_sink_us];
+    if (th->n > 0 && th->mean > 0) {
+        fprintf(out,
+                "  throttling   throttle_us mean %s = %s of step_us mean (the modelled delay, "
+                "spent inside kernel_us)\n",
+                us(b1, sizeof b1, th->mean), pct(b2, sizeof b2, th->mean / st->mean));
+    }
+    if (sk->n > 0 && sk->mean > 0) {
+        fprintf(out,
+                "  pacing       sink_us mean %s = %s of step_us mean, p99 %s (rank 0 waits; the "
+                "others wait for its plan)\n",
+                us(b1, sizeof b1, sk->mean), pct(b2, sizeof b2, sk->mean / st->mean),
+                us(b3, sizeof b3, sk->p99));
+    }
 
     fprintf(out, "\nSTEP LATENCY BY BLACKOUT  step_us in µs, all ranks of the steps in the band\n");
     fprintf(out, "  %-12s %6s %s", "blackout", "steps", head + 1);
