@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # agefence setup: installs the Debian packages agefence needs, when any is missing.
 # Idempotent and silent when everything is present; needs root (or sudo) only to install.
+# prometheus: its promtool validates the live metrics file in the tests (the server is not run).
 #   scripts/setup.sh            build, run and test dependencies
 #   scripts/setup.sh --slurm    also Slurm and munge (for the slurm tests)
 set -euo pipefail
 
 pkgs=(cmake make gcc pkg-config libopenmpi-dev openmpi-bin libhdf5-openmpi-dev hdf5-tools
       libcmocka-dev libinih-dev python3 python3-h5py python3-matplotlib python3-numpy
-      clang-format valgrind)
+      clang-format valgrind prometheus)
 for arg in "$@"; do
   case "$arg" in
     # slurm-wlm pulls in slurmctld, slurmd, the client commands and slurm-wlm-basic-plugins,

@@ -34,6 +34,20 @@ static void escape(char *out, size_t n, const char *v)
     out[j] = '\0';
 }
 
+af_result_t af_metrics_check_path(const char *path)
+{
+    char tmp[700];
+    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) {
+        af_error_set("metrics.textfile = '%s': cannot write it: %s", path, strerror(errno));
+        return AF_ERR_USAGE;
+    }
+    close(fd);
+    unlink(tmp);
+    return AF_OK;
+}
+
 af_result_t af_metrics_open(af_metrics_t *m, const char *path, const char *scenario,
                             const char *compute, const char *fabric, int ranks)
 {

@@ -39,6 +39,8 @@ typedef struct af_metrics {
     int warned;
 } af_metrics_t;
 
+/* Checks, before anything runs, that path can be written (AF_ERR_USAGE naming it). */
+af_result_t af_metrics_check_path(const char *path);
 /* Rank 0, before the seal: checks that the file can be written (bad path: AF_ERR_USAGE naming
  * it) and writes a first one. */
 af_result_t af_metrics_open(af_metrics_t *m, const char *path, const char *scenario,

@@ -737,6 +737,12 @@ int af_run_in_world(const af_run_opts_t *opts, const af_world_t *world)
         if (af_log_create(&r->log, r->out_path, r->world.size, r->cfg.flush_interval) != AF_OK) {
             fprintf(stderr, "agefence: %s\n", af_error_message());
             bad = AF_EXIT_USAGE;
+        } else if (r->cfg.metrics_textfile[0] != '\0' &&
+                   af_metrics_check_path(r->cfg.metrics_textfile) != AF_OK) {
+            fprintf(stderr, "agefence: %s\n", af_error_message());
+            af_log_close(&r->log);
+            remove(r->out_path);
+            bad = AF_EXIT_USAGE;
         }
     }
     bad = agree(r, bad);

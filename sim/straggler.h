@@ -1,4 +1,4 @@
-/* agefence stragglers (DESIGN "Stragglers and pacing"): units that age slow down before they
+/* agefence stragglers (README "Stragglers and pacing"): units that age slow down before they
  * fail, and a synchronous step waits for its slowest device.
  *
  * Throttling. A unit's work takes s_u times its nominal time,

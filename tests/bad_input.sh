@@ -77,6 +77,18 @@ fi
 case_ bad_set "--set 'steps=3': expected section.key=value" --set steps=3
 case_ unknown_set_key "--set: unknown key 'nope' in \[scenario\]" --set scenario.nope=1
 case_ unknown_option "unknown option '--frobnicate'" --frobnicate
+case_ slow_without_factor "--set: \[event.9\] is a slow event without 'factor'" \
+  --set event.9.step=3 --set event.9.action=slow --set event.9.device=0 --set event.9.units=0
+case_ factor_on_a_kill "--set: event.9.factor is set, but only a slow event has one" \
+  --set event.9.step=3 --set event.9.action=kill --set event.9.device=0 --set event.9.units=0 \
+  --set event.9.factor=2
+case_ pacing_mode "--set: pacing.mode = 'always' is invalid: expected one of off|ewma" \
+  --set pacing.mode=always
+case_ straggler_threshold "--set: straggler.threshold = '1' is invalid: expected a number in" \
+  --set straggler.threshold=1
+# An unwritable metrics file is refused before the run starts (and leaves no log).
+case_ metrics_unwritable "metrics.textfile = '/nonexistent-dir/m.prom': cannot write it" \
+  --set metrics.textfile=/nonexistent-dir/m.prom
 # A static capacity that cannot fit in this node's memory is refused up front, with numbers.
 case_ too_big_for_memory "bytes per rank" --set scenario.blocks=900000 \
   --set scenario.block_len=4096 --set scenario.devices=64 --set workload.dt=1e-20

@@ -129,12 +129,15 @@ static void test_format_parse_format_round_trip_is_identical(void **state)
 {
     (void)state;
     const char *sets[] = {
-        "scenario.name=round-trip", "scenario.seed=12345", "workload.dt=1.2345678901234567e-9",
-        "workload.amplitude=-0.3",  "backend.fabric=mpi",  "recovery.detect=dmr",
-        "recovery.drain=off",       "aging.p_max=0.1",     "event.2.step=7",
-        "event.2.action=fade",      "event.2.device=1",    "event.2.units=3",
-        "event.0.step=5",           "event.0.action=kill", "event.0.device=0",
-        "event.0.units=0-7"};
+        "scenario.name=round-trip", "scenario.seed=12345",    "workload.dt=1.2345678901234567e-9",
+        "workload.amplitude=-0.3",  "backend.fabric=mpi",     "recovery.detect=dmr",
+        "recovery.drain=off",       "aging.p_max=0.1",        "event.2.step=7",
+        "event.2.action=fade",      "event.2.device=1",       "event.2.units=3",
+        "event.0.step=5",           "event.0.action=kill",    "event.0.device=0",
+        "event.0.units=0-7",        "event.3.step=9",         "event.3.action=slow",
+        "event.3.device=2",         "event.3.units=1-2",      "event.3.factor=2.5",
+        "pacing.mode=ewma",         "pacing.gamma=1.5",       "straggler.detect=on",
+        "throttle.spike_rate=0.01", "metrics.textfile=m.prom"};
     int nsets = (int)(sizeof sets / sizeof sets[0]);
     assert_int_equal(af_config_load(&cfg_a, NULL, sets, nsets, err, sizeof err), AF_OK);
     size_t need = af_config_format(&cfg_a, NULL, 0);
@@ -160,7 +163,13 @@ static void test_format_parse_format_round_trip_is_identical(void **state)
     assert_int_equal(cfg_b.fabric, AF_FABRIC_MPI);
     assert_int_equal(cfg_b.detect, AF_DETECT_DMR);
     assert_int_equal(cfg_b.drain, 0);
-    assert_int_equal(cfg_b.n_events, 3); /* the default scenario's event.1, and these two */
+    assert_int_equal(cfg_b.n_events, 4); /* the default scenario's event.1, and these three */
+    assert_int_equal(cfg_b.events[3].action, AF_EVENT_SLOW);
+    assert_true(cfg_b.events[3].factor == 2.5);
+    assert_int_equal(cfg_b.pacing_mode, AF_PACING_EWMA);
+    assert_true(cfg_b.pacing_gamma == 1.5);
+    assert_int_equal(cfg_b.straggler_detect, 1);
+    assert_string_equal(cfg_b.metrics_textfile, "m.prom");
     /* Formatting sorts events by N, so event 0 comes back first. */
     assert_int_equal(cfg_b.events[0].index, 0);
     assert_int_equal(cfg_b.events[0].unit_lo, 0);
@@ -292,6 +301,29 @@ static void test_event_with_a_missing_key_is_an_error_naming_the_key(void **stat
     err[0] = '\0';
     assert_int_equal(af_config_load(&cfg_a, NULL, sets, 3, err, sizeof err), AF_ERR_USAGE);
     assert_one_line_with(err, "--set", "event.5", NULL);
+}
+
+static void test_slow_event_needs_a_factor_and_only_slow_events_have_one(void **state)
+{
+    (void)state;
+    char path[64];
+    const char *text = "[event.4]\nstep = 12\naction = slow\ndevice = 3\nunits = 0-1\n";
+    assert_int_equal(load_text_file(text, path, sizeof path), AF_ERR_USAGE);
+    assert_one_line_with(err, path, "event.4", "slow", "factor", NULL);
+
+    const char *kill[] = {"event.5.step=3", "event.5.action=kill", "event.5.device=0",
+                          "event.5.units=1", "event.5.factor=2"};
+    assert_int_equal(af_config_load(&cfg_a, NULL, kill, 5, err, sizeof err), AF_ERR_USAGE);
+    assert_one_line_with(err, "--set", "event.5.factor", "only a slow event", NULL);
+
+    const char *low[] = {"event.5.step=3", "event.5.action=slow", "event.5.device=0",
+                         "event.5.units=1", "event.5.factor=0.5"};
+    assert_int_equal(af_config_load(&cfg_a, NULL, low, 5, err, sizeof err), AF_ERR_USAGE);
+    assert_one_line_with(err, "--set", "event.5.factor", "[1, 1000]", NULL);
+
+    const char *ok[] = {"event.5.step=3", "event.5.action=slow", "event.5.device=0",
+                        "event.5.units=1", "event.5.factor=3"};
+    assert_int_equal(af_config_load(&cfg_a, NULL, ok, 5, err, sizeof err), AF_OK);
 }
 
 static void test_event_with_a_bad_unit_range_is_rejected(void **state)
@@ -499,6 +531,7 @@ int main(void)
         cmocka_unit_test(test_format_reports_needed_length_and_truncates_like_snprintf),
         cmocka_unit_test(test_event_sections_parse_step_action_device_and_units),
         cmocka_unit_test(test_event_with_a_missing_key_is_an_error_naming_the_key),
+        cmocka_unit_test(test_slow_event_needs_a_factor_and_only_slow_events_have_one),
         cmocka_unit_test(test_event_with_a_bad_unit_range_is_rejected),
         cmocka_unit_test(test_unknown_section_names_file_line_and_the_allowed_sections),
         cmocka_unit_test(test_unknown_section_without_keys_is_still_an_error),

@@ -1,0 +1,183 @@
+#!/usr/bin/env bash
+# Stragglers and pacing, through whole runs checked in their logs.
+#   stragglers.sh MODE AGEFENCE REPORT MPIEXEC WORKDIR SCENARIO (a file, or default)
+# MODE:
+#   throttle   a device slowed by a slow event raises rank-max step_us by about the modelled
+#              delay (/ranks/throttle_us): the increase of its first quartile over the same
+#              run without the event, divided by the modelled delay, lies in [0.7, 1.6]
+#   straggler  straggler detection declares the slowed device, and only it, drains exactly its
+#              blocks, and the result stays bitwise equal; without the slow event it declares
+#              nothing
+#   pacing     pacing.mode=ewma: rank 0 waits (sink_us > 0), no step's period is shorter than
+#              its own phases plus its wait, and the result stays bitwise equal to the reference
+#   metrics    metrics.textfile rewritten every step while a poller reads it: every read is a
+#              whole file, promtool accepts a mid-run copy and the final one, and the final
+#              figures match the log's /final
+set -uo pipefail
+mode=$1 agefence=$2 report=$3 mpiexec=$4 work=$5 scenario=$6
+rm -rf "$work" && mkdir -p "$work"
+cd "$work" || exit 1
+fail() { echo "FAIL: $*"; exit 1; }
+run() { # run NP OUT.h5 ARGS...
+  local np=$1 out=$2
+  shift 2
+  "$mpiexec" -n "$np" --oversubscribe "$agefence" run -q "${scen[@]}" -o "$out" "$@" \
+    >"$out.txt" 2>&1 || { cat "$out.txt"; fail "run $out exited $?"; }
+}
+SLOW=(--set event.9.step=1 --set event.9.action=slow --set event.9.device=1
+      --set event.9.units=0-3 --set event.9.factor=3)
+scen=(-c "$scenario")
+[ "$scenario" = default ] && scen=()
+
+case "$mode" in
+throttle)
+  # 6 blocks on device 1 x 400 us x (3 - 1) = 4.8 ms of modelled delay per step on its rank.
+  common=(--set scenario.steps=120 --set throttle.block_us=400)
+  run 2 base.h5 "${common[@]}"
+  run 2 slow.h5 "${common[@]}" "${SLOW[@]}"
+  /usr/bin/python3 - <<'PY' || exit 1
+import h5py, numpy as np
+def load(p):
+    f = h5py.File(p, "r")
+    return f["ranks/step_us"][()].max(axis=1), f["ranks/throttle_us"][()].max(axis=1)
+st0, th0 = load("base.h5")
+st1, th1 = load("slow.h5")
+skip = 5
+assert th0.max() == 0, f"the run without the event modelled a delay: {th0.max()}"
+modelled = np.median(th1[skip:])
+assert abs(modelled - 4800) < 1e-6 * 4800, f"modelled delay {modelled} us, expected 4800"
+# The first quartile: on a loaded machine a rank is preempted during some of its waits, which
+# stretches them; the lower quantiles show the delay itself.
+measured = np.percentile(st1[skip:], 25) - np.percentile(st0[skip:], 25)
+ratio = measured / modelled
+print(f"measured increase {measured:.0f} us for a modelled {modelled:.0f} us: ratio {ratio:.3f}")
+assert 0.7 <= ratio <= 1.6, f"ratio {ratio:.3f} outside [0.7, 1.6]"
+PY
+  ;;
+straggler)
+  common=(--set scenario.steps=160 --set straggler.detect=on)
+  run 2 strag.h5 "${common[@]}" "${SLOW[@]}" --set event.9.factor=8
+  run 2 clean.h5 "${common[@]}"
+  for f in strag.h5 clean.h5; do
+    [ "$("$report" --attr /final bitwise_equal "$f")" = 1 ] || fail "$f: not bitwise equal"
+    "$report" --check "$f" >"$f.check" || { cat "$f.check"; fail "$f: --check"; }
+  done
+  /usr/bin/python3 - <<'PY' || exit 1
+import h5py, numpy as np
+f = h5py.File("strag.h5", "r")
+ev = f["events"][()]
+kind = ev["kind"].astype(str)
+s = ev[kind == "straggler"]
+assert len(s) == 1, f"{len(s)} straggler events, expected 1: {s}"
+assert s["from_device"][0] == 1, f"straggler device {s['from_device'][0]}, expected 1"
+assert s["detail"][0] > 2000, f"EWMA/median {s['detail'][0]/1000} not above the threshold 2"
+d = ev[kind == "drain"]
+assert len(d) > 0, "no drain"
+assert (d["from_device"] == 1).all(), f"drains from devices {set(d['from_device'])}"
+assert (d["to_device"] != 1).all(), "a drain onto the straggler"
+assert (d["step"] >= s["step"][0]).all()
+# Every block of device 1 left it: the final placement holds none there.
+assert len(d) == 6, f"{len(d)} drains, expected the 6 blocks of device 1"
+su = f["steps/straggler_units"][()]
+assert su[-1] == 4 and su[: s["step"][0] - 1].max() == 0, "straggler_units"
+c = h5py.File("clean.h5", "r")["events"][()]
+assert not (c["kind"].astype(str) == "straggler").any(), "a healthy fleet had a straggler"
+print(f"device 1 declared at step {s['step'][0]} ({s['detail'][0]/1000:.2f}x the median), "
+      f"{len(d)} drains")
+PY
+  ;;
+pacing)
+  run 2 paced.h5 --set scenario.steps=200 --set pacing.mode=ewma --set pacing.gamma=1
+  [ "$("$report" --attr /final bitwise_equal "paced.h5")" = 1 ] || fail "not bitwise equal"
+  "$report" --check paced.h5 >check.txt || { cat check.txt; fail "--check"; }
+  "$report" paced.h5 >report.txt || fail "report: exit $?"
+  grep -q "pacing       sink_us mean" report.txt || fail "the report has no pacing line"
+  /usr/bin/python3 - <<'PY' || exit 1
+import h5py, numpy as np
+f = h5py.File("paced.h5", "r")
+r = f["ranks"]
+sink = r["sink_us"][()]
+assert sink[:, 0].max() > 0, "rank 0 never waited"
+assert (sink[:, 1:] == 0).all(), "a rank other than 0 waited"
+assert (sink[:20, 0] == 0).all(), "a wait inside the warm-up"
+work = sum(r[p][()] for p in ("coord_us", "moves_us", "kernel_us", "halo_us", "replica_us",
+                              "log_us"))
+# A step's period holds its phases and its wait: the next step never started early.
+short = r["step_us"][()] + 1.0 - (work + sink)
+assert (short[:-1] >= 0).all(), f"steps shorter than their phases: {np.argwhere(short[:-1] < 0)[:5]}"
+print(f"rank 0 waited in {np.count_nonzero(sink[:, 0])} of {len(sink)} steps")
+PY
+  ;;
+metrics)
+  command -v promtool >/dev/null || fail "promtool missing (scripts/setup.sh installs prometheus)"
+  cat >poll.py <<'PY'
+# Reads m.prom as fast as it can while the run rewrites it: every read must be a whole file.
+import os, re, shutil, sys, time
+line = re.compile(r'^[a-zA-Z_:][a-zA-Z0-9_:]*(\{[^}]*\})? \S+$')
+reads = whole = 0
+mid = False
+t0 = time.time()
+while time.time() - t0 < 120:
+    try:
+        with open("m.prom") as f:
+            text = f.read()
+    except FileNotFoundError:
+        continue
+    reads += 1
+    assert text.endswith("\n"), f"read {reads}: no final newline"
+    for l in text.splitlines():
+        assert l.startswith("# ") or line.match(l), f"read {reads}: bad line {l!r}"
+    assert "agefence_throttle_seconds_total{" in text, f"read {reads}: cut short"
+    whole += 1
+    m = re.search(r'^agefence_step\{[^}]*\} (\d+)', text, re.M)
+    if not mid and m and 20 <= int(m.group(1)) < 150:
+        with open("mid.prom", "w") as f:
+            f.write(text)
+        mid = True
+    if re.search(r'^agefence_running\{[^}]*\} 0$', text, re.M):
+        break
+print(f"{reads} reads, {whole} whole, mid-run copy: {mid}")
+assert mid, "no mid-run copy"
+assert re.search(r'^agefence_running\{[^}]*\} 0$', text, re.M), "the run never finished"
+PY
+  /usr/bin/python3 poll.py >poll.txt 2>&1 &
+  poller=$!
+  run 2 m.h5 --set scenario.steps=400 --set metrics.textfile=m.prom --set metrics.interval=1 \
+    "${SLOW[@]}" --set event.9.step=100
+  wait "$poller" || { cat poll.txt; fail "the poller saw a broken file"; }
+  cat poll.txt
+  for f in mid.prom m.prom; do
+    promtool check metrics <"$f" >"$f.lint" 2>&1 || { cat "$f.lint"; fail "promtool: $f"; }
+  done
+  /usr/bin/python3 - <<'PY' || exit 1
+import re, h5py
+text = open("m.prom").read()
+def val(name, labels=""):
+    m = re.search(r'^' + re.escape(name) + r'\{[^}]*' + re.escape(labels) + r'[^}]*\} (\S+)$',
+                  text, re.M)
+    assert m, f"{name}{{{labels}}} missing"
+    return float(m.group(1))
+f = h5py.File("m.h5", "r")
+fin = f["final"].attrs
+steps = f["steps"]
+checks = {
+    ("agefence_step", ""): len(steps["step"]),
+    ("agefence_exit_code", ""): fin["exit_code"],
+    ("agefence_moves_total", 'kind="drain"'): fin["moves_drain_total"],
+    ("agefence_moves_total", 'kind="retry"'): fin["moves_retry_total"],
+    ("agefence_fenced_total", ""): fin["fenced_total"],
+    ("agefence_corruptions_injected_total", ""): fin["corrupt_injected_total"],
+    ("agefence_units", 'state="dead"'): steps["dead_units"][-1],
+    ("agefence_slow_units", ""): steps["slow_units"][-1],
+    ("agefence_step_period_seconds_count", ""): len(steps["step"]),
+}
+for (name, lab), want in checks.items():
+    got = val(name, lab)
+    assert got == want, f"{name}{{{lab}}} = {got}, the log says {want}"
+assert val("agefence_running") == 0
+print("final metrics match the log")
+PY
+  ;;
+*) fail "unknown mode $mode" ;;
+esac
+exit 0
