@@ -10,6 +10,12 @@ Writes into DIR (created if needed):
   containment.png         cumulative corruptions injected / detected / fenced / retried /
                           NaN-Inf leaked / finite undetected
   latency_by_blackout.png box plot of step_us per blackout band
+  pacing.png              rank 0's step period and pacing wait per step (pacing on only)
+
+    plots.py JITTER.h5 DIR   (the results of `agefence bench jitter`)
+
+  tradeoff.png            step-period sd reduction against mean-period cost, one point per
+                          gamma, pacing off at the origin
 A figure whose data the log lacks is skipped with one line on stderr; the others are written.
 Exit status: 0 written, 1 the log cannot be read, 2 bad arguments.
 """
@@ -23,7 +29,8 @@ import h5py  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-PHASES = ["step_us", "kernel_us", "halo_us", "coord_us", "moves_us", "replica_us", "log_us"]
+PHASES = ["step_us", "kernel_us", "throttle_us", "halo_us", "coord_us", "moves_us", "replica_us",
+          "log_us", "sink_us"]
 BAND_EDGES = [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.85]
 BAND_LABELS = ["0-10%", "10-20%", "20-30%", "30-40%", "40-50%", "50-60%", "60-70%", "70-80%",
                "80-85%", "\u226585%"]
@@ -223,11 +230,90 @@ def latency_by_blackout(log, out, written):
     save(fig, out, "latency_by_blackout.png", written)
 
 
+def pacing(log, out, written):
+    st = log.phase("step_us")
+    sk = log.phase("sink_us")
+    if st is None or sk is None or not (sk > 0).any():
+        skip("pacing.png", "no pacing wait in this run (pacing.mode = off)")
+        return
+    fig, ax = plt.subplots(figsize=(9, 4))
+    x = np.arange(1, st.shape[0] + 1)
+    ax.plot(x, st[:, 0], lw=0.6, color="C0", label="step period, rank 0 (step_us)")
+    ax.plot(x, sk[:, 0], lw=0.6, color="C1", label="pacing wait (sink_us)")
+    ax.plot(x, st[:, 0] - sk[:, 0], lw=0.6, color="C2", alpha=0.7, label="work (step - wait)")
+    ax.set_yscale("log")
+    ax.set_xlabel("executed step")
+    ax.set_ylabel("\u00b5s")
+    ax.legend(loc="upper right", fontsize=8)
+    ax.set_title(log.title("pacing"))
+    save(fig, out, "pacing.png", written)
+
+
+def jitter_rows(f):
+    """(gamma, period samples, sink samples) per setting, pacing off (gamma -1) first."""
+    rows = []
+    for name in f["series"]:
+        if not name.startswith("period_us."):
+            continue
+        tag = name[len("period_us."):]
+        gamma = -1.0 if tag == "off" else float(tag[1:])
+        rows.append((gamma, f["series"][name][:], f["series"]["sink_us." + tag][:]))
+    return sorted(rows, key=lambda r: r[0])
+
+
+def tradeoff(path, out, written):
+    f = h5py.File(path, "r")
+    rows = jitter_rows(f)
+    if not rows or rows[0][0] != -1.0:
+        skip("tradeoff.png", "no samples of pacing off")
+        return
+    off = rows[0][1]
+    sd0, mean0 = off.std(), off.mean()
+    fig, ax = plt.subplots(figsize=(7, 5))
+    ax.axhspan(85, 95, color="C2", alpha=0.15, label="85-95% sd reduction")
+    xs, ys = [0.0], [0.0]
+    ax.annotate("off", (0, 0), textcoords="offset points", xytext=(5, -12), fontsize=8)
+    for gamma, p, _ in rows[1:]:
+        x = 100 * (p.mean() / mean0 - 1)
+        y = 100 * (1 - p.std() / sd0)
+        xs.append(x)
+        ys.append(y)
+        ax.annotate(f"\u03b3={gamma:g}", (x, y), textcoords="offset points", xytext=(5, 4),
+                    fontsize=8)
+    ax.plot(xs, ys, "o-", color="C0")
+    ax.axhline(0, color="grey", lw=0.5)
+    ax.axvline(0, color="grey", lw=0.5)
+    ax.set_xlabel("mean step period vs pacing off (%)")
+    ax.set_ylabel("step-period sd reduction vs pacing off (%)")
+    ax.set_title("agefence bench jitter: what pacing buys and costs")
+    ax.legend(loc="lower right", fontsize=8)
+    save(fig, out, "tradeoff.png", written)
+
+
 def main(argv):
     if len(argv) != 3:
         print("usage: plots.py RUN.h5 DIR", file=sys.stderr)
         return 2
     path, out = argv[1], argv[2]
+    try:
+        with h5py.File(path, "r") as f:
+            kind = f.attrs.get("kind", b"")
+            bench = f.attrs.get("benchmark", b"")
+    except OSError as e:
+        print(f"plots.py: {path}: cannot read the log: {e}", file=sys.stderr)
+        return 1
+    kind = kind.decode() if isinstance(kind, bytes) else str(kind)
+    bench = bench.decode() if isinstance(bench, bytes) else str(bench)
+    if kind == "agefence bench":
+        if bench != "jitter":
+            print(f"plots.py: {path}: agefence bench {bench} results: no plots", file=sys.stderr)
+            return 1
+        os.makedirs(out, exist_ok=True)
+        written = []
+        tradeoff(path, out, written)
+        print(f"agefence-report: wrote {len(written)} plot{'s' if len(written) != 1 else ''} "
+              f"to {out}: {', '.join(os.path.basename(w) for w in written)}")
+        return 0
     try:
         log = Log(path)
     except (OSError, KeyError) as e:
@@ -235,7 +321,7 @@ def main(argv):
         return 1
     os.makedirs(out, exist_ok=True)
     written = []
-    for fn in (step_latency, latency_cdf, unit_health, containment, latency_by_blackout):
+    for fn in (step_latency, latency_cdf, unit_health, containment, latency_by_blackout, pacing):
         fn(log, out, written)
     print(f"agefence-report: wrote {len(written)} plot{'s' if len(written) != 1 else ''} to "
           f"{out}: {', '.join(os.path.basename(w) for w in written)}")
