@@ -26,4 +26,15 @@ with h5py.File(sys.argv[1], "r") as f:
         assert d.shape[0] > 0 and "p50" in d.attrs and "cv" in d.attrs, s
 print("ok:", len(series), "series")
 PY
+if [ "$name" = jitter ]; then
+  # agefence-report reads the results: the trade-off table, and its plot when Python can.
+  report=$(dirname "$agefence")/agefence-report
+  "$report" --plots "$work/plots" "$out" >"$work/report.txt" 2>&1 || fail "report: exit $?"
+  cat "$work/report.txt"
+  grep -q "PACING TRADE-OFF" "$work/report.txt" || fail "no trade-off table"
+  [ "$(grep -c '^  gamma=' "$work/report.txt")" = 5 ] || fail "not five gamma rows"
+  grep -q "an 85% reduction of the period's sd: \(reached\|not reached\)" "$work/report.txt" ||
+    fail "no plain statement about the 85% reduction"
+  [ -s "$work/plots/tradeoff.png" ] || fail "no tradeoff.png"
+fi
 echo "PASS: bench $name"
