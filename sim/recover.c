@@ -24,21 +24,43 @@ typedef struct xfer_ops {
     af_result_t (*write)(af_run_state_t *r, void *ctx, int64_t i, const double *buf);
     /* Optional: a same-rank transfer without staging (slot to slot). */
     af_result_t (*local)(af_run_state_t *r, void *ctx, int64_t i);
+    /* Optional: the global slots of an item that goes from one slot's committed buffer to
+     * another's (0), or -1 when either end is elsewhere (a replica, a computed buffer). Such an
+     * item crosses ranks directly between the two buffers when the fabric reaches the shard's
+     * memory: no staging copy on either side. */
+    int (*slots)(af_run_state_t *r, void *ctx, int64_t i, int64_t *from, int64_t *to);
 } xfer_ops_t;
+
+/* The fabric that reaches the slots' memory: the device fabric (nccl) for device slots, the
+ * host fabric for host slots (cpu backend); NULL when only staging can (cuda over mpi). */
+static af_fabric_t *direct_fabric(const af_run_state_t *r)
+{
+    if (r->nccl != NULL) {
+        return r->nccl;
+    }
+    return r->dxchg_prev == NULL ? r->fab : NULL;
+}
 
 static af_result_t transfer(af_run_state_t *r, int64_t n, const xfer_ops_t *ops, void *ctx)
 {
     const int me = r->world.rank;
     const size_t T = (size_t)r->T;
+    af_fabric_t *df = ops->slots != NULL ? direct_fabric(r) : NULL;
+    af_p2p_t *direct = r->p2p + AF_XFER_CHUNK;
     for (int64_t c0 = 0; c0 < n; c0 += AF_XFER_CHUNK) {
         int64_t c1 = c0 + AF_XFER_CHUNK < n ? c0 + AF_XFER_CHUNK : n;
         int np = 0;
+        int nd = 0;
         int ns = 0;
         int nr = 0;
         for (int64_t i = c0; i < c1; ++i) {
             int src = 0;
             int dst = 0;
+            int64_t from = -1;
+            int64_t to = -1;
             ops->ranks(r, ctx, i, &src, &dst);
+            int is_direct =
+                df != NULL && (src == me) != (dst == me) && ops->slots(r, ctx, i, &from, &to) == 0;
             if (src == me && dst == me) {
                 if (ops->local != NULL) {
                     AF_CHECK(ops->local(r, ctx, i));
@@ -46,6 +68,12 @@ static af_result_t transfer(af_run_state_t *r, int64_t n, const xfer_ops_t *ops,
                     AF_CHECK(ops->read(r, ctx, i, r->cellbuf));
                     AF_CHECK(ops->write(r, ctx, i, r->cellbuf));
                 }
+            } else if (is_direct && src == me) {
+                double *buf = r->k->ops->slot_data(r->k, local_of(r, from));
+                direct[nd++] = (af_p2p_t){dst, 1, buf, T * sizeof(double)};
+            } else if (is_direct) {
+                double *buf = r->k->ops->slot_data(r->k, local_of(r, to));
+                direct[nd++] = (af_p2p_t){src, 0, buf, T * sizeof(double)};
             } else if (src == me) {
                 double *buf = r->stage_send + (size_t)ns++ * T;
                 AF_CHECK(ops->read(r, ctx, i, buf));
@@ -55,6 +83,13 @@ static af_result_t transfer(af_run_state_t *r, int64_t n, const xfer_ops_t *ops,
                 r->p2p[np++] = (af_p2p_t){src, 0, buf, T * sizeof(double)};
             }
         }
+        if (nd > 0) {
+            if (df != r->fab) {
+                /* The device fabric reads what the backend's stream wrote: let it finish. */
+                AF_CHECK(r->k->ops->sync(r->k));
+            }
+            AF_CHECK(df->ops->exchange(df, direct, nd));
+        }
         if (np > 0) {
             AF_CHECK(r->fab->ops->exchange(r->fab, r->p2p, np));
         }
@@ -62,8 +97,16 @@ static af_result_t transfer(af_run_state_t *r, int64_t n, const xfer_ops_t *ops,
         for (int64_t i = c0; i < c1; ++i) {
             int src = 0;
             int dst = 0;
+            int64_t from = -1;
+            int64_t to = -1;
             ops->ranks(r, ctx, i, &src, &dst);
-            if (dst == me && src != me) {
+            if (dst != me || src == me) {
+                continue;
+            }
+            if (df != NULL && ops->slots(r, ctx, i, &from, &to) == 0) {
+                /* Received straight into the committed buffer: its diagnostics follow. */
+                AF_CHECK(r->k->ops->refresh_slot(r->k, local_of(r, to)));
+            } else {
                 AF_CHECK(ops->write(r, ctx, i, r->stage_recv + (size_t)nr++ * T));
             }
         }
@@ -119,7 +162,7 @@ static af_result_t store_write(af_run_state_t *r, void *ctx, int64_t b, const do
 
 af_result_t af_replicas_refresh(af_run_state_t *r)
 {
-    static const xfer_ops_t ops = {refresh_ranks, refresh_read, store_write, NULL};
+    static const xfer_ops_t ops = {refresh_ranks, refresh_read, store_write, NULL, NULL};
     AF_CHECK(transfer(r, r->B, &ops, NULL));
     r->replica_step = r->state_step;
     return AF_OK;
@@ -147,7 +190,7 @@ static af_result_t rollback_write(af_run_state_t *r, void *ctx, int64_t b, const
 
 af_result_t af_rollback(af_run_state_t *r)
 {
-    static const xfer_ops_t ops = {rollback_ranks, store_read, rollback_write, NULL};
+    static const xfer_ops_t ops = {rollback_ranks, store_read, rollback_write, NULL, NULL};
     AF_CHECK(transfer(r, r->B, &ops, NULL));
     r->n_replayed += r->state_step - r->replica_step;
     r->n_rollbacks++;
@@ -205,9 +248,22 @@ static af_result_t move_local(af_run_state_t *r, void *vctx, int64_t i)
     return r->k->ops->copy_slot(r->k, local_of(r, m->from_slot), local_of(r, m->to_slot));
 }
 
+static int move_slots(af_run_state_t *r, void *vctx, int64_t i, int64_t *from, int64_t *to)
+{
+    (void)r;
+    const move_ctx_t *c = vctx;
+    const af_move_t *m = &c->moves[i];
+    if (m->kind == AF_MOVE_RESTORE) {
+        return -1; /* from a replica in host memory */
+    }
+    *from = m->from_slot;
+    *to = m->to_slot;
+    return 0;
+}
+
 af_result_t af_apply_moves(af_run_state_t *r, const af_move_t *moves, int64_t n, int restore_data)
 {
-    static const xfer_ops_t ops = {move_ranks, move_read, move_write, move_local};
+    static const xfer_ops_t ops = {move_ranks, move_read, move_write, move_local, move_slots};
     move_ctx_t ctx = {moves, restore_data};
     AF_CHECK(transfer(r, n, &ops, &ctx));
     for (int64_t i = 0; i < n; ++i) {
@@ -249,6 +305,15 @@ static af_result_t twin_in_local(af_run_state_t *r, void *ctx, int64_t i)
     return r->k->ops->copy_slot(r->k, local_of(r, r->pl.block_slot[b]), local_of(r, r->twin[b]));
 }
 
+static int twin_in_slots(af_run_state_t *r, void *ctx, int64_t i, int64_t *from, int64_t *to)
+{
+    (void)ctx;
+    int64_t b = r->items[i];
+    *from = r->pl.block_slot[b];
+    *to = r->twin[b];
+    return 0;
+}
+
 /* A twin's home: the least-loaded HEALTHY unit with room (own device first); failing that,
  * another FADING unit than the primary's, whose independent corruption draws still make a
  * mismatch visible. */
@@ -278,7 +343,8 @@ af_result_t af_dmr_begin(af_run_state_t *r, const af_move_t *only, int64_t n_onl
         r->twin[b] = t;
         r->items[n++] = b;
     }
-    static const xfer_ops_t ops = {twin_in_ranks, twin_in_read, twin_in_write, twin_in_local};
+    static const xfer_ops_t ops = {twin_in_ranks, twin_in_read, twin_in_write, twin_in_local,
+                                   twin_in_slots};
     AF_CHECK(transfer(r, n, &ops, NULL));
     for (int64_t i = 0; i < n; ++i) {
         int64_t t = r->twin[r->items[i]];
@@ -327,7 +393,7 @@ static af_result_t twin_out_write(af_run_state_t *r, void *ctx, int64_t i, const
 
 af_result_t af_dmr_end(af_run_state_t *r, int64_t n)
 {
-    static const xfer_ops_t ops = {twin_out_ranks, twin_out_read, twin_out_write, NULL};
+    static const xfer_ops_t ops = {twin_out_ranks, twin_out_read, twin_out_write, NULL, NULL};
     AF_CHECK(transfer(r, n, &ops, NULL));
     for (int64_t i = 0; i < n; ++i) {
         int64_t t = r->twin[r->items[i]];
