@@ -93,7 +93,10 @@ af_result_t af_logfile_attr_str(const af_logfile_t *lf, const char *obj, const c
     }
     af_result_t rc = AF_ERR_IO;
     hid_t t = H5Aget_type(a);
-    if (H5Tget_class(t) == H5T_STRING) {
+    hid_t space = H5Aget_space(a);
+    /* One string only: H5Aread fills as many as the attribute holds, and out has room for one
+     * (a fuzzed log with two overran the buffer: fuzz/regressions/log). */
+    if (H5Tget_class(t) == H5T_STRING && H5Sget_simple_extent_npoints(space) == 1) {
         if (H5Tis_variable_str(t) > 0) {
             char *s = NULL;
             hid_t mt = H5Tcopy(t); /* same character set as stored */
@@ -113,6 +116,7 @@ af_result_t af_logfile_attr_str(const af_logfile_t *lf, const char *obj, const c
             free(buf);
         }
     }
+    H5Sclose(space);
     H5Tclose(t);
     H5Aclose(a);
     return rc;
