@@ -262,8 +262,13 @@ af_result_t af_summary_compute(af_summary_t *s, const af_run_t *run)
         s->events[af_event_kind_index(run->events[e].kind)]++;
     }
 
-    /* latency */
-    size_t cells = (size_t)n * (size_t)(run->nranks > 0 ? run->nranks : 1);
+    /* latency: buf holds one phase's rows x ranks, when a phase was read (nranks alone may come
+     * from a damaged /@ranks) */
+    int have_phase = 0;
+    for (int p = 0; p < AF_NPHASES; ++p) {
+        have_phase |= run->phase[p] != NULL;
+    }
+    size_t cells = have_phase ? (size_t)n * (size_t)run->nranks : 0;
     double *buf = malloc(sizeof(double) * (cells ? cells : 1));
     unsigned char *mask = malloc((size_t)(n > 0 ? n : 1));
     double *rowmax = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
