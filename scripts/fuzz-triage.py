@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Sorts libFuzzer findings by whose code they are in (scripts/fuzz.sh).
 
-    fuzz-triage.py HARNESS_BINARY ARTIFACT...
+    fuzz-triage.py HARNESS_BINARY [-LIBFUZZER_FLAG...] ARTIFACT...
 
-Replays each artifact (crash-*, leak-*, timeout-*, oom-*, slow-unit-*) through the harness and
-reads the sanitizer's or libFuzzer's report. The finding is agefence's when the first stack frame
+Replays each artifact (crash-*, leak-*, timeout-*, oom-*) through the harness, with the flags
+given and the caller's ASAN_OPTIONS, and reads the sanitizer's or libFuzzer's report. The finding is agefence's when the first stack frame
 that is neither a sanitizer, libFuzzer nor the C library is in agefence's sources (sim/,
 analysis/, fabric/, kernels/, fuzz/), HDF5's when it is in libhdf5 (a damaged file that libhdf5
 1.10 itself cannot survive: not ours to fix), and "other" otherwise (another library, no stack,
@@ -97,13 +97,15 @@ def main():
         print(__doc__, file=sys.stderr)
         return 2
     binary = sys.argv[1]
+    flags = [a for a in sys.argv[2:] if a.startswith("-")]
+    artifacts = [a for a in sys.argv[2:] if not a.startswith("-")]
     env = dict(os.environ)
-    env["ASAN_OPTIONS"] = "detect_leaks=1:symbolize=1:allocator_may_return_null=0"
+    env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "detect_leaks=1") + ":symbolize=1"
     env["UBSAN_OPTIONS"] = "print_stacktrace=1:halt_on_error=1:symbolize=1"
     ours = 0
-    for art in sys.argv[2:]:
+    for art in artifacts:
         try:
-            out = subprocess.run([binary, "-timeout=20", "-rss_limit_mb=2048", art], env=env,
+            out = subprocess.run([binary, "-timeout=20"] + flags + [art], env=env,
                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                  timeout=120).stdout.decode("utf-8", "replace")
         except subprocess.TimeoutExpired:

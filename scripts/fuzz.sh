@@ -31,7 +31,6 @@ for h in "${harnesses[@]}"; do targets+=(--target "fuzz_$h"); done
 cmake --build "$dir" -j "$(nproc 2>/dev/null || echo 2)" "${targets[@]}" >"$dir/build.log" 2>&1 || {
   tail -30 "$dir/build.log" >&2; exit 1; }
 
-export ASAN_OPTIONS=detect_leaks=1:symbolize=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 failed=0
 for h in "${harnesses[@]}"; do
@@ -40,17 +39,28 @@ for h in "${harnesses[@]}"; do
   mkdir -p "$work/corpus" "$work/artifacts" "$work/tmp"
   cp "$top/fuzz/corpus/$h"/* "$top/fuzz/regressions/$h"/* "$work/corpus/" 2>/dev/null || true
   rm -f "$work/corpus/README.md"
-  opts=(-max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -fork=1 -ignore_crashes=1
-        -ignore_timeouts=1 -ignore_ooms=1 -artifact_prefix="$work/artifacts/")
+  # Limits of memory: the config and log harnesses handle small inputs and small files, so one
+  # allocation over 256 MB is a finding (a size taken from a damaged count, not from data). A
+  # damaged file can declare a dataset of any size, which agefence reads whole: for log_raw an
+  # allocation over 1 GB fails (returns NULL), as a huge one does outside the sanitizers, and
+  # agefence's out-of-memory paths are fuzzed with it.
+  asan=detect_leaks=1
+  limits=(-rss_limit_mb=2048 -malloc_limit_mb=256)
   case "$h" in
-    config) opts+=(-dict="$top/fuzz/config.dict" -max_len=4096) ;;
+    config) extra=(-dict="$top/fuzz/config.dict" -max_len=4096) ;;
     # Every byte is a decision of the log builder: the whole length from the start.
-    log) opts+=(-max_len=2048 -len_control=0) ;;
-    log_raw) opts+=(-max_len=200000) ;; # the seeds are whole logs written by agefence
+    log) extra=(-max_len=2048 -len_control=0) ;;
+    log_raw)
+      extra=(-max_len=200000) # the seeds are whole logs written by agefence
+      asan=detect_leaks=1:allocator_may_return_null=1:max_allocation_size_mb=1024
+      limits=(-rss_limit_mb=3072 -malloc_limit_mb=2048) ;;
   esac
+  opts=(-max_total_time="$secs" -timeout=10 "${limits[@]}" -fork=1 -ignore_crashes=1
+        -ignore_timeouts=1 -ignore_ooms=1 -artifact_prefix="$work/artifacts/" "${extra[@]}")
   echo "fuzz: $h for ${secs} s"
   # The harnesses' scratch files go to a folder of the run (TMPDIR), removed with it.
-  TMPDIR=$work/tmp "$dir/fuzz_$h" "${opts[@]}" "$work/corpus" >"$work/fuzz.log" 2>&1 || true
+  TMPDIR=$work/tmp ASAN_OPTIONS=$asan "$dir/fuzz_$h" "${opts[@]}" "$work/corpus" \
+    >"$work/fuzz.log" 2>&1 || true
   execs=$(grep -oE '^#[0-9]+' "$work/fuzz.log" | tail -1 | tr -d '#')
   stats=$(grep -E '^#[0-9]+:' "$work/fuzz.log" | tail -1 || true)
   echo "fuzz: $h: ${execs:-0} executions (${stats:-no libFuzzer stats line})"
@@ -64,7 +74,8 @@ for h in "${harnesses[@]}"; do
   fi
   if [ ${#found[@]} -gt 0 ]; then
     echo "fuzz: $h: ${#found[@]} finding(s), replayed to sort them:"
-    if ! TMPDIR=$work/tmp python3 "$top/scripts/fuzz-triage.py" "$dir/fuzz_$h" "${found[@]}"; then
+    if ! TMPDIR=$work/tmp ASAN_OPTIONS=$asan python3 "$top/scripts/fuzz-triage.py" \
+      "$dir/fuzz_$h" "${limits[@]}" "${found[@]}"; then
       echo "FAIL fuzz $h: a finding in agefence's code (report beside each artifact)" >&2
       failed=1
     fi
