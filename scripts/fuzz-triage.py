@@ -18,12 +18,13 @@ import subprocess
 import sys
 
 OURS = re.compile(r"/(sim|analysis|fabric|kernels|fuzz)/[\w.+-]+\.(c|h|cu):\d+")
-FRAME = re.compile(r"^\s*#\d+ 0x[0-9a-f]+ in (.*) (\S+)$")
+# "#3 0x... in FUNC LOCATION", or "#3 0x...  (MODULE+0x...)" for a frame without symbols.
+FRAME = re.compile(r"^\s*#\d+ 0x[0-9a-f]+ +(?:in (.*) )?(\S+)$")
 SKIP_PREFIXES = ("__asan", "__lsan", "__ubsan", "__sanitizer", "__interceptor", "__interception",
-                 "fuzzer::", "__libc", "__GI_", "__restore_rt", "_start")
+                 "fuzzer::", "__libc", "__GI_", "__restore_rt", "_start", "__mem", "__str")
 SKIP_NAMES = re.compile(r"^(abort|raise|malloc|calloc|realloc|free|strdup|strndup|mem(cpy|move|set|"
                         r"cmp)|str\w*|printf|vfprintf|fprintf|snprintf|vsnprintf)$")
-SKIP_LIBS = ("libc.so", "libc-", "ld-linux", "libstdc++", "libgcc_s", "libm.so")
+SKIP_LIBS = ("libc.so", "libc-", "ld-linux", "libstdc++", "libgcc_s", "libm.so", "sysdeps/")
 
 
 def frame_owner(func, where):
@@ -45,9 +46,9 @@ def classify_stack(lines):
         m = FRAME.match(re.sub(r" \(BuildId: [0-9a-f]+\)$", "", line))
         if not m:
             continue
-        owner = frame_owner(m.group(1), m.group(2))
+        owner = frame_owner(m.group(1) or "", m.group(2))
         if owner is not None:
-            return owner, "%s %s" % (m.group(1), m.group(2))
+            return owner, "%s %s" % (m.group(1) or "?", m.group(2))
     return "other", "no attributable stack frame"
 
 
