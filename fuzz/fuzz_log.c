@@ -393,9 +393,9 @@ static int64_t next_pow2(double need)
 
 static void put_root(fdp_t *f, hid_t file, const shape_t *s)
 {
-    char hosts[8 * 4] = "";
+    char hosts[8 * 24] = "";
     for (int64_t r = 0; r < s->ranks; ++r) {
-        char h[8];
+        char h[24];
         snprintf(h, sizeof h, "%sh%lld", r ? "," : "", (long long)r);
         strcat(hosts, h);
     }
