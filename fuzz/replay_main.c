@@ -95,7 +95,9 @@ static int replay_path(const char *path)
         count++;
     }
     closedir(d);
-    qsort(names, count, sizeof *names, cmp_names);
+    if (count > 1) {
+        qsort(names, count, sizeof *names, cmp_names); /* names is NULL when count is 0 */
+    }
     int total = 0;
     for (size_t i = 0; i < count; ++i) {
         int r = replay_path(names[i]);
