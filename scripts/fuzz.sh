@@ -33,7 +33,9 @@ cmake --build "$dir" -j "$(nproc 2>/dev/null || echo 2)" "${targets[@]}" >"$dir/
 
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 failed=0
+nfailed=0
 for h in "${harnesses[@]}"; do
+  failed_before=$failed
   work=$dir/fuzz-run/$h
   rm -rf "$work"
   mkdir -p "$work/corpus" "$work/artifacts" "$work/tmp"
@@ -81,6 +83,8 @@ for h in "${harnesses[@]}"; do
     fi
   fi
   rm -rf "$work/tmp"
+  [ "$failed" = "$failed_before" ] || nfailed=$((nfailed + 1))
 done
 [ "$failed" = 0 ] && echo "fuzz: no finding in agefence's code"
+echo "fuzz: $(( ${#harnesses[@]} - nfailed )) passed, $nfailed failed"
 exit "$failed"
