@@ -93,7 +93,10 @@ af_result_t af_logfile_attr_str(const af_logfile_t *lf, const char *obj, const c
     }
     af_result_t rc = AF_ERR_IO;
     hid_t t = H5Aget_type(a);
-    if (H5Tget_class(t) == H5T_STRING) {
+    hid_t space = H5Aget_space(a);
+    /* One string only: H5Aread fills as many as the attribute holds, and out has room for one
+     * (a fuzzed log with two overran the buffer: fuzz/regressions/log). */
+    if (H5Tget_class(t) == H5T_STRING && H5Sget_simple_extent_npoints(space) == 1) {
         if (H5Tis_variable_str(t) > 0) {
             char *s = NULL;
             hid_t mt = H5Tcopy(t); /* same character set as stored */
@@ -113,6 +116,7 @@ af_result_t af_logfile_attr_str(const af_logfile_t *lf, const char *obj, const c
             free(buf);
         }
     }
+    H5Sclose(space);
     H5Tclose(t);
     H5Aclose(a);
     return rc;
@@ -709,7 +713,14 @@ static void check_root(chk_t *c)
         viol(c, "/@units_per_device: %lld, expected at least 1", (long long)c->upd);
     }
     c->fleet_ok = dev_ok && upd_ok;
-    c->units = c->fleet_ok ? c->devices * c->upd : 0;
+    if (c->fleet_ok && __builtin_mul_overflow(c->devices, c->upd, &c->units)) {
+        viol(c, "/@units_per_device: %lld devices x %lld units is beyond a 64-bit count",
+             (long long)c->devices, (long long)c->upd);
+        c->fleet_ok = 0;
+    }
+    if (!c->fleet_ok) {
+        c->units = 0;
+    }
     c->blocks = get_i64(c, "/", "blocks", &ok);
     int b_ok = ok_i[5] && ok && c->blocks >= 1;
     if (ok_i[5] && ok && c->blocks < 1) {
@@ -900,11 +911,15 @@ static int read_columns(chk_t *c)
 #define I(col) (c->icol[AF_COL_##col])
 #define F(col) (c->fcol[AF_COL_##col])
 
+/* The sum of an integer column, saturated at INT64_MAX (INT64_MIN) when a damaged log's counts
+ * add up beyond 64 bits. */
 static int64_t col_sum(const chk_t *c, int k)
 {
     int64_t s = 0;
     for (int64_t i = 0; i < c->nrows; ++i) {
-        s += c->icol[k][i];
+        if (__builtin_add_overflow(s, c->icol[k][i], &s)) {
+            return c->icol[k][i] < 0 ? INT64_MIN : INT64_MAX;
+        }
     }
     return s;
 }
@@ -942,11 +957,15 @@ static void check_steps_contents(chk_t *c)
     rv_init(&rv);
     for (int64_t i = 0; i < n; ++i) {
         int64_t prev = i > 0 ? I(state_step)[i - 1] : 0;
-        int64_t want = prev + 1 - I(replayed_steps)[i];
+        int64_t want = 0;
         if (exhausted && i == n - 1 && I(state_step)[i] == prev) {
             continue;
         }
-        if (I(state_step)[i] != want) {
+        if (__builtin_add_overflow(prev, 1, &want) ||
+            __builtin_sub_overflow(want, I(replayed_steps)[i], &want)) {
+            rv_hit(&rv, i, "%lld, expected the previous %lld + 1 - %lld replayed: beyond 64 bits",
+                   (long long)I(state_step)[i], (long long)prev, (long long)I(replayed_steps)[i]);
+        } else if (I(state_step)[i] != want) {
             rv_hit(&rv, i, "%lld, expected %lld (the previous %lld + 1 - %lld replayed)",
                    (long long)I(state_step)[i], (long long)want, (long long)prev,
                    (long long)I(replayed_steps)[i]);
@@ -996,9 +1015,15 @@ static void check_steps_contents(chk_t *c)
     if (c->fleet_ok) {
         rv_init(&rv);
         for (int64_t i = 0; i < n; ++i) {
-            int64_t sum =
-                I(healthy_units)[i] + I(fading_units)[i] + I(dead_units)[i] + I(straggler_units)[i];
-            if (sum != c->units) {
+            int64_t sum = 0;
+            if (__builtin_add_overflow(I(healthy_units)[i], I(fading_units)[i], &sum) ||
+                __builtin_add_overflow(sum, I(dead_units)[i], &sum) ||
+                __builtin_add_overflow(sum, I(straggler_units)[i], &sum)) {
+                rv_hit(&rv, i,
+                       "healthy + fading + dead + straggler beyond 64 bits, expected %lld "
+                       "units",
+                       (long long)c->units);
+            } else if (sum != c->units) {
                 rv_hit(&rv, i, "healthy + fading + dead + straggler = %lld, expected %lld units",
                        (long long)sum, (long long)c->units);
             }
@@ -1508,8 +1533,11 @@ static void check_final(chk_t *c, int cols_ok)
         viol(c, "/final@exit_reason: leaked, yet nonfinite_leaked_total = 0");
     }
     /* /final/state: the final state in logical order. */
-    need_dataset(c, "/final/state", WANT_F64, 1, c->blocks_ok ? c->blocks * c->block_len : -1, -1,
-                 0, NULL);
+    int64_t cells = -1; /* unknown: any length */
+    if (c->blocks_ok && __builtin_mul_overflow(c->blocks, c->block_len, &cells)) {
+        cells = -1;
+    }
+    need_dataset(c, "/final/state", WANT_F64, 1, cells, -1, 0, NULL);
     /* The totals are the sums of /steps, and the last row's values. */
     const struct {
         const char *name;

@@ -150,11 +150,14 @@ af_result_t af_summary_compute(af_summary_t *s, const af_run_t *run)
     int64_t n = run->nrows;
     const int64_t last = n - 1;
 
-    /* run */
-    if (run->devices.ok && run->units_per_device.ok) {
-        s->units = run->devices.v * run->units_per_device.v;
+    /* run (a product that does not fit in 64 bits, from a damaged log, is unknown: 0) */
+    if (run->devices.ok && run->units_per_device.ok &&
+        __builtin_mul_overflow(run->devices.v, run->units_per_device.v, &s->units)) {
+        s->units = 0;
     }
-    s->slots = run->capacity.ok ? s->units * run->capacity.v : 0;
+    if (!run->capacity.ok || __builtin_mul_overflow(s->units, run->capacity.v, &s->slots)) {
+        s->slots = 0;
+    }
     s->hosts = count_hosts(run->hostnames);
     s->steps_executed = n;
     if (run->state_step.ok) {
@@ -195,8 +198,12 @@ af_result_t af_summary_compute(af_summary_t *s, const af_run_t *run)
     for (int c = 0; c < AF_NCOLUMNS; ++c) {
         if (run->icol[c] != NULL) {
             s->tot_ok[c] = 1;
-            for (int64_t i = 0; i < n; ++i) {
-                s->tot[c] += run->icol[c][i];
+            for (int64_t i = 0; i < n && s->tot_ok[c]; ++i) {
+                /* a total beyond 64 bits (a damaged log) is unknown, like a missing column */
+                if (__builtin_add_overflow(s->tot[c], run->icol[c][i], &s->tot[c])) {
+                    s->tot[c] = 0;
+                    s->tot_ok[c] = 0;
+                }
             }
         }
     }
@@ -223,8 +230,12 @@ af_result_t af_summary_compute(af_summary_t *s, const af_run_t *run)
     }
 
     /* recovery */
-    s->moves_total =
-        s->tot[AF_COL_moves_drain] + s->tot[AF_COL_moves_restore] + s->tot[AF_COL_moves_retry];
+    /* -1: beyond 64 bits */
+    if (__builtin_add_overflow(s->tot[AF_COL_moves_drain], s->tot[AF_COL_moves_restore],
+                               &s->moves_total) ||
+        __builtin_add_overflow(s->moves_total, s->tot[AF_COL_moves_retry], &s->moves_total)) {
+        s->moves_total = -1;
+    }
     const int move_cols[] = {AF_COL_moves_drain, AF_COL_moves_restore, AF_COL_moves_retry,
                              AF_COL_rollbacks};
     int have_moves = 1;
@@ -251,8 +262,13 @@ af_result_t af_summary_compute(af_summary_t *s, const af_run_t *run)
         s->events[af_event_kind_index(run->events[e].kind)]++;
     }
 
-    /* latency */
-    size_t cells = (size_t)n * (size_t)(run->nranks > 0 ? run->nranks : 1);
+    /* latency: buf holds one phase's rows x ranks, when a phase was read (nranks alone may come
+     * from a damaged /@ranks) */
+    int have_phase = 0;
+    for (int p = 0; p < AF_NPHASES; ++p) {
+        have_phase |= run->phase[p] != NULL;
+    }
+    size_t cells = have_phase ? (size_t)n * (size_t)run->nranks : 0;
     double *buf = malloc(sizeof(double) * (cells ? cells : 1));
     unsigned char *mask = malloc((size_t)(n > 0 ? n : 1));
     double *rowmax = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
@@ -469,7 +485,7 @@ af_result_t af_summary_figures(const af_summary_t *s, af_figs_t *f)
     }
     int have_moves = s->tot_ok[AF_COL_moves_drain] && s->tot_ok[AF_COL_moves_restore] &&
                      s->tot_ok[AF_COL_moves_retry];
-    count_or_null(f, 0, have_moves, s->moves_total, "recovery.moves_total");
+    count_or_null(f, 0, have_moves && s->moves_total >= 0, s->moves_total, "recovery.moves_total");
     count_or_null(f, 0, s->steps_with_moves >= 0, s->steps_with_moves, "recovery.steps_with_moves");
     af_figs_real(f, 0, s->lost_work_frac, "recovery.lost_work_frac");
     count_or_null(f, 0, s->allocs_after_init >= 0, s->allocs_after_init,

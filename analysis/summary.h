@@ -85,7 +85,7 @@ typedef struct af_summary {
     int64_t steps_with_corruption;        /* rows with corrupt_injected > 0 (-1 unknown) */
 
     /* recovery */
-    int64_t moves_total;             /* drains + restores + retry moves */
+    int64_t moves_total;             /* drains + restores + retry moves (-1: beyond 64 bits) */
     int64_t steps_with_moves;        /* rows with any of the moves or rollbacks > 0 (-1 unknown) */
     double lost_work_frac;           /* replayed_steps / steps executed */
     int64_t units_dead;              /* by /units/cause (-1 unknown) */

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # README command (b): install what is missing, build, and run the whole test suite.
 #   scripts/test.sh                 the suite (unit, mpi, ... labels)
-#   scripts/test.sh --sanitize      the unit and mpi suites under ASan + UBSan (build-asan/)
+#   scripts/test.sh --sanitize      the unit, fuzz-regress and mpi suites under ASan + UBSan
+#                                   (build-asan/)
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 mode=normal
@@ -20,8 +21,9 @@ if [ "$mode" = sanitize ]; then
   "$top/scripts/build.sh" -DAGEFENCE_SANITIZE=ON -DAGEFENCE_WERROR=ON -DAGEFENCE_CUDA=OFF
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   cd "$top/build-asan"
-  # Unit tests: every ASan, UBSan and LeakSanitizer finding fails them.
-  ASAN_OPTIONS=detect_leaks=1 ctest -L unit --output-on-failure -j "$jobs"
+  # Unit tests and the fuzz corpus and regressions replayed (fuzz/): every ASan, UBSan and
+  # LeakSanitizer finding fails them.
+  ASAN_OPTIONS=detect_leaks=1 ctest -L 'unit|fuzz-regress' --output-on-failure -j "$jobs"
   # MPI tests: ASan and UBSan stay on; LeakSanitizer is off, because Open MPI's plugins leak at
   # exit from libraries they have already unloaded, so those reports cannot be attributed or
   # suppressed. agefence's own allocations are still checked: every run ends by asserting that
