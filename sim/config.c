@@ -341,6 +341,16 @@ static int set_value(parse_ctx_t *c, int ki, const char *value)
                 return 0;
             }
         }
+        /* What an INI reader would strip could not be read back from `agefence config`. */
+        if (len > 0 &&
+            (isspace((unsigned char)value[0]) || isspace((unsigned char)value[len - 1]) ||
+             strstr(value, " ;") != NULL || strstr(value, "\t;") != NULL)) {
+            ctx_fail(c,
+                     "%s.%s = '%s' cannot be written back to a scenario file: no leading or "
+                     "trailing blanks, and no ';' after a blank (an INI comment)",
+                     k->section, k->key, value);
+            return 0;
+        }
         memcpy(base + k->offset, value, len + 1);
         break;
     }

@@ -326,6 +326,20 @@ static void test_slow_event_needs_a_factor_and_only_slow_events_have_one(void **
     assert_int_equal(af_config_load(&cfg_a, NULL, ok, 5, err, sizeof err), AF_OK);
 }
 
+static void test_text_an_ini_reader_would_strip_is_refused(void **state)
+{
+    (void)state;
+    const char *comment[] = {"scenario.name=a ;b"};
+    assert_int_equal(af_config_load(&cfg_a, NULL, comment, 1, err, sizeof err), AF_ERR_USAGE);
+    assert_one_line_with(err, "--set", "scenario.name", "written back", NULL);
+    const char *blank[] = {"log.path= out.h5"};
+    assert_int_equal(af_config_load(&cfg_a, NULL, blank, 1, err, sizeof err), AF_ERR_USAGE);
+    assert_one_line_with(err, "--set", "log.path", "blanks", NULL);
+    const char *fine[] = {"scenario.name=a;b c"};
+    assert_int_equal(af_config_load(&cfg_a, NULL, fine, 1, err, sizeof err), AF_OK);
+    assert_string_equal(cfg_a.name, "a;b c");
+}
+
 static void test_event_with_a_bad_unit_range_is_rejected(void **state)
 {
     (void)state;
@@ -532,6 +546,7 @@ int main(void)
         cmocka_unit_test(test_event_sections_parse_step_action_device_and_units),
         cmocka_unit_test(test_event_with_a_missing_key_is_an_error_naming_the_key),
         cmocka_unit_test(test_slow_event_needs_a_factor_and_only_slow_events_have_one),
+        cmocka_unit_test(test_text_an_ini_reader_would_strip_is_refused),
         cmocka_unit_test(test_event_with_a_bad_unit_range_is_rejected),
         cmocka_unit_test(test_unknown_section_names_file_line_and_the_allowed_sections),
         cmocka_unit_test(test_unknown_section_without_keys_is_still_an_error),
