@@ -11,6 +11,8 @@
 #include "../sim/log.h"
 #include "../sim/log_schema.h"
 
+static hid_t open_attr(const af_logfile_t *lf, const char *obj, const char *name);
+
 af_result_t af_logfile_open(af_logfile_t *lf, const char *path, char *err, size_t errlen)
 {
     memset(lf, 0, sizeof *lf);
@@ -39,10 +41,18 @@ af_result_t af_logfile_open(af_logfile_t *lf, const char *path, char *err, size_
     }
     hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     if (file < 0) {
+        /* A killed run's log stays marked as open for SWMR writing, which only SWMR readers
+         * may open; SWMR writing keeps it consistent (sim/log.h). */
+        file = H5Fopen(path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, H5P_DEFAULT);
+        lf->live = file >= 0;
+    }
+    if (file < 0) {
         snprintf(err, errlen, "%s: HDF5 cannot open it (damaged or truncated)", path);
         return AF_ERR_USAGE;
     }
     lf->file = file;
+    lf->rows_limit = -1;
+    lf->events_limit = -1;
     if (H5Aexists_by_name(file, "/", "schema_version", H5P_DEFAULT) <= 0) {
         snprintf(err, errlen, "%s: an HDF5 file, but not an agefence log (no schema_version)",
                  path);
@@ -62,7 +72,47 @@ af_result_t af_logfile_open(af_logfile_t *lf, const char *path, char *err, size_
         af_logfile_close(lf);
         return AF_ERR_USAGE;
     }
+    lf->finished = H5Lexists(file, "/final", H5P_DEFAULT) > 0 &&
+                   H5Aexists_by_name(file, "/final", "exit_reason", H5P_DEFAULT) > 0;
+    int64_t committed[2] = {0, 0};
+    if (!lf->finished && af_logfile_committed(lf, committed) == AF_OK) {
+        lf->rows_limit = committed[0];
+        lf->events_limit = committed[1];
+    }
     return AF_OK;
+}
+
+af_result_t af_logfile_committed(const af_logfile_t *lf, int64_t committed[2])
+{
+    hid_t a = open_attr(lf, "/steps", "committed");
+    if (a < 0) {
+        return AF_ERR_IO;
+    }
+    hid_t t = H5Aget_type(a);
+    hid_t s = H5Aget_space(a);
+    af_result_t rc = AF_ERR_IO;
+    if (H5Tget_class(t) == H5T_INTEGER && H5Sget_simple_extent_ndims(s) == 1 &&
+        H5Sget_simple_extent_npoints(s) == 2 && H5Aread(a, H5T_NATIVE_INT64, committed) >= 0 &&
+        committed[0] >= 0 && committed[1] >= 0) {
+        rc = AF_OK;
+    }
+    H5Sclose(s);
+    H5Tclose(t);
+    H5Aclose(a);
+    return rc;
+}
+
+/* The rows of the dataset at path that count: its length, or less for /steps, /ranks and
+ * /events of a run that did not finish (its commit record). */
+static hsize_t counted_rows(const af_logfile_t *lf, const char *path, hsize_t len)
+{
+    int64_t limit = -1;
+    if (strncmp(path, "/steps/", 7) == 0 || strncmp(path, "/ranks/", 7) == 0) {
+        limit = lf->rows_limit;
+    } else if (strcmp(path, "/events") == 0) {
+        limit = lf->events_limit;
+    }
+    return limit >= 0 && (hsize_t)limit < len ? (hsize_t)limit : len;
 }
 
 void af_logfile_close(af_logfile_t *lf)
@@ -171,7 +221,7 @@ af_result_t af_logfile_shape(const af_logfile_t *lf, const char *path, int *rank
     if (r >= 0 && r <= 2) {
         H5Sget_simple_extent_dims(s, hd, NULL);
         *rank = r;
-        dims[0] = r > 0 ? (int64_t)hd[0] : 1;
+        dims[0] = r > 0 ? (int64_t)counted_rows(lf, path, hd[0]) : 1;
         dims[1] = r > 1 ? (int64_t)hd[1] : 1;
         rc = AF_OK;
     }
@@ -180,6 +230,8 @@ af_result_t af_logfile_shape(const af_logfile_t *lf, const char *path, int *rank
     return rc;
 }
 
+/* Reads the rows of path that count (counted_rows): n values, or AF_ERR_IO when they are not
+ * n. */
 static af_result_t read_all(const af_logfile_t *lf, const char *path, hid_t mtype, void *out,
                             size_t n)
 {
@@ -188,11 +240,30 @@ static af_result_t read_all(const af_logfile_t *lf, const char *path, hid_t mtyp
         return AF_ERR_IO;
     }
     hid_t s = H5Dget_space(d);
-    hssize_t np = H5Sget_simple_extent_npoints(s);
+    int r = H5Sget_simple_extent_ndims(s);
+    hsize_t dims[8] = {0};
+    hsize_t count[8] = {0};
+    hsize_t start[8] = {0};
+    size_t np = 1;
+    if (r >= 0 && r <= 8) {
+        H5Sget_simple_extent_dims(s, dims, NULL);
+        for (int i = 0; i < r; ++i) {
+            count[i] = i == 0 ? counted_rows(lf, path, dims[0]) : dims[i];
+            np *= (size_t)count[i];
+        }
+    }
     af_result_t rc = AF_ERR_IO;
-    if (np >= 0 && (size_t)np == n &&
-        (n == 0 || H5Dread(d, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, out) >= 0)) {
-        rc = AF_OK;
+    if (r >= 0 && r <= 8 && np == n) {
+        herr_t w = 0;
+        if (n > 0 && r > 0 && count[0] < dims[0]) {
+            hid_t ms = H5Screate_simple(r, count, NULL);
+            H5Sselect_hyperslab(s, H5S_SELECT_SET, start, NULL, count, NULL);
+            w = H5Dread(d, mtype, ms, s, H5P_DEFAULT, out);
+            H5Sclose(ms);
+        } else if (n > 0) {
+            w = H5Dread(d, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, out);
+        }
+        rc = w < 0 ? AF_ERR_IO : AF_OK;
     }
     H5Sclose(s);
     H5Dclose(d);
@@ -270,7 +341,7 @@ af_result_t af_logfile_events_count(const af_logfile_t *lf, int64_t *n)
     if (why[0] == '\0' && H5Sget_simple_extent_ndims(s) == 1) {
         hsize_t dims[1] = {0};
         H5Sget_simple_extent_dims(s, dims, NULL);
-        *n = (int64_t)dims[0];
+        *n = (int64_t)counted_rows(lf, "/events", dims[0]);
         rc = AF_OK;
     }
     H5Sclose(s);
@@ -293,7 +364,14 @@ af_result_t af_logfile_read_events(const af_logfile_t *lf, af_event_row_t *out, 
         return AF_ERR_IO;
     }
     hid_t mt = (hid_t)af_log_event_type();
-    herr_t r = H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, out);
+    hsize_t start[1] = {0};
+    hsize_t count[1] = {(hsize_t)n};
+    hid_t fs = H5Dget_space(d);
+    hid_t ms = H5Screate_simple(1, count, NULL);
+    H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL);
+    herr_t r = H5Dread(d, mt, ms, fs, H5P_DEFAULT, out);
+    H5Sclose(ms);
+    H5Sclose(fs);
     H5Tclose(mt);
     H5Dclose(d);
     if (r < 0) {
@@ -816,7 +894,15 @@ static void check_steps_structure(chk_t *c)
             c->steps_ok = 0;
             continue;
         }
-        if (c->nrows < 0) {
+        if (c->lf->rows_limit >= 0) {
+            /* A run that did not finish: every column holds at least the committed rows. */
+            if (len < c->lf->rows_limit) {
+                viol(c, "%s: %lld rows, fewer than the %lld of /steps@committed", path,
+                     (long long)len, (long long)c->lf->rows_limit);
+                c->steps_ok = 0;
+            }
+            c->nrows = c->lf->rows_limit;
+        } else if (c->nrows < 0) {
             c->nrows = len;
         } else if (len != c->nrows) {
             viol(c, "%s: %lld rows, /steps/%s has %lld", path, (long long)len,
@@ -835,6 +921,17 @@ static void check_steps_structure(chk_t *c)
     if (c->nrows < 0) {
         c->nrows = 0;
     }
+    /* The commit record (written since crash-consistent logging; checked when present): a
+     * finished run committed every row. */
+    if (H5Aexists_by_name(c->f, "/steps", "committed", H5P_DEFAULT) > 0) {
+        int64_t v[2] = {0, 0};
+        if (af_logfile_committed(c->lf, v) != AF_OK) {
+            viol(c, "/steps@committed: expected 2 integers >= 0 (rows, events)");
+        } else if (c->lf->finished && c->steps_ok && v[0] != c->nrows) {
+            viol(c, "/steps@committed: %lld rows, but the finished run's /steps holds %lld",
+                 (long long)v[0], (long long)c->nrows);
+        }
+    }
 }
 
 static void check_ranks(chk_t *c)
@@ -845,7 +942,15 @@ static void check_ranks(chk_t *c)
     }
     for (int p = 0; p < AF_NPHASES; ++p) {
         snprintf(path, sizeof path, "/ranks/%s", af_phase_names[p]);
-        int ok = need_dataset(c, path, WANT_F64, 2, c->nrows, c->ranks_ok ? c->ranks : -1, 1, NULL);
+        int64_t len = 0;
+        int limited = c->lf->rows_limit >= 0;
+        int ok = need_dataset(c, path, WANT_F64, 2, limited ? -1 : c->nrows,
+                              c->ranks_ok ? c->ranks : -1, 1, &len);
+        if (ok && limited && len < c->nrows) {
+            viol(c, "%s: %lld rows, fewer than the %lld of /steps@committed", path, (long long)len,
+                 (long long)c->nrows);
+            ok = 0;
+        }
         if (H5Lexists(c->f, path, H5P_DEFAULT) > 0 && obj_kind(c->f, path) == H5I_DATASET) {
             need_attr(c, path, "doc", WANT_STR);
             if (need_attr(c, path, "units", WANT_STR)) {
@@ -1180,6 +1285,19 @@ static void check_events(chk_t *c, int cols_ok)
     if (!need_dataset(c, "/events", -1, 1, -1, -1, 1, &n)) {
         return;
     }
+    int64_t committed[2] = {0, 0};
+    int okc = af_logfile_committed(c->lf, committed) == AF_OK;
+    if (c->lf->events_limit >= 0) {
+        if (n < c->lf->events_limit) {
+            viol(c, "/events: %lld rows, fewer than the %lld of /steps@committed", (long long)n,
+                 (long long)c->lf->events_limit);
+            return;
+        }
+        n = c->lf->events_limit;
+    } else if (okc && c->lf->finished && committed[1] != n) {
+        viol(c, "/steps@committed: %lld events, but the finished run's /events holds %lld",
+             (long long)committed[1], (long long)n);
+    }
     af_event_row_t *ev = malloc(sizeof(af_event_row_t) * (size_t)(n > 0 ? n : 1));
     if (ev == NULL || af_logfile_read_events(c->lf, ev, (size_t)n) != AF_OK) {
         free(ev);
@@ -1409,6 +1527,14 @@ static int is_hex16(const char *s)
 
 static void check_final(chk_t *c, int cols_ok)
 {
+    if (obj_kind(c->f, "/final") == H5I_BADID) {
+        /* The writer links /final (and /units) into the file only at the end. */
+        viol(c,
+             "/final@exit_reason: missing: the run did not finish (killed before it wrote /final "
+             "and /units); /steps holds the %lld steps up to its last flush",
+             (long long)c->nrows);
+        return;
+    }
     if (!need_group(c, "/final")) {
         return;
     }

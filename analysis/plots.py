@@ -42,9 +42,28 @@ def band_of(frac):
     return np.searchsorted(np.array(BAND_EDGES), frac, side="right") - 1
 
 
+def open_log(path):
+    """Opens a log for reading, also one whose run was killed: its file stays marked as open
+    for (SWMR) writing, which HDF5 lets only SWMR readers open."""
+    try:
+        return h5py.File(path, "r")
+    except OSError:
+        return h5py.File(path, "r", swmr=True)
+
+
+def committed_rows(f):
+    """Rows of /steps and /ranks that count: all of them for a finished run, the commit
+    record's /steps@committed[0] for one that did not finish (sim/log.h)."""
+    finished = "final" in f and "exit_reason" in f["final"].attrs
+    if not finished and "steps" in f and "committed" in f["steps"].attrs:
+        return int(f["steps"].attrs["committed"][0])
+    return None
+
+
 class Log:
     def __init__(self, path):
-        self.f = h5py.File(path, "r")
+        self.f = open_log(path)
+        self.rows = committed_rows(self.f)
         a = self.f.attrs
         self.name = a["scenario"] if "scenario" in a else os.path.basename(path)
         if isinstance(self.name, bytes):
@@ -53,13 +72,13 @@ class Log:
 
     def steps(self, col):
         try:
-            return self.f["steps"][col][:]
+            return self.f["steps"][col][: self.rows]
         except KeyError:
             return None
 
     def phase(self, name):
         try:
-            v = self.f["ranks"][name][:]
+            v = self.f["ranks"][name][: self.rows]
         except KeyError:
             return None
         return v if v.ndim == 2 and v.shape[0] > 0 else None

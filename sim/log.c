@@ -1,11 +1,16 @@
 /* agefence HDF5 log writer (rank 0 only). */
 #include "log.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <hdf5.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "af_alloc.h"
 
@@ -15,6 +20,14 @@ _Static_assert(sizeof(af_step_row_t) == 8 * AF_NCOLUMNS, "step rows are packed 8
 
 struct af_log {
     hid_t file;
+    int plain; /* af_log_create_plain: no run schema, nothing deferred, no crash consistency */
+    int live;  /* after af_log_begin: SWMR appending, and the file is at its path */
+    char path[4096];
+    char tmp[4112];    /* where a run log is built until af_log_begin: "<path>.tmp" */
+    char trace[4096];  /* AGEFENCE_LOG_TRACE: a file that gets a line per commit */
+    hid_t steps_group; /* holds the commit record, /steps@committed */
+    hid_t final_group; /* /final and /units: anonymous until af_log_close links them */
+    hid_t units_group;
     int nranks;
     int64_t flush_interval;
     int64_t rows_written;
@@ -76,6 +89,36 @@ int64_t af_log_event_type(void)
     return t;
 }
 
+/* Appends one line to the AGEFENCE_LOG_TRACE file, if there is one. Opened, written and closed
+ * each time, so a line written is in the file whatever happens to the process next. */
+static void trace(const af_log_t *log, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void trace(const af_log_t *log, const char *fmt, ...)
+{
+    if (log->trace[0] == '\0') {
+        return;
+    }
+    char line[4400];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof line - 1, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        return;
+    }
+    n = n > (int)sizeof line - 2 ? (int)sizeof line - 2 : n;
+    line[n++] = '\n';
+    int fd = open(log->trace, O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd >= 0) {
+        if (write(fd, line, (size_t)n) < 0) {
+            /* The trace is a testing aid: losing a line changes nothing in the log. */
+        }
+        close(fd);
+    }
+}
+
+static af_result_t write_pending(af_log_t *log);
+
 static void log_free(af_log_t *log)
 {
     if (log == NULL) {
@@ -97,8 +140,15 @@ static void log_free(af_log_t *log)
     if (log->event_type > 0) {
         H5Tclose(log->event_type);
     }
+    hid_t groups[] = {log->steps_group, log->final_group, log->units_group};
+    for (size_t i = 0; i < sizeof groups / sizeof groups[0]; ++i) {
+        if (groups[i] > 0) {
+            H5Gclose(groups[i]);
+        }
+    }
     if (log->file > 0) {
         H5Fclose(log->file);
+        trace(log, "closed");
     }
     af_free(log->rows);
     af_free(log->phase_buf);
@@ -128,14 +178,47 @@ static af_result_t attr_str(hid_t loc, const char *name, const char *value)
     return AF_OK;
 }
 
+/* The commit record /steps@committed = {rows of /steps and /ranks, rows of /events} that are
+ * complete. One attribute of fixed size, rewritten in place: a single write of its object-header
+ * chunk, so its two numbers change together. */
+static af_result_t write_commit_record(af_log_t *log)
+{
+    int64_t v[2] = {log->rows_written, log->events_written};
+    hid_t a = -1;
+    if (H5Aexists(log->steps_group, "committed") > 0) {
+        a = H5Aopen(log->steps_group, "committed", H5P_DEFAULT);
+    } else {
+        hsize_t n = 2;
+        hid_t s = H5Screate_simple(1, &n, NULL);
+        a = H5Acreate2(log->steps_group, "committed", H5T_STD_I64LE, s, H5P_DEFAULT, H5P_DEFAULT);
+        H5Sclose(s);
+    }
+    herr_t w = a < 0 ? -1 : H5Awrite(a, H5T_NATIVE_INT64, v);
+    if (a >= 0) {
+        H5Aclose(a);
+    }
+    H5_CHECK(w);
+    return AF_OK;
+}
+
 af_result_t af_log_create(af_log_t **out, const char *path, int nranks, int64_t flush_interval)
 {
     af_result_t rc = AF_OK;
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     af_log_t *log = af_alloc(sizeof *log);
+    hid_t fapl = -1;
+    hid_t fcpl = -1;
     AF_REQUIRE_GOTO(log != NULL, AF_ERR_NOMEM, rc, fail);
     log->nranks = nranks;
     log->flush_interval = flush_interval;
+    if (snprintf(log->path, sizeof log->path, "%s", path) >= (int)sizeof log->path) {
+        af_error_set("%s: the log path is too long", path);
+        rc = AF_ERR_USAGE;
+        goto fail;
+    }
+    snprintf(log->tmp, sizeof log->tmp, "%s.tmp", path);
+    const char *tr = getenv("AGEFENCE_LOG_TRACE");
+    snprintf(log->trace, sizeof log->trace, "%s", tr != NULL ? tr : "");
     log->rows = af_alloc(sizeof(af_step_row_t) * (size_t)flush_interval);
     log->phase_buf =
         af_alloc(sizeof(double) * (size_t)flush_interval * AF_NPHASES * (size_t)nranks);
@@ -144,31 +227,65 @@ af_result_t af_log_create(af_log_t **out, const char *path, int nranks, int64_t 
     log->ev_buf = af_alloc(sizeof(af_event_row_t) * AF_EVENT_BUFFER);
     AF_REQUIRE_GOTO(log->rows && log->phase_buf && log->colbuf && log->phase_tmp && log->ev_buf,
                     AF_ERR_NOMEM, rc, fail);
-    log->file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        af_error_set("%s: cannot create the log file (the path is not a regular file)", path);
+        rc = AF_ERR_IO;
+        goto fail;
+    }
+    /* The file is built under "<path>.tmp" and moved to its path by af_log_begin, once it is
+     * a readable log (see log.h). The 1.10 file format is the one SWMR writing needs; the root
+     * group's first object-header chunk is sized for all its links, so that linking /final and
+     * /units at the end changes it in place. */
+    fapl = H5Pcreate(H5P_FILE_ACCESS);
+    fcpl = H5Pcreate(H5P_FILE_CREATE);
+    AF_REQUIRE_GOTO(fapl >= 0 && fcpl >= 0, AF_ERR_HDF5, rc, fail);
+    AF_REQUIRE_GOTO(H5Pset_libver_bounds(fapl, H5F_LIBVER_V110, H5F_LIBVER_V110) >= 0, AF_ERR_HDF5,
+                    rc, fail);
+    AF_REQUIRE_GOTO(H5Pset_link_phase_change(fcpl, 16, 12) >= 0, AF_ERR_HDF5, rc, fail);
+    AF_REQUIRE_GOTO(H5Pset_est_link_info(fcpl, 12, 12) >= 0, AF_ERR_HDF5, rc, fail);
+    /* The root's many attributes in dense storage from the first: they never move through
+     * (or spill out of) the header chunk that holds the links. */
+    AF_REQUIRE_GOTO(H5Pset_attr_phase_change(fcpl, 0, 0) >= 0, AF_ERR_HDF5, rc, fail);
+    log->file = H5Fcreate(log->tmp, H5F_ACC_TRUNC, fcpl, fapl);
     if (log->file < 0) {
         af_error_set("%s: cannot create the log file (is the folder there and writable?)", path);
+        rc = AF_ERR_IO;
+        goto fail;
+    }
+    /* No earlier log stays at the path to be mistaken for this run's. */
+    if (unlink(path) != 0 && errno != ENOENT) {
+        af_error_set("%s: cannot replace the file there: %s", path, strerror(errno));
         rc = AF_ERR_IO;
         goto fail;
     }
     hsize_t chunk = (hsize_t)(flush_interval < 64     ? 64
                               : flush_interval > 4096 ? 4096
                                                       : flush_interval);
-    const char *groups[] = {"/steps", "/ranks", "/calibration", "/final", "/units", "/host"};
+    const char *groups[] = {"/ranks", "/calibration", "/host"};
     for (size_t i = 0; i < sizeof groups / sizeof groups[0]; ++i) {
         hid_t g = H5Gcreate2(log->file, groups[i], H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
         AF_REQUIRE_GOTO(g >= 0, AF_ERR_HDF5, rc, fail);
         H5Gclose(g);
     }
-    hid_t steps = H5Gopen2(log->file, "/steps", H5P_DEFAULT);
+    /* /steps keeps no access and change times: rewriting the commit record then rewrites only
+     * the header chunk that holds it. */
+    hid_t gcpl = H5Pcreate(H5P_GROUP_CREATE);
+    AF_REQUIRE_GOTO(gcpl >= 0, AF_ERR_HDF5, rc, fail);
+    H5Pset_obj_track_times(gcpl, 0);
+    log->steps_group = H5Gcreate2(log->file, "/steps", H5P_DEFAULT, gcpl, H5P_DEFAULT);
+    H5Pclose(gcpl);
+    AF_REQUIRE_GOTO(log->steps_group >= 0, AF_ERR_HDF5, rc, fail);
+    /* The commit record: one attribute message, so one object-header chunk holds it. */
+    AF_CHECK_GOTO(write_commit_record(log), rc, fail);
     for (int i = 0; i < AF_NCOLUMNS; ++i) {
         log->col[i] =
-            make_extendible(steps, af_step_column_names[i],
+            make_extendible(log->steps_group, af_step_column_names[i],
                             af_step_column_is_int[i] ? H5T_STD_I64LE : H5T_IEEE_F64LE, 1, 1, chunk);
         if (log->col[i] >= 0) {
             attr_str(log->col[i], "doc", af_step_column_docs[i]);
         }
     }
-    H5Gclose(steps);
     hid_t ranks = H5Gopen2(log->file, "/ranks", H5P_DEFAULT);
     for (int i = 0; i < AF_NPHASES; ++i) {
         log->phase[i] =
@@ -188,11 +305,47 @@ af_result_t af_log_create(af_log_t **out, const char *path, int nranks, int64_t 
     log->event_type = (hid_t)af_log_event_type();
     log->events = make_extendible(log->file, "/events", log->event_type, 1, 1, 256);
     AF_REQUIRE_GOTO(log->events >= 0, AF_ERR_HDF5, rc, fail);
+    H5Pclose(fapl);
+    H5Pclose(fcpl);
     *out = log;
     return AF_OK;
 fail:
+    if (fapl >= 0) {
+        H5Pclose(fapl);
+    }
+    if (fcpl >= 0) {
+        H5Pclose(fcpl);
+    }
+    if (log != NULL && log->file > 0) {
+        char tmp[sizeof log->tmp];
+        memcpy(tmp, log->tmp, sizeof tmp);
+        log_free(log);
+        unlink(tmp);
+        return rc;
+    }
     log_free(log);
     return rc;
+}
+
+af_result_t af_log_begin(af_log_t *log)
+{
+    if (log->plain || log->live) {
+        return AF_OK;
+    }
+    AF_CHECK(write_pending(log));
+    AF_CHECK(write_commit_record(log));
+    if (H5Fstart_swmr_write(log->file) < 0) {
+        af_error_set("%s: HDF5 cannot start crash-consistent (SWMR) writing of the log", log->path);
+        return AF_ERR_HDF5;
+    }
+    if (rename(log->tmp, log->path) != 0) {
+        af_error_set("%s: cannot move the log there from %s: %s", log->path, log->tmp,
+                     strerror(errno));
+        return AF_ERR_IO;
+    }
+    log->live = 1;
+    trace(log, "begin %s", log->path);
+    return AF_OK;
 }
 
 af_result_t af_log_create_plain(af_log_t **out, const char *path)
@@ -202,7 +355,9 @@ af_result_t af_log_create_plain(af_log_t **out, const char *path)
     if (log == NULL) {
         return AF_ERR_NOMEM;
     }
+    log->plain = 1;
     log->flush_interval = 1;
+    snprintf(log->path, sizeof log->path, "%s", path);
     log->rows = af_alloc(sizeof(af_step_row_t));
     log->colbuf = af_alloc(sizeof(double));
     log->ev_buf = af_alloc(sizeof(af_event_row_t));
@@ -230,9 +385,43 @@ af_result_t af_log_group(af_log_t *log, const char *path)
     return AF_OK;
 }
 
+/* Where a path of the log lives. /final and /units (and everything under them) are written at
+ * the end of a run into anonymous groups, which af_log_close links into the file only once
+ * their contents are on disk: *loc is then that group and *rest the path inside it ("." for
+ * the group itself). Any other path is the file's own. */
+static af_result_t resolve(af_log_t *log, const char *path, hid_t *loc, const char **rest)
+{
+    *loc = log->file;
+    *rest = path;
+    if (log->plain) {
+        return AF_OK;
+    }
+    const char *names[] = {"/final", "/units"};
+    hid_t *groups[] = {&log->final_group, &log->units_group};
+    for (int i = 0; i < 2; ++i) {
+        size_t len = strlen(names[i]);
+        if (strncmp(path, names[i], len) != 0 || (path[len] != '\0' && path[len] != '/')) {
+            continue;
+        }
+        if (*groups[i] <= 0) {
+            *groups[i] = H5Gcreate_anon(log->file, H5P_DEFAULT, H5P_DEFAULT);
+            H5_CHECK(*groups[i]);
+        }
+        *loc = *groups[i];
+        *rest = path[len] == '\0' || path[len + 1] == '\0' ? "." : path + len + 1;
+        return AF_OK;
+    }
+    return AF_OK;
+}
+
 static hid_t open_obj(af_log_t *log, const char *obj)
 {
-    return H5Oopen(log->file, obj, H5P_DEFAULT);
+    hid_t loc = -1;
+    const char *rest = NULL;
+    if (resolve(log, obj, &loc, &rest) != AF_OK) {
+        return -1;
+    }
+    return H5Oopen(loc, rest, H5P_DEFAULT);
 }
 
 af_result_t af_log_attr_str(af_log_t *log, const char *obj, const char *name, const char *value)
@@ -244,16 +433,42 @@ af_result_t af_log_attr_str(af_log_t *log, const char *obj, const char *name, co
     return rc;
 }
 
+/* Whether attribute a is a scalar of type t. */
+static int attr_is(hid_t a, hid_t t)
+{
+    hid_t at = H5Aget_type(a);
+    hid_t as = H5Aget_space(a);
+    int same =
+        at >= 0 && as >= 0 && H5Tequal(at, t) > 0 && H5Sget_simple_extent_type(as) == H5S_SCALAR;
+    if (at >= 0) {
+        H5Tclose(at);
+    }
+    if (as >= 0) {
+        H5Sclose(as);
+    }
+    return same;
+}
+
 static af_result_t attr_scalar(af_log_t *log, const char *obj, const char *name, hid_t ftype,
                                hid_t mtype, const void *v)
 {
     hid_t o = open_obj(log, obj);
     H5_CHECK(o);
+    hid_t a = -1;
     if (H5Aexists(o, name) > 0) {
-        H5Adelete(o, name);
+        /* A scalar of the same type is rewritten where it is: one object-header chunk changes
+         * (what a crash-consistent log may do after af_log_begin, see log.h). */
+        a = H5Aopen(o, name, H5P_DEFAULT);
+        if (a >= 0 && !attr_is(a, ftype)) {
+            H5Aclose(a);
+            a = -1;
+            H5Adelete(o, name);
+        }
     }
     hid_t s = H5Screate(H5S_SCALAR);
-    hid_t a = H5Acreate2(o, name, ftype, s, H5P_DEFAULT, H5P_DEFAULT);
+    if (a < 0) {
+        a = H5Acreate2(o, name, ftype, s, H5P_DEFAULT, H5P_DEFAULT);
+    }
     herr_t w = a < 0 ? -1 : H5Awrite(a, mtype, v);
     if (a >= 0) {
         H5Aclose(a);
@@ -277,11 +492,14 @@ af_result_t af_log_attr_f64(af_log_t *log, const char *obj, const char *name, do
 static af_result_t write_fixed(af_log_t *log, const char *path, hid_t ftype, hid_t mtype,
                                const void *v, size_t n)
 {
+    hid_t loc = -1;
+    const char *rest = NULL;
+    AF_CHECK(resolve(log, path, &loc, &rest));
     hsize_t dims[1] = {(hsize_t)n};
     hid_t s = H5Screate_simple(1, dims, NULL);
     hid_t lcpl = H5Pcreate(H5P_LINK_CREATE);
     H5Pset_create_intermediate_group(lcpl, 1);
-    hid_t d = H5Dcreate2(log->file, path, ftype, s, lcpl, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t d = H5Dcreate2(loc, rest, ftype, s, lcpl, H5P_DEFAULT, H5P_DEFAULT);
     herr_t w = d < 0 ? -1 : (n ? H5Dwrite(d, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) : 0);
     if (d >= 0) {
         H5Dclose(d);
@@ -441,13 +659,54 @@ af_result_t af_log_event(af_log_t *log, const af_event_row_t *ev)
 af_result_t af_log_flush(af_log_t *log)
 {
     AF_CHECK(write_pending(log));
+    if (log->plain) {
+        H5_CHECK(H5Fflush(log->file, H5F_SCOPE_GLOBAL));
+        return AF_OK;
+    }
+    /* Two flushes: the rows and events first (SWMR keeps the file consistent while HDF5 writes
+     * them, but one dataset may be extended on disk before another), then the commit record
+     * that says how many of them are complete, in one write. A SIGKILL anywhere in between
+     * leaves the previous record, and at least that many rows in every dataset. */
     H5_CHECK(H5Fflush(log->file, H5F_SCOPE_GLOBAL));
+    AF_CHECK(write_commit_record(log));
+    H5_CHECK(H5Fflush(log->file, H5F_SCOPE_GLOBAL));
+    if (log->live) {
+        trace(log, "commit %lld %lld", (long long)log->rows_written,
+              (long long)log->events_written);
+    }
     return AF_OK;
 }
 
 int64_t af_log_rows(const af_log_t *log)
 {
     return log->rows_written + log->rows_buffered;
+}
+
+/* Links the anonymous /units and /final into the file. Their contents are flushed first, so a
+ * link, written in place in the root group's object header (sized for it at creation), is the
+ * commit point of its group: a reader sees the group complete or not at all. /final goes last:
+ * a run that has it has /units. */
+static af_result_t commit_final(af_log_t *log)
+{
+    if (log->final_group <= 0 && log->units_group <= 0) {
+        return AF_OK;
+    }
+    H5_CHECK(H5Fflush(log->file, H5F_SCOPE_GLOBAL));
+    if (log->units_group > 0) {
+        H5_CHECK(H5Olink(log->units_group, log->file, "units", H5P_DEFAULT, H5P_DEFAULT));
+        H5_CHECK(H5Fflush(log->file, H5F_SCOPE_GLOBAL));
+    }
+    if (log->final_group > 0) {
+        if (log->live) {
+            trace(log, "linking final");
+        }
+        H5_CHECK(H5Olink(log->final_group, log->file, "final", H5P_DEFAULT, H5P_DEFAULT));
+        H5_CHECK(H5Fflush(log->file, H5F_SCOPE_GLOBAL));
+        if (log->live) {
+            trace(log, "final");
+        }
+    }
+    return AF_OK;
 }
 
 af_result_t af_log_close(af_log_t **plog)
@@ -457,7 +716,34 @@ af_result_t af_log_close(af_log_t **plog)
     }
     af_log_t *log = *plog;
     af_result_t rc = af_log_flush(log);
+    if (rc == AF_OK && !log->plain) {
+        rc = commit_final(log);
+    }
+    int move = !log->plain && !log->live;
+    char tmp[sizeof log->tmp];
+    char path[sizeof log->path];
+    memcpy(tmp, log->tmp, sizeof tmp);
+    memcpy(path, log->path, sizeof path);
     log_free(log);
     *plog = NULL;
+    /* A log that never went live (the run failed before its first step) is complete once
+     * closed: it moves to its path then. */
+    if (move && rename(tmp, path) != 0 && rc == AF_OK) {
+        af_error_set("%s: cannot move the log there from %s: %s", path, tmp, strerror(errno));
+        rc = AF_ERR_IO;
+    }
     return rc;
+}
+
+void af_log_discard(af_log_t **plog)
+{
+    if (plog == NULL || *plog == NULL) {
+        return;
+    }
+    af_log_t *log = *plog;
+    char name[sizeof log->tmp];
+    snprintf(name, sizeof name, "%s", log->plain || log->live ? log->path : log->tmp);
+    log_free(log);
+    *plog = NULL;
+    unlink(name);
 }

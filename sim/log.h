@@ -1,8 +1,25 @@
 /* agefence HDF5 log writer. Only rank 0 writes (it gathers every row first), so the file stays
  * consistent whatever happens to the other ranks. Datasets are chunked and extendible along the
  * step axis; rows are buffered (at most flush_interval) and written and flushed to disk
- * together, so a run killed between flushes still leaves a readable file with every step up to
- * the last flush. sim/log_schema.h lists the columns. */
+ * together. sim/log_schema.h lists the columns.
+ *
+ * Crash consistency (README, "The log"): a SIGKILL at any moment leaves a readable log.
+ *  - The file is built under "<path>.tmp" and moved to its path by af_log_begin, once the
+ *    part written up front (root attributes, calibration) is complete: from then on the
+ *    path holds a readable log (before, nothing: an earlier file there is removed at create).
+ *  - af_log_begin switches HDF5 to SWMR writing (single writer, multiple readers): HDF5 then
+ *    orders its writes so that the file on disk is consistent at every moment. A killed
+ *    run's file stays marked as open for SWMR writing: readers open it with SWMR read access
+ *    (analysis/logread.c does so by itself; h5py: swmr=True).
+ *  - Each flush writes the rows and events, flushes, then writes the commit record
+ *    /steps@committed = {rows, events} and flushes again: a reader of a killed run reads
+ *    that many rows of /steps and /ranks and of /events (a dataset may hold more: rows of the
+ *    flush under way).
+ *  - /final and /units are written at the end into anonymous groups and linked into the
+ *    file by af_log_close once their contents are on disk: a killed run has neither.
+ * After af_log_begin, attributes may be added only under /final and /units; elsewhere an
+ * existing numeric attribute may be rewritten (af_log_attr_i64/f64 rewrite a scalar of the same
+ * type in place). Anything else would not be crash-consistent. */
 #ifndef AF_LOG_H
 #define AF_LOG_H
 
@@ -14,8 +31,17 @@
 
 typedef struct af_log af_log_t;
 
-/* Creates (truncates) the file and every group and extendible dataset. */
+/* Creates the log under "<path>.tmp" with every group and extendible dataset, and removes any
+ * file at path. With AGEFENCE_LOG_TRACE=FILE in the environment, FILE gets one line per step
+ * of the log's life, each written once that step is on disk: "begin PATH", "commit ROWS
+ * EVENTS", "linking final" (before the flush that links /final), "final", "closed" (a testing
+ * aid: tests/crashlog.sh). */
 af_result_t af_log_create(af_log_t **out, const char *path, int nranks, int64_t flush_interval);
+
+/* Everything written so far is what a killed run keeps besides its rows: starts crash-
+ * consistent (SWMR) writing and moves the file to its path. Call it once, before the first
+ * step. A log closed without it is moved to its path when closed. */
+af_result_t af_log_begin(af_log_t *log);
 
 /* Creates (truncates) a file with no run schema (benchmark results), and groups in it. */
 af_result_t af_log_create_plain(af_log_t **out, const char *path);
@@ -37,7 +63,7 @@ af_result_t af_log_calibration(af_log_t *log, const char *name, const double *sa
 af_result_t af_log_append(af_log_t *log, const af_step_row_t *row, const double *phases);
 /* Appends one event row. */
 af_result_t af_log_event(af_log_t *log, const af_event_row_t *ev);
-/* Writes every buffered row and event, and flushes the file to disk. */
+/* Writes every buffered row and event, flushes, and commits them (the commit record). */
 af_result_t af_log_flush(af_log_t *log);
 int64_t af_log_rows(const af_log_t *log);
 
@@ -45,8 +71,11 @@ int64_t af_log_rows(const af_log_t *log);
  * it with H5Tclose. */
 int64_t af_log_event_type(void);
 
-/* Flushes and closes; sets *log to NULL. */
+/* Flushes, links /final and /units into the file, closes; sets *log to NULL. */
 af_result_t af_log_close(af_log_t **log);
+/* Closes without committing anything more and removes the file (a run that did nothing);
+ * sets *log to NULL. */
+void af_log_discard(af_log_t **log);
 
 /* The percentile p (0..100) of n values, by linear interpolation between closest ranks (the
  * definition numpy uses by default). Sorts v in place. */

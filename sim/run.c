@@ -189,6 +189,9 @@ static af_result_t write_root_attrs(run_t *r)
     double load[3] = {0, 0, 0};
     if (getloadavg(load, 3) > 0) {
         AF_CHECK(af_log_attr_f64(log, "/host", "loadavg_1min_before", load[0]));
+        /* Rewritten in place at the end (sim/log.h): NaN in the log of a run that did not
+         * finish. */
+        AF_CHECK(af_log_attr_f64(log, "/host", "loadavg_1min_after", NAN));
     }
     /* Memory of the static layout vs a fault-free one (two buffers per block, no spare slots). */
     double slots = (double)r->D * (double)r->cfg.units_per_device * (double)r->pl.capacity;
@@ -762,8 +765,7 @@ int af_run_in_world(const af_run_opts_t *opts, const af_world_t *world)
         code = init_bad;
         if (r->log != NULL) {
             /* Nothing ran: leave no half-made log behind. */
-            af_log_close(&r->log);
-            remove(r->out_path);
+            af_log_discard(&r->log);
         }
         goto out;
     }
@@ -773,7 +775,8 @@ int af_run_in_world(const af_run_opts_t *opts, const af_world_t *world)
     AF_CHECK_GOTO(write_hostnames(r), rc, fail);
     AF_CHECK_GOTO(calibrate(r), rc, fail);
     if (r->world.rank == 0) {
-        AF_CHECK_GOTO(af_log_flush(r->log), rc, fail);
+        /* From here on a SIGKILL at any moment leaves a readable log at the path. */
+        AF_CHECK_GOTO(af_log_begin(r->log), rc, fail);
         r->progress = isatty(STDERR_FILENO);
     }
     AF_CHECK_GOTO(r->fab->ops->barrier(r->fab), rc, fail);

@@ -3,7 +3,9 @@
  *   report_mutate FILE set-i64 OBJ NAME VALUE   (re)write an integer attribute
  *   report_mutate FILE del-attr OBJ NAME        delete an attribute
  *   report_mutate FILE del PATH                 unlink a group or dataset
- *   report_mutate FILE killed                   what a killed run leaves: no /final attributes,
+ *   report_mutate FILE killed                   what a killed run leaves: no /final, no /units
+ *   report_mutate FILE killed-empty             what a killed run of a writer before crash-
+ *                                               consistent logging left: no /final attributes,
  *                                               no /final/state, an empty /units
  *   report_mutate FILE foreign                  create FILE: HDF5, but not an agefence log
  * Exit status 0 done, 1 the HDF5 call failed, 2 bad arguments. */
@@ -91,7 +93,10 @@ int main(int argc, char **argv)
     } else if (strcmp(op, "del") == 0 && argc == 4) {
         rc = H5Ldelete(f, argv[3], H5P_DEFAULT) < 0;
     } else if (strcmp(op, "killed") == 0 && argc == 3) {
-        /* The writer creates /units empty at the start and fills it at the end. */
+        /* The writer links /units and /final into the file at the end (sim/log.h). */
+        rc = H5Ldelete(f, "/final", H5P_DEFAULT) < 0 || H5Ldelete(f, "/units", H5P_DEFAULT) < 0;
+    } else if (strcmp(op, "killed-empty") == 0 && argc == 3) {
+        /* The earlier writer created /units empty at the start and filled it at the end. */
         rc = del_all_attrs(f, "/final") || H5Ldelete(f, "/final/state", H5P_DEFAULT) < 0 ||
              H5Ldelete(f, "/units", H5P_DEFAULT) < 0;
         hid_t g = rc ? -1 : H5Gcreate2(f, "/units", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);

@@ -16,7 +16,9 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define NRANKS    3
@@ -35,6 +37,7 @@ typedef enum defect {
     DEFECT_STEPS_COMPLETED, /* /final@steps_completed != rows */
     DEFECT_NO_EXIT_REASON,  /* killed before /final was written */
     DEFECT_SCHEMA_99,
+    DEFECT_KILLED, /* SIGKILL after the first flush: write_log never returns (run it in a child) */
 } defect_t;
 
 /* A fresh temporary file name under /tmp (the file exists, empty). */
@@ -86,6 +89,11 @@ static void write_log(const char *path, defect_t defect)
     assert_int_equal(af_log_calibration(log, "timer_floor_us", samples, 4), AF_OK);
     assert_int_equal(af_log_calibration(log, "allreduce8_us", samples, 4), AF_OK);
     assert_int_equal(af_log_attr_i64(log, "/calibration", "warmup_iterations", 0), AF_OK);
+    assert_int_equal(af_log_attr_i64(log, "/host", "cores", 2), AF_OK);
+    assert_int_equal(af_log_attr_f64(log, "/host", "loadavg_1min_after", NAN), AF_OK);
+    /* As sim/run.c does before the first step: crash-consistent from here on. */
+    assert_int_equal(af_log_begin(log), AF_OK);
+    assert_int_equal(access(path, F_OK), 0);
 
     af_step_row_t tot;
     memset(&tot, 0, sizeof tot);
@@ -129,30 +137,35 @@ static void write_log(const char *path, defect_t defect)
             }
         }
         assert_int_equal(af_log_append(log, &row, phases), AF_OK);
+        /* The events of the step, logged during it as sim/step.c does: the drain of step 3;
+         * dead_units = row / 4, so units 0 and 1 die in steps 5 and 9. */
+        af_event_row_t ev;
+        memset(&ev, 0, sizeof ev);
+        if (row.step == 3) {
+            snprintf(ev.kind, sizeof ev.kind, "drain");
+            ev.step = 3;
+            ev.block = 1;
+            ev.to_device = 1;
+            ev.to_slot = 1;
+            assert_int_equal(af_log_event(log, &ev), AF_OK);
+        } else if (row.step == 5 || row.step == 9) {
+            snprintf(ev.kind, sizeof ev.kind, "death");
+            ev.step = row.step;
+            ev.block = ev.from_slot = ev.to_device = ev.to_unit = ev.to_slot = -1;
+            ev.from_device = 0;
+            ev.from_unit = row.step == 9;
+            ev.detail = 1;
+            assert_int_equal(af_log_event(log, &ev), AF_OK);
+        }
         if (r == 6) {
             assert_int_equal(af_log_flush(log), AF_OK);
         }
+        if (defect == DEFECT_KILLED && r == 9) {
+            /* Rows 8-10 are buffered, and the file is still open for (SWMR) writing. */
+            kill(getpid(), SIGKILL);
+        }
     }
     assert_int_equal(af_log_rows(log), NROWS);
-    af_event_row_t ev;
-    memset(&ev, 0, sizeof ev);
-    ev.step = 3;
-    snprintf(ev.kind, sizeof ev.kind, "drain");
-    ev.block = 1;
-    ev.to_device = 1;
-    ev.to_slot = 1;
-    assert_int_equal(af_log_event(log, &ev), AF_OK);
-    /* dead_units = row / 4: units 0 and 1 die in steps 5 and 9 */
-    for (int u = 0; u < 2; ++u) {
-        memset(&ev, 0, sizeof ev);
-        ev.step = 5 + 4 * u;
-        snprintf(ev.kind, sizeof ev.kind, "death");
-        ev.block = ev.from_slot = ev.to_device = ev.to_unit = ev.to_slot = -1;
-        ev.from_device = 0;
-        ev.from_unit = u;
-        ev.detail = 1;
-        assert_int_equal(af_log_event(log, &ev), AF_OK);
-    }
     assert_int_equal(af_log_flush(log), AF_OK);
 
     /* /units, as sim/run.c writes them at the end */
@@ -224,8 +237,47 @@ static void write_log(const char *path, defect_t defect)
     assert_int_equal(af_log_attr_f64(log, "/final", "sim_hours", 30.0 * NROWS), AF_OK);
     assert_int_equal(af_log_attr_f64(log, "/final", "max_blackout", max_blackout), AF_OK);
     assert_int_equal(af_log_attr_str(log, "/final", "end_time", "2026-01-01T00:01:00Z"), AF_OK);
+    assert_int_equal(af_log_attr_f64(log, "/host", "loadavg_1min_after", 0.5), AF_OK);
     assert_int_equal(af_log_close(&log), AF_OK);
     assert_null(log);
+}
+
+/* The number of object-header chunks of obj in the file at path (opened with SWMR read access
+ * when a killed writer left it marked as open for writing). */
+static unsigned header_chunks(const char *path, const char *obj)
+{
+    hid_t f = -1;
+    H5E_BEGIN_TRY
+    {
+        f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    }
+    H5E_END_TRY;
+    if (f < 0) {
+        f = H5Fopen(path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, H5P_DEFAULT);
+    }
+    assert_true(f >= 0);
+    hid_t o = H5Oopen(f, obj, H5P_DEFAULT);
+    assert_true(o >= 0);
+    H5O_info_t info;
+    assert_true(H5Oget_info2(o, &info, H5O_INFO_HDR) >= 0);
+    H5Oclose(o);
+    H5Fclose(f);
+    return info.hdr.nchunks;
+}
+
+/* Writes the log of DEFECT_KILLED in a child process, which SIGKILLs itself mid-run. */
+static void write_killed_log(const char *path)
+{
+    fflush(NULL);
+    pid_t child = fork();
+    assert_true(child >= 0);
+    if (child == 0) {
+        write_log(path, DEFECT_KILLED);
+        _exit(0); /* not reached */
+    }
+    int status = 0;
+    assert_int_equal(waitpid(child, &status, 0), child);
+    assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
 }
 
 /* Runs the checker on path; returns the number of violations and leaves their text in out. */
@@ -364,6 +416,67 @@ static void test_missing_exit_reason_is_a_violation(void **state)
 {
     (void)state;
     assert_defect_caught(DEFECT_NO_EXIT_REASON, "noexit", "/final@exit_reason");
+}
+
+/* The end of a run changes the root group and /host in place: the links to /final and /units
+ * go into room the writer made for them in the root group's object header, and
+ * /host@loadavg_1min_after (a placeholder until then) is rewritten where it is, so that each of
+ * those commits is a single write (sim/log.h). A finished log has no more header chunks there
+ * than one killed mid-run. */
+static void test_end_of_run_changes_object_headers_in_place(void **state)
+{
+    (void)state;
+    char done[64];
+    char killed[64];
+    temp_path(done, sizeof done, "inplace");
+    temp_path(killed, sizeof killed, "inplace_killed");
+    write_log(done, DEFECT_NONE);
+    write_killed_log(killed);
+    assert_int_equal(header_chunks(done, "/"), header_chunks(killed, "/"));
+    assert_int_equal(header_chunks(done, "/host"), header_chunks(killed, "/host"));
+    unlink(done);
+    unlink(killed);
+}
+
+/* A writer killed with SIGKILL after its first flush leaves a file still marked as open for
+ * SWMR writing: the reader opens it, reads the 7 committed rows (not the buffered ones), and
+ * the checker says exactly that the run did not finish. */
+static void test_killed_writer_leaves_a_readable_log_of_its_committed_rows(void **state)
+{
+    (void)state;
+    char path[64];
+    temp_path(path, sizeof path, "killed");
+    write_killed_log(path);
+    /* Plain read access is refused: the file says it is open for writing. */
+    H5E_BEGIN_TRY
+    {
+        hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+        assert_true(f < 0);
+    }
+    H5E_END_TRY;
+    af_logfile_t lf;
+    char err[512] = "";
+    assert_int_equal(af_logfile_open(&lf, path, err, sizeof err), AF_OK);
+    assert_true(lf.live);
+    assert_false(lf.finished);
+    assert_int_equal(lf.rows_limit, 7);
+    int rank = 0;
+    int64_t dims[2] = {0, 0};
+    assert_int_equal(af_logfile_shape(&lf, "/steps/step", &rank, dims), AF_OK);
+    assert_int_equal(dims[0], 7);
+    int64_t step[7];
+    assert_int_equal(af_logfile_read_i64(&lf, "/steps/step", step, 7), AF_OK);
+    for (int i = 0; i < 7; ++i) {
+        assert_int_equal(step[i], i + 1);
+    }
+    af_logfile_close(&lf);
+    char text[4096];
+    int bad = check_log(path, text, sizeof text);
+    print_message("%s", text);
+    assert_int_equal(bad, 1);
+    assert_non_null(strstr(text, "/final@exit_reason: missing: the run did not finish"));
+    assert_non_null(strstr(text, "holds the 7 steps"));
+    unlink(path);
 }
 
 /* Opening path must fail with AF_ERR_USAGE and one line naming the path. */
@@ -509,6 +622,8 @@ int main(void)
         cmocka_unit_test(test_blackout_fraction_above_one_is_a_violation),
         cmocka_unit_test(test_steps_completed_differing_from_rows_is_a_violation),
         cmocka_unit_test(test_missing_exit_reason_is_a_violation),
+        cmocka_unit_test(test_end_of_run_changes_object_headers_in_place),
+        cmocka_unit_test(test_killed_writer_leaves_a_readable_log_of_its_committed_rows),
         cmocka_unit_test(test_missing_file_is_refused_naming_the_path),
         cmocka_unit_test(test_text_file_is_refused_as_not_hdf5),
         cmocka_unit_test(test_truncated_logs_are_refused_naming_the_path),
