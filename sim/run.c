@@ -743,8 +743,7 @@ int af_run_in_world(const af_run_opts_t *opts, const af_world_t *world)
         } else if (r->cfg.metrics_textfile[0] != '\0' &&
                    af_metrics_check_path(r->cfg.metrics_textfile) != AF_OK) {
             fprintf(stderr, "agefence: %s\n", af_error_message());
-            af_log_close(&r->log);
-            remove(r->out_path);
+            af_log_discard(&r->log);
             bad = AF_EXIT_USAGE;
         }
     }
