@@ -233,6 +233,30 @@ EOF
 done
 
 # ---- the CPU benchmarks on this (quieter, larger) machine ---------------------------------
+# Two or more GPUs: cross-rank moves between device slots over NCCL (ncclSend/ncclRecv straight
+# between committed buffers, sim/recover.c) against the cpu backend at the same rank count. One
+# GPU cannot run this: NCCL refuses two ranks on one device.
+ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+if [ "${ngpu:-0}" -ge 2 ]; then
+  for backend in cpu cuda; do
+    out=$build/check2-$backend.h5
+    rm -f "$out"
+    step "run np=2 compute=$backend" "$runlog" \
+      mpirun -np 2 "$build/agefence" run "${steps[@]}" --set backend.compute="$backend" -o "$out"
+    sed -n '/==== run np=2 compute='"$backend"'/,$p' "$runlog" >"$build/run2-$backend.txt"
+  done
+  c2_cpu=$(sum_of "$build/run2-cpu.txt")
+  c2_cuda=$(sum_of "$build/run2-cuda.txt")
+  if [ -n "$c2_cpu" ] && [ "$c2_cpu" = "$c2_cuda" ]; then
+    say "2 ranks, nccl moves: checksums cpu $c2_cpu, cuda $c2_cuda: EQUAL"
+  else
+    say "2 ranks, nccl moves: checksums cpu '${c2_cpu}', cuda '${c2_cuda}': DIFFER"
+    failed=1
+  fi
+else
+  say "one GPU: the 2-rank nccl move check needs two (NCCL refuses two ranks on one device)"
+fi
+
 cpulog=$res/bench-cpu.txt
 : >"$cpulog"
 if [ "${AGEFENCE_CHECK_CPU_BENCH:-1}" = 1 ]; then
