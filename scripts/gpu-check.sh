@@ -233,6 +233,35 @@ EOF
 done
 
 # ---- the CPU benchmarks on this (quieter, larger) machine ---------------------------------
+# Stragglers and pacing on the device: the exchange's per-device time words travel through its
+# device mirror; a slowed device must be declared and drained, and the result stay bitwise equal.
+out=$build/check-strag.h5
+rm -f "$out"
+step "run cuda stragglers" "$runlog" \
+  mpirun -np 1 "$build/agefence" run --set backend.compute=cuda --set scenario.steps=400 \
+  --set straggler.detect=on --set pacing.mode=ewma --set event.9.step=1 \
+  --set event.9.action=slow --set event.9.device=2 --set event.9.units=0-15 \
+  --set event.9.factor=8 -o "$out"
+if "$build/agefence-report" "$out" >"$build/report-strag.txt" 2>&1; then
+  grep -E "exit  |final state|pacing  |throttling" "$build/report-strag.txt" | sed 's/^/  /' |
+    tee -a "$summary"
+else
+  say "cuda stragglers: the report cannot read $out"
+  failed=1
+fi
+for py in python3 /opt/torch/.venv/bin/python3; do
+  "$py" -c 'import h5py' 2>/dev/null || continue
+  "$py" - "$out" <<'EOF' 2>&1 | sed 's/^/  /' | tee -a "$summary"
+import sys, h5py
+with h5py.File(sys.argv[1], "r", swmr=True) as f:
+    ev = f["events"][()]
+    s = [(int(r["step"]), int(r["from_device"])) for r in ev if r["kind"] == b"straggler"]
+    d = sum(1 for r in ev if r["kind"] == b"drain" and r["from_device"] == 2)
+    print("cuda stragglers: declared (step, device):", s, "| drains off device 2:", d)
+EOF
+  break
+done
+
 # Two or more GPUs: cross-rank moves between device slots over NCCL (ncclSend/ncclRecv straight
 # between committed buffers, sim/recover.c) against the cpu backend at the same rank count. One
 # GPU cannot run this: NCCL refuses two ranks on one device.
