@@ -34,6 +34,22 @@ static void escape(char *out, size_t n, const char *v)
     out[j] = '\0';
 }
 
+/* Writes buf[0..len) to m->tmp and renames it over m->path: 0, or errno (the temporary file
+ * removed). */
+static int write_atomically(const af_metrics_t *m, size_t len)
+{
+    int fd = open(m->tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd >= 0 && write(fd, m->buf, len) == (ssize_t)len && close(fd) == 0 &&
+        rename(m->tmp, m->path) == 0) {
+        return 0;
+    }
+    int e = errno;
+    if (fd >= 0) {
+        unlink(m->tmp);
+    }
+    return e;
+}
+
 af_result_t af_metrics_check_path(const char *path)
 {
     char tmp[700];
@@ -82,14 +98,8 @@ af_result_t af_metrics_open(af_metrics_t *m, const char *path, const char *scena
     af_metrics_view_t v;
     memset(&v, 0, sizeof v);
     v.exit_code = -1;
-    size_t len = af_metrics_format(m, &v, m->buf, m->cap);
-    int fd = open(m->tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0 || write(fd, m->buf, len) != (ssize_t)len || close(fd) != 0 ||
-        rename(m->tmp, m->path) != 0) {
-        int e = errno;
-        if (fd >= 0) {
-            unlink(m->tmp);
-        }
+    int e = write_atomically(m, af_metrics_format(m, &v, m->buf, m->cap));
+    if (e != 0) {
         af_error_set("metrics.textfile = '%s': cannot write it: %s", path, strerror(e));
         af_free(m->buf);
         m->buf = NULL;
@@ -105,13 +115,6 @@ void af_metrics_step(af_metrics_t *m, double period_us, double sink_us, double t
     m->period_sum += period_us * 1e-6;
     m->sink_s += sink_us * 1e-6;
     m->throttle_s += throttle_us * 1e-6;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a;
-    double y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 typedef struct emit {
@@ -170,7 +173,7 @@ size_t af_metrics_format(af_metrics_t *m, const af_metrics_view_t *v, char *out,
     /* Step period: quantiles over the last AF_METRICS_WINDOW steps, sum and count over all. */
     int64_t w = m->n < AF_METRICS_WINDOW ? m->n : AF_METRICS_WINDOW;
     memcpy(m->sorted, m->window, sizeof(double) * (size_t)w);
-    qsort(m->sorted, (size_t)w, sizeof(double), cmp_double);
+    af_sort_doubles(m->sorted, (size_t)w);
     head(&e, "agefence_step_period_seconds", "summary",
          "Rank 0's step period, start to start (quantiles over the last 1024 steps).");
     static const double qs[] = {0.5, 0.9, 0.99};
@@ -237,14 +240,8 @@ void af_metrics_write(af_metrics_t *m, const af_metrics_view_t *v)
     if (len >= m->cap) {
         why = "the metrics text outgrew its buffer";
     } else {
-        int fd = open(m->tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (fd < 0 || write(fd, m->buf, len) != (ssize_t)len || close(fd) != 0 ||
-            rename(m->tmp, m->path) != 0) {
-            why = strerror(errno);
-            if (fd >= 0) {
-                unlink(m->tmp);
-            }
-        }
+        int e = write_atomically(m, len);
+        why = e != 0 ? strerror(e) : NULL;
     }
     if (why != NULL && !m->warned) {
         m->warned = 1;
