@@ -565,6 +565,16 @@ static void add_unit_delay(af_run_state_t *r, int64_t u, double deg, double bloc
     r->dev_delay[d - r->pl.dev_lo] += (double)r->pl.unit_load[u] * block_us * (s - 1.0);
 }
 
+/* Blocks on device d's units. */
+static int64_t device_load(const af_run_state_t *r, int64_t d)
+{
+    int64_t load = 0;
+    for (int64_t u = d * r->U; u < (d + 1) * r->U; ++u) {
+        load += r->pl.unit_load[u];
+    }
+    return load;
+}
+
 /* Every rank, after its compute pass (compute_us): spends its devices' modelled throttling
  * delay as a busy wait and, with straggler detection on, writes each local device's compute
  * time per block for the exchange. Returns the modelled delay. */
@@ -576,8 +586,8 @@ static double throttle(af_run_state_t *r, double compute_us)
         return 0.0;
     }
     int64_t occupied = 0;
-    for (int64_t u = r->pl.dev_lo * r->U; u < r->pl.dev_hi * r->U; ++u) {
-        occupied += r->pl.unit_load[u];
+    for (int64_t d = r->pl.dev_lo; d < r->pl.dev_hi; ++d) {
+        occupied += device_load(r, d);
     }
     double block_us = r->cfg.throttle_block_us > 0 ? r->cfg.throttle_block_us
                       : occupied > 0               ? compute_us / (double)occupied
@@ -598,16 +608,9 @@ static double throttle(af_run_state_t *r, double compute_us)
         }
         for (int64_t i = 0; i < nd; ++i) {
             int64_t d = r->pl.dev_lo + i;
-            if (r->cfg.spike_rate > 0) {
-                int64_t load = 0;
-                for (int64_t u = d * r->U; u < (d + 1) * r->U; ++u) {
-                    load += r->pl.unit_load[u];
-                }
-                if (load > 0) {
-                    r->dev_delay[i] +=
-                        af_spike_us((uint64_t)r->cfg.seed, r->tick, d, r->cfg.spike_rate,
-                                    r->cfg.spike_us, r->cfg.spike_sigma);
-                }
+            if (r->cfg.spike_rate > 0 && device_load(r, d) > 0) {
+                r->dev_delay[i] += af_spike_us((uint64_t)r->cfg.seed, r->tick, d, r->cfg.spike_rate,
+                                               r->cfg.spike_us, r->cfg.spike_sigma);
             }
             total += r->dev_delay[i];
         }
@@ -619,10 +622,7 @@ static double throttle(af_run_state_t *r, double compute_us)
         double scale = total > 0 ? spent / total : 0.0;
         for (int64_t i = 0; i < nd; ++i) {
             int64_t d = r->pl.dev_lo + i;
-            int64_t load = 0;
-            for (int64_t u = d * r->U; u < (d + 1) * r->U; ++u) {
-                load += r->pl.unit_load[u];
-            }
+            int64_t load = device_load(r, d);
             double x = load > 0 && occupied > 0
                            ? compute_us / (double)occupied + r->dev_delay[i] * scale / (double)load
                            : 0.0;
