@@ -12,6 +12,10 @@
 af_result_t af_bench_run_scenario(af_bench_ctx_t *b, const char *const *extra, int nextra,
                                   const char *log_path, af_run_hook_t hook, void *ctx,
                                   double *wall_s);
+/* Rank 0: one rank's column of /ranks/<phase> per step (rank_col < 0: the maximum over ranks),
+ * malloc'ed. */
+af_result_t af_bench_phase_rank(const char *log_path, const char *phase, int rank_col, double **out,
+                                int64_t *rows);
 /* Rank 0: the per-step maximum over ranks of /ranks/<phase>, malloc'ed. */
 af_result_t af_bench_phase_max(const char *log_path, const char *phase, double **out,
                                int64_t *rows);

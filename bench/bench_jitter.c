@@ -6,12 +6,10 @@
  * the reduction of the period's standard deviation and the cost in mean period. Environment
  * spikes (throttle.spike_rate, spike_us) are on by default here so there is jitter to pace;
  * --set overrides them like any other key. */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../analysis/logread.h"
 #include "../sim/bench.h"
 #include "bench_common.h"
 
@@ -31,33 +29,14 @@ static void setting_name(int i, char *out, size_t n)
 static af_result_t rank0_column(const char *log, const char *phase, int64_t skip, double *v,
                                 int *nv, int cap)
 {
-    af_logfile_t lf;
-    char err[600];
-    char path[96];
-    if (af_logfile_open(&lf, log, err, sizeof err) != AF_OK) {
-        af_error_set("%s", err);
-        return AF_ERR_IO;
+    double *col = NULL;
+    int64_t n = 0;
+    AF_CHECK(af_bench_phase_rank(log, phase, 0, &col, &n));
+    for (int64_t s = skip; s < n && *nv < cap; ++s) {
+        v[(*nv)++] = col[s];
     }
-    snprintf(path, sizeof path, "/ranks/%s", phase);
-    int rank = 0;
-    int64_t dims[2] = {0, 0};
-    af_result_t rc = af_logfile_shape(&lf, path, &rank, dims);
-    double *all = NULL;
-    if (rc == AF_OK && rank == 2 && dims[0] > 0) {
-        all = malloc(sizeof(double) * (size_t)(dims[0] * dims[1]));
-        rc = all != NULL ? af_logfile_read_f64(&lf, path, all, (size_t)(dims[0] * dims[1]))
-                         : AF_ERR_NOMEM;
-    }
-    if (rc == AF_OK && all != NULL) {
-        for (int64_t s = skip; s < dims[0] && *nv < cap; ++s) {
-            v[(*nv)++] = all[s * dims[1]];
-        }
-    } else if (rc != AF_OK) {
-        af_error_set("%s: cannot read %s", log, path);
-    }
-    free(all);
-    af_logfile_close(&lf);
-    return rc;
+    free(col);
+    return AF_OK;
 }
 
 static af_result_t bench_jitter(af_bench_ctx_t *b)

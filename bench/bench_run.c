@@ -47,6 +47,12 @@ af_result_t af_bench_run_scenario(af_bench_ctx_t *b, const char *const *extra, i
 
 af_result_t af_bench_phase_max(const char *log_path, const char *phase, double **out, int64_t *rows)
 {
+    return af_bench_phase_rank(log_path, phase, -1, out, rows);
+}
+
+af_result_t af_bench_phase_rank(const char *log_path, const char *phase, int rank_col, double **out,
+                                int64_t *rows)
+{
     af_logfile_t lf;
     char err[600];
     char path[96];
@@ -67,9 +73,10 @@ af_result_t af_bench_phase_max(const char *log_path, const char *phase, double *
                         : AF_ERR_NOMEM;
     }
     if (rc == AF_OK) {
+        const int one = rank_col >= 0 && rank_col < dims[1];
         for (int64_t s = 0; s < dims[0]; ++s) {
-            double m = 0;
-            for (int64_t q = 0; q < dims[1]; ++q) {
+            double m = one ? all[s * dims[1] + rank_col] : 0;
+            for (int64_t q = 0; !one && q < dims[1]; ++q) {
                 double x = all[s * dims[1] + q];
                 m = x > m ? x : m;
             }
