@@ -180,15 +180,21 @@ sed -n '/^kernel /,/^samples/p' "$benchlog" | sed 's/^/  /' | tee -a "$summary"
 runlog=$res/runs.log
 : >"$runlog"
 sum_of() { sed -n 's/.*final state .*checksum \([0-9a-f]*\),.*/\1/p' "$1" | head -1; }
-for backend in cpu cuda; do
-  out=$build/check-$backend.h5
-  rm -f "$out"
-  step "run compute=$backend" "$runlog" \
-    mpirun -np 1 "$build/agefence" run "${steps[@]}" --set backend.compute="$backend" -o "$out"
-  sed -n '/==== run compute='"$backend"'/,$p' "$runlog" >"$build/run-$backend.txt"
-done
-c_cpu=$(sum_of "$build/run-cpu.txt")
-c_cuda=$(sum_of "$build/run-cuda.txt")
+# The scenario on cpu and on cuda at NP ranks (logs check<TAG>-<backend>.h5, outputs
+# run<TAG>-<backend>.txt); sets c_cpu and c_cuda to their final checksums.
+compare_backends() {
+  local np=$1 tag=$2 backend
+  for backend in cpu cuda; do
+    out=$build/check$tag-$backend.h5
+    rm -f "$out"
+    step "run np=$np compute=$backend" "$runlog" \
+      mpirun -np "$np" "$build/agefence" run "${steps[@]}" --set backend.compute="$backend" -o "$out"
+    sed -n '/==== run np='"$np"' compute='"$backend"'/,$p' "$runlog" >"$build/run$tag-$backend.txt"
+  done
+  c_cpu=$(sum_of "$build/run$tag-cpu.txt")
+  c_cuda=$(sum_of "$build/run$tag-cuda.txt")
+}
+compare_backends 1 ""
 used=$(sed -n 's/.*backends *compute=\([a-z]*\).*/\1/p' "$build/run-cuda.txt" | head -1)
 if [ -n "$c_cpu" ] && [ "$c_cpu" = "$c_cuda" ]; then
   say "final state checksums: cpu $c_cpu, cuda $c_cuda: EQUAL (the cuda run used compute=${used:-?})"
@@ -267,19 +273,11 @@ done
 # GPU cannot run this: NCCL refuses two ranks on one device.
 ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
 if [ "${ngpu:-0}" -ge 2 ]; then
-  for backend in cpu cuda; do
-    out=$build/check2-$backend.h5
-    rm -f "$out"
-    step "run np=2 compute=$backend" "$runlog" \
-      mpirun -np 2 "$build/agefence" run "${steps[@]}" --set backend.compute="$backend" -o "$out"
-    sed -n '/==== run np=2 compute='"$backend"'/,$p' "$runlog" >"$build/run2-$backend.txt"
-  done
-  c2_cpu=$(sum_of "$build/run2-cpu.txt")
-  c2_cuda=$(sum_of "$build/run2-cuda.txt")
-  if [ -n "$c2_cpu" ] && [ "$c2_cpu" = "$c2_cuda" ]; then
-    say "2 ranks, nccl moves: checksums cpu $c2_cpu, cuda $c2_cuda: EQUAL"
+  compare_backends 2 2
+  if [ -n "$c_cpu" ] && [ "$c_cpu" = "$c_cuda" ]; then
+    say "2 ranks, nccl moves: checksums cpu $c_cpu, cuda $c_cuda: EQUAL"
   else
-    say "2 ranks, nccl moves: checksums cpu '${c2_cpu}', cuda '${c2_cuda}': DIFFER"
+    say "2 ranks, nccl moves: checksums cpu '${c_cpu}', cuda '${c_cuda}': DIFFER"
     failed=1
   fi
 else
