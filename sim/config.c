@@ -140,6 +140,11 @@ _Static_assert(sizeof KEYS / sizeof KEYS[0] <=
                    sizeof((af_config_t *)0)->where / sizeof((af_config_t *)0)->where[0],
                "af_config_t.where needs a row per key");
 
+/* The sections of the key table, and events, as error messages list them. */
+#define SECTIONS                                                                                   \
+    "scenario, workload, backend, log, aging, recovery, throttle, straggler, pacing, metrics or "  \
+    "event.N"
+
 static const char *EVENT_KEYS[] = {"step", "action", "device", "units", "factor"};
 #define AF_EVENT_REQUIRED 15 /* step, action, device, units */
 
@@ -475,10 +480,7 @@ static int handler(void *user, const char *section, const char *name, const char
         return set_event(c, n, name, value);
     }
     if (!section_known(section)) {
-        ctx_fail(c,
-                 "unknown section [%s]: expected scenario, workload, backend, log, aging, "
-                 "recovery, throttle, straggler, pacing, metrics or event.N",
-                 section);
+        ctx_fail(c, "unknown section [%s]: expected " SECTIONS, section);
         return 0;
     }
     int ki = find_key(section, name);
@@ -520,11 +522,7 @@ static char *reader(char *str, int num, void *stream)
                 memcpy(sec, p + 1, len);
                 sec[len] = '\0';
                 if (!section_known(sec) && event_section(sec) < 0) {
-                    ctx_fail(c,
-                             "unknown section [%s]: expected scenario, workload, backend, log, "
-                             "aging, recovery, throttle, straggler, pacing, metrics or "
-                             "event.N",
-                             sec);
+                    ctx_fail(c, "unknown section [%s]: expected " SECTIONS, sec);
                 }
             }
         }
