@@ -1309,6 +1309,11 @@ static void check_events(chk_t *c, int cols_ok)
                                         "capacity", "slow",  "straggler"};
     enum { NK = sizeof kinds / sizeof kinds[0] };
     int64_t count[NK] = {0};
+    char known[160] = "";
+    for (int j = 0; j < NK; ++j) {
+        size_t at = strlen(known);
+        snprintf(known + at, sizeof known - at, "%s%s", j ? ", " : "", kinds[j]);
+    }
     /* A run that stopped on an error may have logged the events of a step whose row it never
      * appended; every other log has a row for every event's step. */
     int64_t last = c->complete ? c->nrows : c->nrows + 1;
@@ -1335,10 +1340,7 @@ static void check_events(chk_t *c, int cols_ok)
             }
         }
         if (kind < 0) {
-            rv_hit(&r_kind, i,
-                   "kind '%s' is not one of fade, death, sudden, drain, restore, "
-                   "retry, rollback, replica, capacity, slow, straggler",
-                   e->kind);
+            rv_hit(&r_kind, i, "kind '%s' is not one of %s", e->kind, known);
         } else if (e->step <= c->nrows) {
             count[kind]++;
         }
