@@ -137,7 +137,11 @@ static af_result_t check_gpus(int local_size, int gpus_visible, int cuda_request
     }
     char msg[600];
     const char *plural = gpus_visible == 1 ? "" : "s";
-    if (env("SLURM_GPUS_PER_TASK") != NULL) {
+    if (gpus_visible == 0) {
+        snprintf(msg, sizeof msg,
+                 "backend.compute = cuda, but no GPU is visible on this node (CUDA reports none): "
+                 "run where GPUs are, or use backend.compute = cpu or auto");
+    } else if (env("SLURM_GPUS_PER_TASK") != NULL) {
         snprintf(msg, sizeof msg,
                  "backend.compute = cuda: %d ranks on this node but each sees %d GPU%s: Slurm's "
                  "--gpus-per-task gives every task a private view of its own GPU, which breaks "
