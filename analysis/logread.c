@@ -745,9 +745,9 @@ static void check_root(chk_t *c)
         ok_f[i] = need_attr(c, "/", flts[i], WANT_F64);
     }
     /* Written by the current writer but not (yet) in the README's schema: typed when present. */
-    const char *opt_strs[] = {"backend_choice",      "device_versions", "launcher",
-                              "slurm_job_id",        "slurm_job_name",  "slurm_nodelist",
-                              "slurm_tasks_per_node"};
+    const char *opt_strs[] = {"backend_choice", "device_versions",     "launcher",
+                              "step_graph",     "slurm_job_id",        "slurm_job_name",
+                              "slurm_nodelist", "slurm_tasks_per_node"};
     const char *opt_ints[] = {"slurm_ntasks", "slurm_nnodes"};
     for (size_t i = 0; i < sizeof opt_strs / sizeof opt_strs[0]; ++i) {
         if (H5Aexists_by_name(c->f, "/", opt_strs[i], H5P_DEFAULT) > 0) {
@@ -1647,6 +1647,33 @@ static void check_final(chk_t *c, int cols_ok)
     }
     if (strcmp(c->reason, "capacity_exhausted") == 0) {
         need_attr(c, "/final", "exhausted_why", WANT_STR);
+    }
+    /* The step graph (written since backend.graph; optional for older logs): at most one
+     * instantiation per run, exactly one on a GPU that ran any graph step, none on a CPU. */
+    if (H5Aexists_by_name(c->f, "/final", "graph_instantiations", H5P_DEFAULT) > 0 &&
+        need_attr(c, "/final", "graph_instantiations", WANT_I64) &&
+        need_attr(c, "/final", "graph_steps", WANT_I64)) {
+        int64_t gi = get_i64(c, "/final", "graph_instantiations", &ok);
+        int64_t gs = get_i64(c, "/final", "graph_steps", &ok);
+        int64_t done = get_i64(c, "/final", "steps_completed", &ok);
+        char cb[32] = "";
+        (void)af_logfile_attr_str(c->lf, "/", "compute_backend", cb, sizeof cb);
+        if (gi < 0 || gi > 1) {
+            viol(c,
+                 "/final@graph_instantiations: %lld, expected 0 or 1 (the step graph is "
+                 "instantiated once, at start-up)",
+                 (long long)gi);
+        } else if (strcmp(cb, "cuda") == 0 && gs > 0 && gi != 1) {
+            viol(c, "/final@graph_instantiations: 0, yet %lld steps ran as a CUDA graph",
+                 (long long)gs);
+        } else if (strcmp(cb, "cpu") == 0 && gi != 0) {
+            viol(c, "/final@graph_instantiations: %lld, expected 0 with the cpu backend",
+                 (long long)gi);
+        }
+        if (gs < 0 || (done >= 0 && gs > done)) {
+            viol(c, "/final@graph_steps: %lld, expected 0..steps_completed (%lld)", (long long)gs,
+                 (long long)done);
+        }
     }
     /* The verdict follows from the figures. */
     if (strcmp(c->reason, "completed") == 0) {

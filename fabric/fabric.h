@@ -47,6 +47,11 @@ typedef struct af_fabric_ops {
      * At most AF_FABRIC_MAX_P2P entries. */
     af_result_t (*exchange)(af_fabric_t *f, const af_p2p_t *ops, int n);
     af_result_t (*barrier)(af_fabric_t *f);
+    /* allreduce_max_u64 enqueued on the caller's CUDA stream (a cudaStream_t), without waiting
+     * and without ordering against other streams: for capture into a CUDA graph. Every rank
+     * must enqueue it in the same order as its other collectives. NULL for a fabric whose
+     * buffers live in host memory. */
+    af_result_t (*enqueue_allreduce_max_u64)(af_fabric_t *f, uint64_t *buf, size_t n, void *stream);
     /* Frees the backend's state; does not finalize MPI. */
     void (*destroy)(af_fabric_t *f);
 } af_fabric_ops_t;

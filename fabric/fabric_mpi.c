@@ -129,6 +129,7 @@ static const af_fabric_ops_t af_fabric_mpi_ops = {
     .exchange = mpi_exchange,
     .barrier = mpi_barrier,
     .destroy = mpi_destroy,
+    .enqueue_allreduce_max_u64 = NULL, /* host buffers: nothing a CUDA graph could capture */
 };
 
 af_result_t af_fabric_mpi_create(af_fabric_t **out)

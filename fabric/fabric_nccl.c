@@ -95,6 +95,16 @@ static af_result_t nccl_allreduce_max_u64(af_fabric_t *f, uint64_t *buf, size_t 
     return nccl_end(c);
 }
 
+/* For capture into the compute backend's step graph: no event, no wait, no pointer check (a
+ * pointer query is best kept out of a capture; the driver hands af_cuda_alloc'ed buffers). */
+static af_result_t nccl_enqueue_allreduce_max_u64(af_fabric_t *f, uint64_t *buf, size_t n,
+                                                  void *stream)
+{
+    af_nccl_t *c = nccl_impl(f);
+    AF_NCCL_CHECK(ncclAllReduce(buf, buf, n, ncclUint64, ncclMax, c->comm, (cudaStream_t)stream));
+    return AF_OK;
+}
+
 static af_result_t nccl_allreduce_sum_i64(af_fabric_t *f, int64_t *buf, size_t n)
 {
     af_nccl_t *c = nccl_impl(f);
@@ -240,6 +250,7 @@ static const af_fabric_ops_t af_fabric_nccl_ops = {
     .exchange = nccl_exchange,
     .barrier = nccl_barrier,
     .destroy = nccl_destroy,
+    .enqueue_allreduce_max_u64 = nccl_enqueue_allreduce_max_u64,
 };
 
 /* What each rank tells the others before NCCL starts. */

@@ -28,6 +28,15 @@ enum {
                             step ^ AF_TWIN_SALT */
 };
 
+/* The containment decision of a step without DMR twins: a slot's computed result is committed
+ * when the slot is occupied, published (HEALTHY or FADING) and every output is finite. The
+ * driver's containment (sim/step.c) and the backends' step graphs decide by this rule. */
+AF_HD uint8_t af_commit_decision(int32_t block, int mode, int32_t nonfinite)
+{
+    return (uint8_t)(block >= 0 && (mode == AF_MODE_HEALTHY || mode == AF_MODE_FADING) &&
+                     nonfinite == 0);
+}
+
 /* The exchange vector of one step, combined across ranks with the exact max all-reduce:
  * [0, 2B) the edge cells of every block (left, right) by logical id; [2B, 3B) block mass;
  * [3B, 4B) block energy; [4B, 5B) block status: bit 0 set when its owner fenced this step's
@@ -51,6 +60,17 @@ typedef struct af_shard_desc {
 } af_shard_desc_t;
 
 typedef struct af_kernels af_kernels_t;
+
+/* The buffers of the step graph (graph_prepare, graph_run). */
+typedef struct af_graph_io {
+    const uint64_t *xchg_in; /* the exchange the compute reads, in the kernels' memory space */
+    uint64_t *xchg_out;      /* where the step packs its exchange (same space), xlen words */
+    size_t xlen;             /* af_xchg_len(blocks): the graph carries no tail words */
+    /* A fabric with enqueue_allreduce_max_u64 (nccl): the graph reduces xchg_out in place on
+     * the device. NULL: the driver reduces host_out itself afterwards. */
+    af_fabric_t *reduce;
+    uint64_t *host_out; /* host memory, xlen words: xchg_out as the step left it */
+} af_graph_io_t;
 
 /* compute() flags. */
 enum {
@@ -104,6 +124,19 @@ typedef struct af_kernels_ops {
     af_result_t (*poison_slot)(af_kernels_t *k, int slot);
     /* Waits for everything enqueued. */
     af_result_t (*sync)(af_kernels_t *k);
+    /* Prepares graph_run() for io's device buffers and fabric (host_out may change between
+     * runs). The CUDA backend captures the whole steady-state step on its stream as one CUDA
+     * graph and instantiates it, once (graph_instantiations); the CPU backend checks io and
+     * has nothing to prepare. Start-up only: it may allocate. */
+    af_result_t (*graph_prepare)(af_kernels_t *k, const af_graph_io_t *io);
+    /* One steady-state step, after the control arrays were uploaded: compute() of every slot
+     * with injection key `step` reading io->xchg_in; the containment decision on the backend's
+     * side (af_commit_decision, into commit[]); commit(); pack() into io->xchg_out followed by
+     * the AF_XCHG_FLAGS host words `flags`; io->reduce's all-reduce of io->xchg_out when set;
+     * then the results, the commit[] host view and io->host_out. Blocking. Counts
+     * graph_launches. */
+    af_result_t (*graph_run)(af_kernels_t *k, const af_graph_io_t *io, uint64_t step,
+                             const uint64_t *flags);
 } af_kernels_ops_t;
 
 struct af_kernels {
@@ -116,10 +149,12 @@ struct af_kernels {
     uint8_t *commit;     /* 1: commit this slot's computed buffer */
     uint8_t *select;     /* 1: compute this slot under AF_COMPUTE_SELECTED */
     /* Results, valid after download_results(). */
-    int32_t *nonfinite; /* non-finite outputs of the last compute */
-    int32_t *injected;  /* corruptions injected by the last compute */
-    int32_t *bitflips;  /* of which bit flips (may stay finite) */
-    size_t bytes;       /* bytes the backend allocated for the shard */
+    int32_t *nonfinite;           /* non-finite outputs of the last compute */
+    int32_t *injected;            /* corruptions injected by the last compute */
+    int32_t *bitflips;            /* of which bit flips (may stay finite) */
+    size_t bytes;                 /* bytes the backend allocated for the shard */
+    int64_t graph_instantiations; /* CUDA graphs instantiated (graph_prepare) */
+    int64_t graph_launches;       /* graph_run calls */
     void *impl;
 };
 
@@ -142,6 +177,9 @@ af_result_t af_cuda_alloc(void **out, size_t bytes);
 void af_cuda_free(void *p);
 af_result_t af_cuda_copy_to_host(void *host, const void *dev, size_t bytes);
 af_result_t af_cuda_copy_to_device(void *dev, const void *host, size_t bytes);
+/* A device-to-device copy ordered after everything enqueued on the device's blocking streams
+ * before it and before everything enqueued after it; does not wait. */
+af_result_t af_cuda_copy_on_device(void *dst, const void *src, size_t bytes);
 
 void af_kernels_destroy(af_kernels_t **k);
 

@@ -388,6 +388,41 @@ static af_result_t cpu_sync(af_kernels_t *k)
     return AF_OK;
 }
 
+static af_result_t cpu_graph_prepare(af_kernels_t *k, const af_graph_io_t *io)
+{
+    if (io->reduce != NULL) {
+        af_error_set("cpu backend: a step graph cannot run the %s fabric's device all-reduce",
+                     io->reduce->ops->name);
+        return AF_ERR_UNSUPPORTED;
+    }
+    if (io->xlen != af_xchg_len(k->desc.blocks)) {
+        af_error_set("cpu backend: a step graph carries %zu exchange words, not %zu", io->xlen,
+                     af_xchg_len(k->desc.blocks));
+        return AF_ERR_INTERNAL;
+    }
+    return AF_OK;
+}
+
+/* The step graph's work in the order the CUDA graph runs it; nothing to capture on a CPU. */
+static af_result_t cpu_graph_run(af_kernels_t *k, const af_graph_io_t *io, uint64_t step,
+                                 const uint64_t *flags)
+{
+    AF_CHECK(cpu_graph_prepare(k, io));
+    AF_CHECK(cpu_compute(k, step, io->xchg_in, 0));
+    for (int s = 0; s < k->desc.n_slots; ++s) {
+        k->commit[s] = af_commit_decision(k->slot_block[s], k->slot_mode[s], k->nonfinite[s]);
+    }
+    AF_CHECK(cpu_commit(k));
+    AF_CHECK(cpu_pack(k, io->xchg_out));
+    const size_t at = 5 * (size_t)k->desc.blocks;
+    memcpy(io->xchg_out + at, flags, sizeof(uint64_t) * AF_XCHG_FLAGS);
+    if (io->host_out != io->xchg_out) {
+        memcpy(io->host_out, io->xchg_out, sizeof(uint64_t) * io->xlen);
+    }
+    k->graph_launches++;
+    return AF_OK;
+}
+
 const af_kernels_ops_t af_kernels_cpu = {
     .name = "cpu",
     .create = cpu_create,
@@ -406,6 +441,8 @@ const af_kernels_ops_t af_kernels_cpu = {
     .refresh_slot = cpu_refresh_slot,
     .poison_slot = cpu_poison_slot,
     .sync = cpu_sync,
+    .graph_prepare = cpu_graph_prepare,
+    .graph_run = cpu_graph_run,
 };
 
 void af_kernels_destroy(af_kernels_t **k)

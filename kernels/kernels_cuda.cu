@@ -12,6 +12,11 @@
  *   results  device, one region: nonfinite | injected | bitflips (i32 each), copied back into a
  *            pinned host region by download_results(); the host views point into it
  *
+ *   graph    the steady-state step (graph_prepare): captured once on the stream and
+ *            instantiated once; its per-step inputs are read at launch from pinned host words
+ *            (h_key: injection key, h_flags: exchange flag words) and its outputs copied into
+ *            pinned host areas (h_results, h_commit, h_xout)
+ *
  * Every launch and copy is enqueued on the backend's own stream (a blocking stream, so work on
  * the legacy default stream, e.g. a plain cudaMemcpy, is ordered after it). Only the members
  * whose contract says "blocking" synchronise: write_slot, read_slot, read_next, write_next,
@@ -76,7 +81,16 @@ typedef struct af_cuda {
     uint8_t *h_parity;        /* host mirror of parity */
     size_t control_bytes;
     size_t results_bytes;
-    size_t noted; /* bytes noted with af_alloc_note_external, released in destroy */
+    /* The step graph (graph_prepare, graph_run). */
+    cudaGraph_t graph;
+    cudaGraphExec_t graph_exec;
+    uint64_t *d_key;        /* device word the graph's compute reads its injection key from */
+    uint64_t *h_key;        /* pinned: graph_run writes the key here, the graph copies it */
+    uint64_t *h_flags;      /* pinned: AF_XCHG_FLAGS words the graph appends to its pack */
+    uint8_t *h_commit;      /* pinned: the graph's containment decisions */
+    uint64_t *h_xout;       /* pinned: the graph's exchange, xlen words */
+    af_graph_io_t graph_io; /* the buffers and fabric captured */
+    size_t noted;           /* bytes noted with af_alloc_note_external, released in destroy */
 } af_cuda_t;
 
 /* Views of the control and results regions, in the order described at the top. */
@@ -177,7 +191,8 @@ typedef struct step_args {
     af_coeffs_t coeffs;
     uint64_t seed;
     uint64_t step;
-    int selected; /* AF_COMPUTE_SELECTED: only slots whose select[] is set */
+    const uint64_t *step_dev; /* when set, the key is read here instead (the step graph) */
+    int selected;             /* AF_COMPUTE_SELECTED: only slots whose select[] is set */
 } step_args_t;
 
 /* The masked Burgers step (kMasked) or its benchmark twin (every slot computed, no injection,
@@ -225,7 +240,8 @@ template <bool kMasked> __global__ void __launch_bounds__(AF_CUDA_BLOCK) step_ke
     const double ur = af_double(a.xchg[2 * (size_t)right]);
     const double prob = a.ctl.slot_p[s];
     const bool inject = kMasked && (mode == AF_MODE_FADING || mode == AF_MODE_SHADOW) && prob > 0.0;
-    const uint64_t key = mode == AF_MODE_SHADOW ? a.step ^ AF_TWIN_SALT : a.step;
+    const uint64_t step = a.step_dev != NULL ? *a.step_dev : a.step;
+    const uint64_t key = mode == AF_MODE_SHADOW ? step ^ AF_TWIN_SALT : step;
     const af_coeffs_t kc = a.coeffs;
 
     double pm = 0.0;
@@ -325,6 +341,18 @@ __global__ void commit_kernel(uint8_t *__restrict__ parity, af_cuda_ctl_t ctl, i
     }
 }
 
+/* The step graph's containment: each slot's commit flag from its control and its result, by
+ * af_commit_decision, in the device mirror of commit[] (which pack and commit read next). One
+ * thread per slot. */
+__global__ void contain_kernel(uint8_t *__restrict__ commit, af_cuda_ctl_t ctl,
+                               const int32_t *__restrict__ nonfinite, int n_slots)
+{
+    const int s = (int)(blockIdx.x * blockDim.x + threadIdx.x);
+    if (s < n_slots) {
+        commit[s] = af_commit_decision(ctl.slot_block[s], ctl.slot_mode[s], nonfinite[s]);
+    }
+}
+
 /* Recomputes the diagnostics of one slot's committed buffer (next = 0) or computed buffer
  * (next = 1). One warp. */
 __global__ void refresh_kernel(const double *__restrict__ state, double *__restrict__ diag,
@@ -414,6 +442,17 @@ static void cuda_destroy(af_kernels_t *k)
         cudaFree(c->results);
         cudaFreeHost(c->h_stage);
         cudaFreeHost(c->h_results);
+        if (c->graph_exec != NULL) {
+            cudaGraphExecDestroy(c->graph_exec);
+        }
+        if (c->graph != NULL) {
+            cudaGraphDestroy(c->graph);
+        }
+        cudaFree(c->d_key);
+        cudaFreeHost(c->h_key);
+        cudaFreeHost(c->h_flags);
+        cudaFreeHost(c->h_commit);
+        cudaFreeHost(c->h_xout);
         if (c->staged != NULL) {
             cudaEventDestroy(c->staged);
         }
@@ -583,6 +622,7 @@ static af_result_t cuda_compute(af_kernels_t *k, uint64_t step, const uint64_t *
     a.coeffs = k->desc.coeffs;
     a.seed = k->desc.seed;
     a.step = step;
+    a.step_dev = NULL;
     a.selected = (flags & AF_COMPUTE_SELECTED) != 0;
     if ((flags & AF_COMPUTE_UNMASKED) != 0) {
         step_kernel<false><<<slot_grid(n), AF_CUDA_BLOCK, 0, c->stream>>>(a);
@@ -705,6 +745,144 @@ static af_result_t cuda_sync(af_kernels_t *k)
     return AF_OK;
 }
 
+/* Enqueues the step graph's work on the stream being captured (graph_run documents it). */
+static af_result_t capture_step(af_kernels_t *k, const af_graph_io_t *io)
+{
+    af_cuda_t *c = impl(k);
+    const int n = k->desc.n_slots;
+    const size_t B = (size_t)k->desc.blocks;
+    const unsigned int grid = (unsigned int)((n + AF_CUDA_BLOCK - 1) / AF_CUDA_BLOCK);
+    af_cuda_ctl_t ctl = ctl_view(c->control, (size_t)n);
+    af_cuda_res_t res = res_view(c->results, (size_t)n);
+    AF_CUDA_CHECK(
+        cudaMemcpyAsync(c->d_key, c->h_key, sizeof(uint64_t), cudaMemcpyHostToDevice, c->stream));
+    if (n > 0) {
+        step_args_t a;
+        a.state = c->state;
+        a.diag = c->diag;
+        a.parity = c->parity;
+        a.ctl = ctl;
+        a.res = res;
+        a.xchg = io->xchg_in;
+        a.n_slots = n;
+        a.T = k->desc.block_len;
+        a.B = k->desc.blocks;
+        a.coeffs = k->desc.coeffs;
+        a.seed = k->desc.seed;
+        a.step = 0;
+        a.step_dev = c->d_key;
+        a.selected = 0;
+        step_kernel<true><<<slot_grid(n), AF_CUDA_BLOCK, 0, c->stream>>>(a);
+        AF_CUDA_LAUNCHED("step_kernel<masked> (graph)");
+        contain_kernel<<<grid, AF_CUDA_BLOCK, 0, c->stream>>>((uint8_t *)ctl.commit, ctl,
+                                                              res.nonfinite, n);
+        AF_CUDA_LAUNCHED("contain_kernel (graph)");
+        commit_kernel<<<grid, AF_CUDA_BLOCK, 0, c->stream>>>(c->parity, ctl, n);
+        AF_CUDA_LAUNCHED("commit_kernel (graph)");
+    }
+    AF_CUDA_CHECK(cudaMemsetAsync(io->xchg_out, 0, sizeof(uint64_t) * io->xlen, c->stream));
+    if (n > 0) {
+        pack_kernel<<<grid, AF_CUDA_BLOCK, 0, c->stream>>>(
+            c->state, c->diag, c->parity, ctl, io->xchg_out, n, k->desc.block_len, k->desc.blocks);
+        AF_CUDA_LAUNCHED("pack_kernel (graph)");
+    }
+    AF_CUDA_CHECK(cudaMemcpyAsync(io->xchg_out + 5 * B, c->h_flags,
+                                  sizeof(uint64_t) * AF_XCHG_FLAGS, cudaMemcpyHostToDevice,
+                                  c->stream));
+    if (io->reduce != NULL) {
+        AF_CHECK(io->reduce->ops->enqueue_allreduce_max_u64(io->reduce, io->xchg_out, io->xlen,
+                                                            (void *)c->stream));
+    }
+    AF_CUDA_CHECK(cudaMemcpyAsync(c->h_xout, io->xchg_out, sizeof(uint64_t) * io->xlen,
+                                  cudaMemcpyDeviceToHost, c->stream));
+    if (n > 0) {
+        AF_CUDA_CHECK(cudaMemcpyAsync(c->h_results, c->results, c->results_bytes,
+                                      cudaMemcpyDeviceToHost, c->stream));
+        AF_CUDA_CHECK(
+            cudaMemcpyAsync(c->h_commit, ctl.commit, (size_t)n, cudaMemcpyDeviceToHost, c->stream));
+    }
+    return AF_OK;
+}
+
+/* Captures the steady-state step once and instantiates it. Every input that changes from step
+ * to step is read at launch from pinned host memory, and the control arrays, the move list's
+ * effects and the health masks live in device memory the graph reads: nothing about a failure
+ * asks for a new graph. */
+static af_result_t cuda_graph_prepare(af_kernels_t *k, const af_graph_io_t *io)
+{
+    af_cuda_t *c = impl(k);
+    if (c->graph_exec != NULL) {
+        af_error_set("cuda backend: the step graph is already instantiated (graph_prepare is "
+                     "called once, at start-up)");
+        return AF_ERR_INTERNAL;
+    }
+    if (io->xlen != af_xchg_len(k->desc.blocks)) {
+        af_error_set("cuda backend: a step graph carries %zu exchange words, not %zu", io->xlen,
+                     af_xchg_len(k->desc.blocks));
+        return AF_ERR_INTERNAL;
+    }
+    if (io->reduce != NULL && io->reduce->ops->enqueue_allreduce_max_u64 == NULL) {
+        af_error_set("cuda backend: the %s fabric cannot run inside a CUDA graph",
+                     io->reduce->ops->name);
+        return AF_ERR_UNSUPPORTED;
+    }
+    const size_t n = (size_t)k->desc.n_slots;
+    AF_CUDA_CHECK(cudaSetDevice(c->device));
+    AF_CHECK(dev_alloc((void **)&c->d_key, sizeof(uint64_t), &c->noted));
+    AF_CHECK(host_alloc((void **)&c->h_key, sizeof(uint64_t), &c->noted));
+    AF_CHECK(host_alloc((void **)&c->h_flags, sizeof(uint64_t) * AF_XCHG_FLAGS, &c->noted));
+    AF_CHECK(host_alloc((void **)&c->h_commit, n > 0 ? n : 1, &c->noted));
+    AF_CHECK(host_alloc((void **)&c->h_xout, sizeof(uint64_t) * io->xlen, &c->noted));
+    /* Nothing of the start-up may still be running on the stream when the capture begins. */
+    AF_CUDA_CHECK(cudaStreamSynchronize(c->stream));
+    AF_CUDA_CHECK(cudaStreamBeginCapture(c->stream, cudaStreamCaptureModeThreadLocal));
+    af_result_t rc = capture_step(k, io);
+    cudaGraph_t graph = NULL;
+    cudaError_t end = cudaStreamEndCapture(c->stream, &graph);
+    if (rc != AF_OK) {
+        if (graph != NULL) {
+            cudaGraphDestroy(graph);
+        }
+        cudaGetLastError();
+        return rc;
+    }
+    AF_CUDA_CHECK(end);
+    c->graph = graph;
+    AF_CUDA_CHECK(cudaGraphInstantiate(&c->graph_exec, c->graph, 0));
+    AF_CUDA_CHECK(cudaGraphUpload(c->graph_exec, c->stream));
+    AF_CUDA_CHECK(cudaStreamSynchronize(c->stream));
+    c->graph_io = *io;
+    k->graph_instantiations++;
+    return AF_OK;
+}
+
+static af_result_t cuda_graph_run(af_kernels_t *k, const af_graph_io_t *io, uint64_t step,
+                                  const uint64_t *flags)
+{
+    af_cuda_t *c = impl(k);
+    const af_graph_io_t *g = &c->graph_io;
+    if (c->graph_exec == NULL || io->xchg_in != g->xchg_in || io->xchg_out != g->xchg_out ||
+        io->xlen != g->xlen || io->reduce != g->reduce) {
+        af_error_set("cuda backend: graph_run with buffers the step graph was not captured for "
+                     "(the driver keeps the device exchange buffers fixed)");
+        return AF_ERR_INTERNAL;
+    }
+    /* The last control upload's staging copy and every earlier launch are done when a graph
+     * step starts: graph_run itself waits for its graph below. */
+    *c->h_key = step;
+    memcpy(c->h_flags, flags, sizeof(uint64_t) * AF_XCHG_FLAGS);
+    AF_CUDA_CHECK(cudaGraphLaunch(c->graph_exec, c->stream));
+    AF_CUDA_CHECK(cudaStreamSynchronize(c->stream));
+    const int n = k->desc.n_slots;
+    for (int s = 0; s < n; ++s) {
+        k->commit[s] = c->h_commit[s];
+        c->h_parity[s] ^= (uint8_t)(c->h_commit[s] != 0);
+    }
+    memcpy(io->host_out, c->h_xout, sizeof(uint64_t) * io->xlen);
+    k->graph_launches++;
+    return AF_OK;
+}
+
 /* C++20 designated initialisers: a member out of kernels.h's order fails to compile. */
 static const af_kernels_ops_t af_kernels_cuda_table = {
     .name = "cuda",
@@ -724,6 +902,8 @@ static const af_kernels_ops_t af_kernels_cuda_table = {
     .refresh_slot = cuda_refresh_slot,
     .poison_slot = cuda_poison_slot,
     .sync = cuda_sync,
+    .graph_prepare = cuda_graph_prepare,
+    .graph_run = cuda_graph_run,
 };
 
 extern "C" {
@@ -819,6 +999,14 @@ af_result_t af_cuda_copy_to_device(void *dev, const void *host, size_t bytes)
 {
     AF_CUDA_CHECK(cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, cudaStreamLegacy));
     AF_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy));
+    return AF_OK;
+}
+
+/* On the legacy stream too: ordered after the kernels' earlier work and before their later work,
+ * with no wait on the host. */
+af_result_t af_cuda_copy_on_device(void *dst, const void *src, size_t bytes)
+{
+    AF_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, cudaStreamLegacy));
     return AF_OK;
 }
 

@@ -50,4 +50,12 @@ af_result_t af_cuda_copy_to_device(void *dev, const void *host, size_t bytes)
     (void)bytes;
     return no_cuda("af_cuda_copy_to_device");
 }
+
+af_result_t af_cuda_copy_on_device(void *dst, const void *src, size_t bytes)
+{
+    (void)dst;
+    (void)src;
+    (void)bytes;
+    return no_cuda("af_cuda_copy_on_device");
+}
 #endif

@@ -238,6 +238,68 @@ EOF
   fi
 done
 
+# ---- the step graph -----------------------------------------------------------------------
+# The default scenario (through an 85% blackout) on cuda with backend.graph off and on, twice,
+# alternating: the graph must be instantiated exactly once, run most steps, allocate nothing
+# after start-up and give the eager path's bits; the step latencies are compared from the logs.
+for round in 1 2; do
+  for g in off on; do
+    out=$build/check-graph-$g$round.h5
+    rm -f "$out"
+    step "run cuda graph=$g round $round" "$runlog" \
+      mpirun -np 1 "$build/agefence" run "${steps[@]}" --set backend.compute=cuda \
+      --set backend.graph=$g -o "$out"
+  done
+done
+section() { sed -n "/==== run cuda graph=$1 round 1/,/verdict/p" "$runlog"; }
+section on | grep -E "step graph|blackout|allocations|final state" | sed 's/^/  /' |
+  tee -a "$summary"
+gline=$(section on | grep "step graph" | head -1)
+case "$gline" in
+  *"on (CUDA graph"*", 1 graph instantiation"*) say "step graph: on, 1 instantiation" ;;
+  *)
+    say "step graph: expected 'on (CUDA graph ...), 1 graph instantiation', got '${gline}'"
+    failed=1
+    ;;
+esac
+if "$build/agefence-report" --check "$build/check-graph-on1.h5" >>"$runlog" 2>&1; then
+  say "step graph: agefence-report --check passes (graph_instantiations, graph_steps)"
+else
+  say "step graph: agefence-report --check fails: see runs.log"
+  failed=1
+fi
+c_off=$(section off | sed -n 's/.*final state .*checksum \([0-9a-f]*\),.*/\1/p' | head -1)
+c_on=$(section on | sed -n 's/.*final state .*checksum \([0-9a-f]*\),.*/\1/p' | head -1)
+if [ -n "$c_on" ] && [ "$c_on" = "$c_off" ]; then
+  say "step graph: checksums off $c_off, on $c_on: EQUAL"
+else
+  say "step graph: checksums off '$c_off', on '$c_on': DIFFER"
+  failed=1
+fi
+for round in 1 2; do
+  # --compare OTHER RUN prints RUN, OTHER, OTHER/RUN: here off, on, on/off.
+  "$build/agefence-report" --compare "$build/check-graph-on$round.h5" \
+    "$build/check-graph-off$round.h5" 2>&1 |
+    grep -E "latency\.phases\.(step|kernel|halo)_us\.(p50|p99) " |
+    sed "s/^/  round $round (off, on, on\/off): /" | tee -a "$summary"
+done
+for py in python3 /opt/torch/.venv/bin/python3; do
+  "$py" -c 'import h5py' 2>/dev/null || continue
+  "$py" - "$build/check-graph-off1.h5" "$build/check-graph-on1.h5" <<'EOF' 2>&1 |
+import sys, h5py
+with h5py.File(sys.argv[1], "r") as a, h5py.File(sys.argv[2], "r") as b:
+    diff = [c for c in a["steps"] if a["steps"][c][()].tobytes() != b["steps"][c][()].tobytes()]
+    ev = a["events"][()].tobytes() == b["events"][()].tobytes()
+    fb = b["final"].attrs
+    print("step graph off vs on: /steps columns differing:", diff or "none", "| events identical:",
+          ev, "| graph_instantiations", int(fb["graph_instantiations"]), "| graph_steps",
+          int(fb["graph_steps"]), "of", int(fb["steps_completed"]), "| allocs_after_init",
+          int(fb["allocs_after_init"]), "| max_blackout %.3f" % float(fb["max_blackout"]))
+EOF
+    sed 's/^/  /' | tee -a "$summary"
+  break
+done
+
 # ---- the CPU benchmarks on this (quieter, larger) machine ---------------------------------
 # Stragglers and pacing on the device: the exchange's per-device time words travel through its
 # device mirror; a slowed device must be declared and drained, and the result stay bitwise equal.

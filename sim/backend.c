@@ -167,6 +167,5 @@ af_result_t af_buf_copy(void *dst, af_mem_t dst_mem, const void *src, af_mem_t s
     if (src_mem == AF_MEM_HOST) {
         return af_cuda_copy_to_device(dst, src, bytes);
     }
-    af_error_set("af_buf_copy: device-to-device copies go through the compute backend");
-    return AF_ERR_INTERNAL;
+    return af_cuda_copy_on_device(dst, src, bytes);
 }

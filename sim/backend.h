@@ -50,8 +50,9 @@ af_result_t af_backend_select(int want_compute, int want_fabric, int local_rank,
  * without CUDA). Start-up only. */
 af_result_t af_buf_alloc(af_mem_t mem, size_t bytes, void **out);
 void af_buf_free(af_mem_t mem, void *p);
-/* Blocking copy of `bytes` bytes between any two spaces; a copy from or to device memory comes
- * after all work enqueued on the device before it (so after an asynchronous pack()). */
+/* Copy of `bytes` bytes between any two spaces; a copy from or to device memory comes after all
+ * work enqueued on the device before it (so after an asynchronous pack()). Blocking, except a
+ * device-to-device copy, which is only ordered before the work enqueued after it. */
 af_result_t af_buf_copy(void *dst, af_mem_t dst_mem, const void *src, af_mem_t src_mem,
                         size_t bytes);
 

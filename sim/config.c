@@ -63,6 +63,10 @@ static const key_def_t KEYS[] = {
      "compute backend; auto = cuda when built with CUDA and a GPU is visible, else cpu"},
     {"backend", "fabric", T_ENUM, OFF(fabric), 0, 0, 0, "auto|mpi|nccl", "auto", "",
      "fabric backend; auto = nccl with the cuda backend, else mpi"},
+    {"backend", "graph", T_ENUM, OFF(graph), 0, 0, 0, "auto|on|off", "auto", "",
+     "run each steady-state step (no DMR twins, no rollback) as one prepared unit of work: with "
+     "cuda, a CUDA graph captured once at start-up; auto = on with cuda unless straggler detection "
+     "is on; on with cpu runs the same path without a graph"},
     {"log", "path", T_STR, OFF(log_path), AF_MAX_VALUE + 1, 0, 0, NULL, "agefence-run.h5", "",
      "HDF5 log written by rank 0 (-o overrides)"},
     {"log", "flush_interval", T_INT, OFF(flush_interval), 0, 1, 1e9, NULL, "500", "steps",
@@ -768,6 +772,14 @@ af_result_t af_config_validate(const af_config_t *cfg, int nranks, char *err, si
     if (cfg->t_ref_k <= 0 || cfg->t_ambient_k <= 0) {
         snprintf(err, errlen, "%s: temperatures must be positive (kelvin)",
                  where(cfg, "aging", "t_ambient_k"));
+        return AF_ERR_USAGE;
+    }
+    if (cfg->graph == AF_GRAPH_ON && cfg->straggler_detect) {
+        snprintf(err, errlen,
+                 "%s: backend.graph = on cannot run with straggler.detect = on (the step graph "
+                 "reduces the exchange before the per-device times are known): expected graph = "
+                 "auto or off",
+                 where(cfg, "backend", "graph"));
         return AF_ERR_USAGE;
     }
     for (int i = 0; i < cfg->n_events; ++i) {

@@ -15,6 +15,7 @@
 
 enum { AF_BACKEND_AUTO = 0, AF_BACKEND_CPU = 1, AF_BACKEND_CUDA = 2 };
 enum { AF_FABRIC_AUTO = 0, AF_FABRIC_MPI = 1, AF_FABRIC_NCCL = 2 };
+enum { AF_GRAPH_AUTO = 0, AF_GRAPH_ON = 1, AF_GRAPH_OFF = 2 };
 enum { AF_DETECT_FINITE = 0, AF_DETECT_DMR = 1 };
 enum { AF_EVENT_KILL = 0, AF_EVENT_FADE = 1, AF_EVENT_SLOW = 2 };
 enum { AF_PACING_OFF = 0, AF_PACING_EWMA = 1 };
@@ -51,6 +52,7 @@ typedef struct af_config {
     /* [backend] */
     int compute;
     int fabric;
+    int graph; /* AF_GRAPH_* */
     /* [log] */
     char log_path[AF_PATH_LEN];
     int64_t flush_interval;

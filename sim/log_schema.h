@@ -38,9 +38,11 @@
 /* /ranks/<name>: step x rank wall times in microseconds. */
 #define AF_PHASES(X)                                                                               \
     X(step_us, "whole step, from its start to the start of the next")                              \
-    X(kernel_us, "masked compute, containment, retries and commit (throttle_us included)")         \
+    X(kernel_us, "masked compute, containment, retries and commit (throttle_us included; in a "    \
+                 "step-graph step also the pack and, with nccl, the all-reduce)")                  \
     X(throttle_us, "modelled throttling delay the rank spent as a busy wait inside kernel_us")     \
-    X(halo_us, "edge pack and exact all-reduce of edges and diagnostics")                          \
+    X(halo_us, "edge pack and exact all-reduce of edges and diagnostics (in a step-graph step "    \
+               "only a host all-reduce after the graph)")                                          \
     X(coord_us, "coordinator: aging model, planning and broadcast")                                \
     X(moves_us, "applying the move list (slot copies and cross-rank transfers)")                   \
     X(replica_us, "replica refresh")                                                               \

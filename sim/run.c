@@ -168,6 +168,7 @@ static af_result_t write_root_attrs(run_t *r)
     AF_CHECK(af_log_attr_str(log, "/", "fabric_backend",
                              r->nccl != NULL ? r->nccl->ops->name : r->fab->ops->name));
     AF_CHECK(af_log_attr_str(log, "/", "backend_choice", r->backend_why));
+    AF_CHECK(af_log_attr_str(log, "/", "step_graph", r->graph_why));
     af_launch_info_t li;
     af_launch_info(&li);
     AF_CHECK(af_log_attr_str(log, "/", "launcher", li.launcher));
@@ -247,7 +248,7 @@ static af_result_t load_initial_state(run_t *r)
     /* The exchange of the initial state, which the first step's compute reads, and the first
      * replicas (logical step 0). */
     AF_CHECK(af_exchange(r));
-    af_exchange_swap(r);
+    AF_CHECK(af_exchange_swap(r));
     return af_replicas_refresh(r);
 }
 
@@ -379,6 +380,7 @@ static af_result_t run_init(run_t *r)
         }
     }
     AF_CHECK(load_initial_state(r));
+    AF_CHECK(af_step_graph_init(r));
     if (r->world.rank == 0 && r->cfg.metrics_textfile[0] != '\0') {
         AF_CHECK(af_metrics_open(&r->metrics, r->cfg.metrics_textfile, r->cfg.name, r->k->ops->name,
                                  r->nccl != NULL ? r->nccl->ops->name : r->fab->ops->name,
@@ -620,6 +622,9 @@ static af_result_t write_final(run_t *r, const verdict_t *v)
     /* Over every rank (each row carries the ranks' cumulative counts, summed). */
     AF_CHECK(af_log_attr_i64(log, "/final", "allocs_after_init", r->totals.allocs_after_init));
     AF_CHECK(af_log_attr_i64(log, "/final", "comms_after_init", r->totals.comms_after_init));
+    /* Rank 0's (every rank prepares and runs the same step graph). */
+    AF_CHECK(af_log_attr_i64(log, "/final", "graph_instantiations", r->k->graph_instantiations));
+    AF_CHECK(af_log_attr_i64(log, "/final", "graph_steps", r->k->graph_launches));
     double load[3] = {0, 0, 0};
     if (getloadavg(load, 3) > 0) {
         AF_CHECK(af_log_attr_f64(log, "/host", "loadavg_1min_after", load[0]));
@@ -650,6 +655,9 @@ static void print_summary(const run_t *r, const verdict_t *v, double wall_s)
            (long long)r->T, (long long)r->C);
     printf("  backends       compute=%s fabric=%s\n", r->k->ops->name,
            r->nccl != NULL ? r->nccl->ops->name : r->fab->ops->name);
+    printf("  step graph     %s: %lld of %lld steps, %lld graph instantiation%s\n", r->graph_why,
+           (long long)r->k->graph_launches, (long long)r->tick,
+           (long long)r->k->graph_instantiations, r->k->graph_instantiations == 1 ? "" : "s");
     printf("  steps          %lld executed (%lld replayed) for %lld of %lld in %.2f s "
            "(%.0f steps/s), %.0f simulated hours\n",
            (long long)r->tick, (long long)t->replayed_steps, (long long)r->state_step,

@@ -73,6 +73,12 @@ typedef struct af_run_state {
     uint64_t *dxchg_cur;
     af_fabric_t *nccl; /* the device fabric for the halo (nccl), or NULL */
     char backend_why[200];
+    /* The step graph (backend.graph): steady-state steps run as the backend's graph_run. While
+     * it is on, the device exchange buffers stay where the graph was captured: a swap copies
+     * dxchg_cur into dxchg_prev instead of exchanging the pointers. */
+    int graph_on;
+    af_graph_io_t gio;
+    char graph_why[120];
     double *cellbuf; /* T doubles */
 
     /* Health, as every rank knows it (rank 0 also runs the model). */
@@ -168,8 +174,11 @@ af_result_t af_step_init(af_run_state_t *r);
 /* Packs the committed state's halo, diagnostics, status and stop flag into xchg_cur and
  * combines it across ranks (through the device fabric when there is one). */
 af_result_t af_exchange(af_run_state_t *r);
-/* xchg_prev <-> xchg_cur (and their device mirrors). */
-void af_exchange_swap(af_run_state_t *r);
+/* xchg_prev <-> xchg_cur, and their device mirrors (a copy while the step graph is on). */
+af_result_t af_exchange_swap(af_run_state_t *r);
+/* Decides backend.graph for this run and, when on, prepares the backend's step graph over the
+ * exchange buffers (start-up only; sets graph_on and graph_why). */
+af_result_t af_step_graph_init(af_run_state_t *r);
 void af_step_destroy(af_run_state_t *r);
 af_result_t af_step(af_run_state_t *r, int *stop);
 af_result_t af_step_log(af_run_state_t *r, int final);

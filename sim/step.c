@@ -481,14 +481,56 @@ af_result_t af_exchange(af_run_state_t *r)
                        len * sizeof(uint64_t));
 }
 
-void af_exchange_swap(af_run_state_t *r)
+af_result_t af_exchange_swap(af_run_state_t *r)
 {
     uint64_t *t = r->xchg_prev;
     r->xchg_prev = r->xchg_cur;
     r->xchg_cur = t;
+    if (r->dxchg_prev != NULL && r->graph_on) {
+        /* The step graph reads and writes these two buffers, wherever the step is. */
+        return af_buf_copy(r->dxchg_prev, AF_MEM_DEVICE, r->dxchg_cur, AF_MEM_DEVICE,
+                           sizeof(uint64_t) * r->xlen);
+    }
     t = r->dxchg_prev;
     r->dxchg_prev = r->dxchg_cur;
     r->dxchg_cur = t;
+    return AF_OK;
+}
+
+af_result_t af_step_graph_init(af_run_state_t *r)
+{
+    r->graph_on = 0;
+    if (r->cfg.graph == AF_GRAPH_OFF) {
+        snprintf(r->graph_why, sizeof r->graph_why, "off (backend.graph = off)");
+        return AF_OK;
+    }
+    if (r->cfg.straggler_detect) {
+        /* config.c refuses graph = on with straggler detection: this is auto. */
+        snprintf(r->graph_why, sizeof r->graph_why, "off (auto: straggler detection is on)");
+        return AF_OK;
+    }
+    if (r->cfg.graph == AF_GRAPH_AUTO && r->dxchg_prev == NULL) {
+        /* No launches to save on a CPU; backend.graph = on runs the same path there (tests). */
+        snprintf(r->graph_why, sizeof r->graph_why, "off (auto: the %s backend launches nothing)",
+                 r->k->ops->name);
+        return AF_OK;
+    }
+    memset(&r->gio, 0, sizeof r->gio);
+    r->gio.xchg_in = r->dxchg_prev != NULL ? r->dxchg_prev : r->xchg_prev;
+    r->gio.xchg_out = r->dxchg_cur != NULL ? r->dxchg_cur : r->xchg_cur;
+    r->gio.xlen = r->xlen;
+    r->gio.reduce = r->nccl;
+    r->gio.host_out = r->xchg_cur;
+    AF_CHECK(r->k->ops->graph_prepare(r->k, &r->gio));
+    r->graph_on = 1;
+    if (r->k->graph_instantiations > 0) {
+        snprintf(r->graph_why, sizeof r->graph_why, "on (CUDA graph%s)",
+                 r->nccl != NULL ? " with the nccl all-reduce inside" : ", mpi all-reduce after");
+    } else {
+        snprintf(r->graph_why, sizeof r->graph_why, "on (%s backend: the same work in sequence)",
+                 r->k->ops->name);
+    }
+    return AF_OK;
 }
 
 /* The exchange the kernels read: device memory with the cuda backend. */
@@ -507,16 +549,25 @@ static int any_fenced(const af_run_state_t *r)
     return 0;
 }
 
-/* Containment after a compute pass over `flags`' slots: commit what is clean, count the rest. */
-static void contain(af_run_state_t *r, int flags)
+/* Containment after a compute pass over `flags`' slots: commit what is clean, count the rest.
+ * After a step graph (verify), the backend has decided and committed already: the decisions
+ * in commit[] must be the ones made here, or the step fails. */
+static af_result_t contain(af_run_state_t *r, int flags, int verify)
 {
     af_kernels_t *k = r->k;
     int selected = (flags & AF_COMPUTE_SELECTED) != 0;
+    int64_t disagree = 0;
+    int first = -1;
     for (int s = 0; s < r->n_local; ++s) {
         int live = k->slot_block[s] >= 0 &&
                    (k->slot_mode[s] == AF_MODE_HEALTHY || k->slot_mode[s] == AF_MODE_FADING);
+        uint8_t backend = k->commit[s];
         if ((selected && !k->select[s]) || !live) {
             k->commit[s] = 0; /* committed in the main pass already, or not live */
+            if (verify && backend != 0) {
+                disagree++;
+                first = first < 0 ? s : first;
+            }
             continue;
         }
         r->mine.count[CNT_INJECTED] += k->injected[s];
@@ -534,7 +585,48 @@ static void contain(af_run_state_t *r, int flags)
             k->commit[s] = 1;
             r->mine.count[CNT_SDC] += k->injected[s]; /* finite corruption got through */
         }
+        if (verify && backend != k->commit[s]) {
+            disagree++;
+            first = first < 0 ? s : first;
+        }
     }
+    if (disagree > 0) {
+        af_error_set("step %lld: the %s backend's step graph committed %lld slot(s) against the "
+                     "containment rule (first: local slot %d, block %d, mode %d, %d non-finite)",
+                     (long long)r->tick, k->ops->name, (long long)disagree, first,
+                     k->slot_block[first], k->slot_mode[first], k->nonfinite[first]);
+        return AF_ERR_INTERNAL;
+    }
+    return AF_OK;
+}
+
+static double throttle(af_run_state_t *r, double compute_us);
+
+/* The kernel and halo phases of a steady-state step as the backend's step graph: compute,
+ * containment, commit, pack and (nccl) the all-reduce in one launch; the driver then checks
+ * and counts the containment, spends the throttling delay, and (mpi) reduces the exchange on
+ * the host. *t_kernel gets the end of the kernel phase. */
+static af_result_t graph_step(af_run_state_t *r, double *t_kernel)
+{
+    af_kernels_t *k = r->k;
+    uint64_t flags[AF_XCHG_FLAGS] = {0};
+    flags[AF_XCHG_STOP] = af_stop_flag() ? 1 : 0;
+    r->gio.xchg_in = kernel_xchg(r);
+    r->gio.xchg_out = r->dxchg_cur != NULL ? r->dxchg_cur : r->xchg_cur;
+    r->gio.host_out = r->xchg_cur;
+    double tc = af_now_us();
+    AF_CHECK(k->ops->graph_run(k, &r->gio, inject_key(r, 0), flags));
+    r->mine.phase[AF_PHASE_throttle_us] = throttle(r, af_now_us() - tc);
+    AF_CHECK(contain(r, 0, 1));
+    *t_kernel = af_now_us();
+    if (r->gio.reduce == NULL) {
+        AF_CHECK(r->fab->ops->allreduce_max_u64(r->fab, r->xchg_cur, r->xlen));
+        if (r->dxchg_cur != NULL) {
+            AF_CHECK(af_buf_copy(r->dxchg_cur, AF_MEM_DEVICE, r->xchg_cur, AF_MEM_HOST,
+                                 sizeof(uint64_t) * r->xlen));
+        }
+    }
+    return AF_OK;
 }
 
 /* Every rank: the slow events of this executed step set their units' base slowdown. */
@@ -678,7 +770,7 @@ af_result_t af_step(af_run_state_t *r, int *stop)
         }
         AF_CHECK(k->ops->upload_control(k));
         AF_CHECK(af_exchange(r));
-        af_exchange_swap(r);
+        AF_CHECK(af_exchange_swap(r));
         t_halo_rollback = af_now_us() - th;
         t_halo += t_halo_rollback;
     }
@@ -694,21 +786,28 @@ af_result_t af_step(af_run_state_t *r, int *stop)
     if (r->cfg.detect == AF_DETECT_DMR) {
         AF_CHECK(af_dmr_begin(r, NULL, 0, &twins));
     }
-    double tc = af_now_us();
-    AF_CHECK(k->ops->compute(k, inject_key(r, 0), kernel_xchg(r), 0));
-    AF_CHECK(k->ops->download_results(k));
-    r->mine.phase[AF_PHASE_throttle_us] = throttle(r, af_now_us() - tc);
-    if (twins > 0) {
-        AF_CHECK(af_dmr_end(r, twins));
+    double t3 = 0.0;
+    if (r->graph_on && twins == 0 && !rollback) {
+        /* Steps 3 and 4 but the retries, as one prepared unit of work. */
+        AF_CHECK(graph_step(r, &t3));
+        debug_scan(r, "commit");
+    } else {
+        double tc = af_now_us();
+        AF_CHECK(k->ops->compute(k, inject_key(r, 0), kernel_xchg(r), 0));
+        AF_CHECK(k->ops->download_results(k));
+        r->mine.phase[AF_PHASE_throttle_us] = throttle(r, af_now_us() - tc);
+        if (twins > 0) {
+            AF_CHECK(af_dmr_end(r, twins));
+        }
+        AF_CHECK(contain(r, 0, 0));
+        AF_CHECK(k->ops->upload_control(k));
+        AF_CHECK(k->ops->commit(k));
+        debug_scan(r, "commit");
+        t3 = af_now_us();
+        /* 4. Halo of the new state. */
+        AF_CHECK(af_exchange(r));
     }
-    contain(r, 0);
-    AF_CHECK(k->ops->upload_control(k));
-    AF_CHECK(k->ops->commit(k));
-    debug_scan(r, "commit");
-    double t3 = af_now_us();
-
-    /* 4. Halo of the new state; fenced blocks are retried within the step. */
-    AF_CHECK(af_exchange(r));
+    /* Fenced blocks are retried within the step. */
     double t4 = af_now_us();
     double t_retry = 0.0;
     for (int round = 0; any_fenced(r); ++round) {
@@ -751,7 +850,7 @@ af_result_t af_step(af_run_state_t *r, int *stop)
         if (rtwins > 0) {
             AF_CHECK(af_dmr_end(r, rtwins));
         }
-        contain(r, AF_COMPUTE_SELECTED);
+        AF_CHECK(contain(r, AF_COMPUTE_SELECTED, 0));
         AF_CHECK(k->ops->upload_control(k));
         AF_CHECK(k->ops->commit(k));
         /* Every live slot is committed now unless a retry failed again. */
@@ -777,7 +876,7 @@ af_result_t af_step(af_run_state_t *r, int *stop)
         *stop = 1;
         r->stop_signal = 1;
     }
-    af_exchange_swap(r);
+    AF_CHECK(af_exchange_swap(r));
     if (!r->exhausted) {
         r->state_step++;
     }

@@ -86,6 +86,10 @@ case_ pacing_mode "--set: pacing.mode = 'always' is invalid: expected one of off
   --set pacing.mode=always
 case_ straggler_threshold "--set: straggler.threshold = '1' is invalid: expected a number in" \
   --set straggler.threshold=1
+case_ graph_with_straggler "--set: backend.graph = on cannot run with straggler.detect = on" \
+  --set backend.graph=on --set straggler.detect=on
+case_ graph_mode "--set: backend.graph = 'always' is invalid: expected one of auto|on|off" \
+  --set backend.graph=always
 # An unwritable metrics file is refused before the run starts (and leaves no log).
 case_ metrics_unwritable "metrics.textfile = '/nonexistent-dir/m.prom': cannot write it" \
   --set metrics.textfile=/nonexistent-dir/m.prom

@@ -261,6 +261,25 @@ mode_bad_input() {
     ok
   done
 
+  # Step graph figures that cannot be (small.h5 ran on the cpu backend): --check names them.
+  seeded() { # NAME WANT_IN_CHECK MUTATION...
+    local name=$1 want=$2
+    shift 2
+    cp "$log" "$name.h5" && "$mutate" "$name.h5" "$@" || { fail "cannot make $name.h5"; return; }
+    "$report" --check "$name.h5" >k.txt 2>&1
+    local rc=$?
+    [ "$rc" = 1 ] || fail "$name: --check exit $rc, expected 1"
+    grep -qF -- "$want" k.txt || fail "$name: --check does not say '$want': $(cat k.txt)"
+    ok
+    echo "ok   $name: $(sed -n 2p k.txt)"
+  }
+  seeded graph_twice "/final@graph_instantiations: 2, expected 0 or 1" \
+    set-i64 /final graph_instantiations 2
+  seeded graph_on_cpu "/final@graph_instantiations: 1, expected 0 with the cpu backend" \
+    set-i64 /final graph_instantiations 1
+  seeded graph_steps "/final@graph_steps: 999999999, expected 0..steps_completed" \
+    set-i64 /final graph_steps 999999999
+
   # Bad command lines.
   local -a bad
   for bad in "" "--frobnicate $log" "--compare" "--plots" "--check --json $log" \

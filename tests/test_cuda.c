@@ -155,26 +155,32 @@ static int is_nan_bits(uint64_t u)
     return (u & 0x7ff0000000000000ULL) == 0x7ff0000000000000ULL && (u & 0x000fffffffffffffULL) != 0;
 }
 
-/* Packs both, compares the exchange vectors word for word, and leaves the CPU's in the device
- * vector (one rank: the combined vector is the packed one). The diagnostic words may hold a
- * NaN only when finite values overflowed (inf - inf); a GPU's NaN carries no payload, so
- * there two NaNs count as equal. Edge cells and status words must match exactly. */
+/* Two exchange vectors, word for word. The diagnostic words may hold a NaN only when finite
+ * values overflowed (inf - inf); a GPU's NaN carries no payload, so there two NaNs count as
+ * equal. Edge cells, status and flag words must match exactly. */
+static void compare_xchg(const pair_t *p, int step, const uint64_t *xc, const uint64_t *xg)
+{
+    for (size_t i = 0; i < p->xlen; ++i) {
+        if (xc[i] == xg[i]) {
+            continue;
+        }
+        int diag = i >= 2 * (size_t)p->B && i < 4 * (size_t)p->B;
+        if (diag && is_nan_bits(xc[i]) && is_nan_bits(xg[i])) {
+            continue;
+        }
+        fail_msg("step %d: exchange word %zu of %zu differs: cpu %016llx cuda %016llx", step, i,
+                 p->xlen, (unsigned long long)xc[i], (unsigned long long)xg[i]);
+    }
+}
+
+/* Packs both, compares the exchange vectors, and leaves the CPU's in the device vector (one
+ * rank: the combined vector is the packed one). */
 static void pair_pack(pair_t *p, int step)
 {
     assert_int_equal(p->cpu->ops->pack(p->cpu, p->xc), AF_OK);
     assert_int_equal(p->gpu->ops->pack(p->gpu, p->dxg), AF_OK);
     assert_int_equal(af_cuda_copy_to_host(p->xg, p->dxg, p->xlen * sizeof(uint64_t)), AF_OK);
-    for (size_t i = 0; i < p->xlen; ++i) {
-        if (p->xc[i] == p->xg[i]) {
-            continue;
-        }
-        int diag = i >= 2 * (size_t)p->B && i < 4 * (size_t)p->B;
-        if (diag && is_nan_bits(p->xc[i]) && is_nan_bits(p->xg[i])) {
-            continue;
-        }
-        fail_msg("step %d: exchange word %zu of %zu differs: cpu %016llx cuda %016llx", step, i,
-                 p->xlen, (unsigned long long)p->xc[i], (unsigned long long)p->xg[i]);
-    }
+    compare_xchg(p, step, p->xc, p->xg);
     assert_int_equal(af_cuda_copy_to_device(p->dxg, p->xc, p->xlen * sizeof(uint64_t)), AF_OK);
 }
 
@@ -331,6 +337,141 @@ static void test_lockstep_small(void **state)
     (void)state;
     run_lockstep(9, 33, 200); /* one cell in the second row */
     run_lockstep(12, 1, 200); /* one cell per block: both neighbours from the exchange */
+}
+
+/* The step graph (graph_prepare, graph_run) against the CPU backend's graph_run, in lockstep,
+ * through failures that change only values in device memory: FADING slots whose probability
+ * rises, units that die (poisoned slots), blocks moved to empty slots. Every step compares the
+ * containment decisions, the counters and the exchange (flag word included); the state every
+ * 20 steps. The graph is instantiated once and launched every step. `reduce` (the nccl fabric
+ * at one rank, or NULL) runs the all-reduce inside the graph. */
+static void run_graph_lockstep(af_fabric_t *reduce, int steps)
+{
+    make_config(40, 100);
+    const int n = 40 + 13;
+    pair_t p;
+    pair_create(&p, n, 20261130u);
+    for (int s = 0; s < n; ++s) {
+        pair_set(&p, s, -1, AF_MODE_HEALTHY, 0.0);
+    }
+    for (int b = 0; b < 40; ++b) {
+        int s = slot_of(b, n);
+        int fading = b % 5 == 4;
+        pair_set(&p, s, b, fading ? AF_MODE_FADING : AF_MODE_HEALTHY, fading ? 0.01 : 0.0);
+        pair_write(&p, s, b);
+        p.cpu->commit[s] = p.gpu->commit[s] = 1; /* the initial state is committed */
+    }
+    pair_upload(&p);
+    pair_pack(&p, 0);
+    uint64_t *xc_out = calloc(p.xlen, sizeof(uint64_t));
+    uint64_t *xg_out = calloc(p.xlen, sizeof(uint64_t));
+    uint64_t *dxg_out = NULL;
+    assert_non_null(xc_out);
+    assert_non_null(xg_out);
+    assert_int_equal(af_cuda_alloc((void **)&dxg_out, p.xlen * sizeof(uint64_t)), AF_OK);
+    af_graph_io_t gc = {p.xc, xc_out, p.xlen, NULL, xc_out};
+    af_graph_io_t gg = {p.dxg, dxg_out, p.xlen, reduce, xg_out};
+    assert_int_equal(p.cpu->ops->graph_prepare(p.cpu, &gc), AF_OK);
+    af_result_t rc = p.gpu->ops->graph_prepare(p.gpu, &gg);
+    if (rc != AF_OK) {
+        print_message("cuda graph_prepare: %s\n", af_error_message());
+    }
+    assert_int_equal(rc, AF_OK);
+    assert_int_equal(p.gpu->graph_instantiations, 1);
+    assert_int_equal(p.cpu->graph_instantiations, 0);
+    /* A second prepare is refused: one instantiation per run. */
+    assert_int_equal(p.gpu->ops->graph_prepare(p.gpu, &gg), AF_ERR_INTERNAL);
+
+    int64_t injected = 0;
+    int64_t fenced = 0;
+    int moved = 0;
+    int died = 0;
+    for (int step = 1; step <= steps; ++step) {
+        if (step % 15 == 0) {
+            /* A failure: a block moves to an empty slot, a FADING unit's slot dies (its block
+             * moves too), and the FADING probabilities rise. Values only. */
+            int b = (step / 15) % 40;
+            int from = -1;
+            int to = -1;
+            for (int s = 0; s < n; ++s) {
+                from = p.cpu->slot_block[s] == b ? s : from;
+                to = to < 0 && p.cpu->slot_block[s] < 0 && p.cpu->slot_mode[s] != AF_MODE_DEAD ? s
+                                                                                               : to;
+            }
+            if (from >= 0 && to >= 0) {
+                assert_int_equal(p.cpu->ops->copy_slot(p.cpu, from, to), AF_OK);
+                assert_int_equal(p.gpu->ops->copy_slot(p.gpu, from, to), AF_OK);
+                uint8_t mode = p.cpu->slot_mode[from];
+                double prob = p.cpu->slot_p[from];
+                pair_set(&p, to, b, mode, prob);
+                if (mode == AF_MODE_FADING) {
+                    /* the unit died: its slot is lost */
+                    pair_set(&p, from, -1, AF_MODE_DEAD, 0.0);
+                    assert_int_equal(p.cpu->ops->poison_slot(p.cpu, from), AF_OK);
+                    assert_int_equal(p.gpu->ops->poison_slot(p.gpu, from), AF_OK);
+                    died++;
+                } else {
+                    pair_set(&p, from, -1, AF_MODE_HEALTHY, 0.0);
+                }
+                moved++;
+            }
+            for (int s = 0; s < n; ++s) {
+                if (p.cpu->slot_mode[s] == AF_MODE_FADING) {
+                    p.cpu->slot_p[s] = p.gpu->slot_p[s] = p.cpu->slot_p[s] * 1.5;
+                }
+            }
+            pair_upload(&p);
+        }
+        uint64_t flags[AF_XCHG_FLAGS] = {(uint64_t)(step == steps)};
+        assert_int_equal(p.cpu->ops->graph_run(p.cpu, &gc, (uint64_t)step, flags), AF_OK);
+        rc = p.gpu->ops->graph_run(p.gpu, &gg, (uint64_t)step, flags);
+        if (rc != AF_OK) {
+            print_message("cuda graph_run: %s\n", af_error_message());
+        }
+        assert_int_equal(rc, AF_OK);
+        for (int s = 0; s < n; ++s) {
+            if (p.cpu->commit[s] != p.gpu->commit[s] ||
+                p.cpu->nonfinite[s] != p.gpu->nonfinite[s] ||
+                p.cpu->injected[s] != p.gpu->injected[s]) {
+                fail_msg("step %d slot %d: cpu commit/nonfinite/injected %d/%d/%d, cuda %d/%d/%d",
+                         step, s, p.cpu->commit[s], p.cpu->nonfinite[s], p.cpu->injected[s],
+                         p.gpu->commit[s], p.gpu->nonfinite[s], p.gpu->injected[s]);
+            }
+            int live = p.cpu->slot_block[s] >= 0 && (p.cpu->slot_mode[s] == AF_MODE_HEALTHY ||
+                                                     p.cpu->slot_mode[s] == AF_MODE_FADING);
+            fenced += live && !p.cpu->commit[s];
+            injected += p.cpu->injected[s];
+        }
+        compare_xchg(&p, step, xc_out, xg_out);
+        assert_true(xg_out[5 * (size_t)p.B + AF_XCHG_STOP] == (uint64_t)(step == steps));
+        /* The next step reads this one's exchange, at the fixed addresses the graph holds. */
+        memcpy(p.xc, xc_out, p.xlen * sizeof(uint64_t));
+        assert_int_equal(af_cuda_copy_on_device(p.dxg, dxg_out, p.xlen * sizeof(uint64_t)), AF_OK);
+        if (step % 20 == 0) {
+            pair_compare_state(&p, step);
+        }
+    }
+    pair_compare_state(&p, steps);
+    assert_int_equal(p.gpu->graph_instantiations, 1);
+    assert_int_equal(p.gpu->graph_launches, steps);
+    assert_int_equal(p.cpu->graph_launches, steps);
+    print_message("  step graph%s: %d steps, %d moves, %d deaths, %lld injected, %lld fenced: "
+                  "1 instantiation, bitwise equal\n",
+                  reduce != NULL ? " (nccl all-reduce inside)" : "", steps, moved, died,
+                  (long long)injected, (long long)fenced);
+    assert_true(injected > 0);
+    assert_true(fenced > 0);
+    assert_true(died > 0);
+    af_cuda_free(dxg_out);
+    free(xc_out);
+    free(xg_out);
+    pair_destroy(&p);
+}
+
+static void test_graph_lockstep(void **state)
+{
+    (void)state;
+    run_graph_lockstep(NULL, 150);
 }
 
 /* The benchmark's unmasked kernel computes the occupied slots exactly as the masked one, and
@@ -712,6 +853,16 @@ static void test_nccl_orders_after_kernels(void **state)
     pair_destroy(&p);
 }
 
+/* The step graph with the nccl all-reduce captured inside it (one rank: the identity). */
+static void test_nccl_graph(void **state)
+{
+    (void)state;
+    if (fab->size != 1) {
+        skip(); /* the lockstep compares against one CPU shard */
+    }
+    run_graph_lockstep(fab, 60);
+}
+
 static void test_nccl_refuses_host_buffers(void **state)
 {
     (void)state;
@@ -743,6 +894,7 @@ static int run_nccl(int *argc, char ***argv)
         cmocka_unit_test(test_nccl_exchange),
         cmocka_unit_test(test_nccl_orders_after_kernels),
         cmocka_unit_test(test_nccl_refuses_host_buffers),
+        cmocka_unit_test(test_nccl_graph),
     };
     int failed = cmocka_run_group_tests_name("nccl", tests, NULL, NULL);
     af_fabric_destroy(&fab);
@@ -794,6 +946,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_lockstep_t100),  cmocka_unit_test(test_lockstep_t256),
         cmocka_unit_test(test_lockstep_small), cmocka_unit_test(test_masked_vs_unmasked),
         cmocka_unit_test(test_slot_ops),       cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_graph_lockstep),
     };
     return cmocka_run_group_tests_name("cuda", tests, NULL, NULL);
 }
