@@ -127,7 +127,8 @@ typedef struct af_kernels_ops {
     /* Prepares graph_run() for io's device buffers and fabric (host_out may change between
      * runs). The CUDA backend captures the whole steady-state step on its stream as one CUDA
      * graph and instantiates it, once (graph_instantiations); the CPU backend checks io and
-     * has nothing to prepare. Start-up only: it may allocate. */
+     * has nothing to prepare. Start-up only: it may allocate; with io->reduce it is collective
+     * (a warm-up all-reduce). */
     af_result_t (*graph_prepare)(af_kernels_t *k, const af_graph_io_t *io);
     /* One steady-state step, after the control arrays were uploaded: compute() of every slot
      * with injection key `step` reading io->xchg_in; the containment decision on the backend's
