@@ -299,6 +299,12 @@ EOF
     sed 's/^/  /' | tee -a "$summary"
   break
 done
+# The same comparison as a benchmark: rounds of off and on interleaved, raw samples kept.
+step "bench graph (cuda, 1 rank)" "$runlog" \
+  timeout 300 mpirun -np 1 "$build/agefence" bench graph --samples 10 \
+  --set backend.compute=cuda -o "$res/bench-graph.h5"
+sed -n '/==== bench graph/,$p' "$runlog" | grep -E "step_us|kernel_halo|graph on / off|note:|result:" |
+  sed 's/^/  /' | tee -a "$summary"
 
 # ---- the CPU benchmarks on this (quieter, larger) machine ---------------------------------
 # Stragglers and pacing on the device: the exchange's per-device time words travel through its

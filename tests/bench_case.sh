@@ -37,4 +37,16 @@ if [ "$name" = jitter ]; then
     fail "no plain statement about the 85% reduction"
   [ -s "$work/plots/tradeoff.png" ] || fail "no tradeoff.png"
 fi
+if [ "$name" = graph ]; then
+  # Both settings sampled, and the graph really ran (the self-check fails the run otherwise).
+  /usr/bin/python3 - "$out" <<'PY' || fail "the graph series are missing"
+import sys
+import h5py
+with h5py.File(sys.argv[1], "r") as f:
+    for s in ("step_us.off", "step_us.on", "kernel_halo_us.off", "kernel_halo_us.on"):
+        assert f["series"][s].shape[0] > 100, s
+PY
+  grep -q "executed steps ran as the step graph" "$work/stdout" || fail "no graph step count"
+  grep -q "step p50: graph on / off" "$work/stdout" || fail "no on/off ratio"
+fi
 echo "PASS: bench $name"
