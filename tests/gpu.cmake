@@ -3,6 +3,7 @@
 #   test_cuda             label gpu: the CUDA kernels against the CPU backend, bit for bit
 #   test_cuda_nccl        label gpu: the NCCL fabric at one rank (mpiexec -n 1)
 #   test_cuda_shared_gpu  label gpu: two ranks on one GPU must be refused (mpiexec -n 2)
+#   run_cuda_graph        label gpu: a whole run with the step graph as a CUDA graph
 #   bench_kernel_cuda     not a test: scripts/gpu-check.sh runs it (docs/GPU.md)
 # GPU tests exit 77 (SKIP) where no GPU is visible or the build has no CUDA; CTest reports them
 # as skipped, not passed.
@@ -23,6 +24,20 @@ add_test(NAME test_cuda_shared_gpu
                  $<TARGET_FILE:test_cuda> shared)
 set_tests_properties(test_cuda test_cuda_nccl test_cuda_shared_gpu PROPERTIES
                      LABELS gpu TIMEOUT 300 SKIP_RETURN_CODE 77 ENVIRONMENT "${AF_MPI_ENV}")
+
+# A whole run on the GPU through the default scenario's 85% blackout, with the step graph:
+# one instantiation, most steps as the graph, bitwise equal to the reference, nothing allocated
+# after start-up (run_case.sh), SKIP where test_cuda finds no GPU.
+add_test(NAME run_cuda_graph
+         COMMAND bash -c "\"$1\" probe >/dev/null || exit $?; shift; exec bash \"$@\"" _
+                 $<TARGET_FILE:test_cuda> ${AF_RUN_CASE} $<TARGET_FILE:agefence>
+                 $<TARGET_FILE:agefence-report> ${MPIEXEC_EXECUTABLE}
+                 ${CMAKE_CURRENT_BINARY_DIR}/runs/run_cuda_graph
+                 check=/final@graph_instantiations=1 min=/final@graph_steps=1000
+                 min=/final@max_blackout=0.85 -- --set backend.compute=cuda
+                 --set backend.graph=on)
+set_tests_properties(run_cuda_graph PROPERTIES LABELS gpu TIMEOUT 300 SKIP_RETURN_CODE 77
+                     ENVIRONMENT "${AF_MPI_ENV}")
 
 if(AGEFENCE_HAVE_CUDA)
   add_executable(bench_kernel_cuda ${PROJECT_SOURCE_DIR}/bench/bench_kernel_cuda.cu)
