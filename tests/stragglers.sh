@@ -33,9 +33,15 @@ case "$mode" in
 throttle)
   # 6 blocks on device 1 x 400 us x (3 - 1) = 4.8 ms of modelled delay per step on its rank.
   common=(--set scenario.steps=120 --set throttle.block_us=400)
-  run 2 base.h5 "${common[@]}"
-  run 2 slow.h5 "${common[@]}" "${SLOW[@]}"
-  /usr/bin/python3 - <<'PY' || exit 1
+  # A wall-clock comparison on a shared machine: up to three attempts, each a fresh pair of
+  # runs, pass on the first in the band. A wrong delay (none, or counted twice) misses every
+  # time; a burst of load from elsewhere rarely spans three pairs.
+  ok=0
+  for attempt in 1 2 3; do
+    run 2 base.h5 "${common[@]}"
+    run 2 slow.h5 "${common[@]}" "${SLOW[@]}"
+    if /usr/bin/python3 - "$attempt" <<'PY'; then
+import sys
 import h5py, numpy as np
 def load(p):
     f = h5py.File(p, "r")
@@ -50,9 +56,15 @@ assert abs(modelled - 4800) < 1e-6 * 4800, f"modelled delay {modelled} us, expec
 # stretches them; the lower quantiles show the delay itself.
 measured = np.percentile(st1[skip:], 10) - np.percentile(st0[skip:], 10)
 ratio = measured / modelled
-print(f"measured increase {measured:.0f} us for a modelled {modelled:.0f} us: ratio {ratio:.3f}")
+print(f"attempt {sys.argv[1]}: measured increase {measured:.0f} us for a modelled "
+      f"{modelled:.0f} us: ratio {ratio:.3f}")
 assert 0.7 <= ratio <= 1.6, f"ratio {ratio:.3f} outside [0.7, 1.6]"
 PY
+      ok=1
+      break
+    fi
+  done
+  [ "$ok" = 1 ] || fail "the throttling delay missed [0.7, 1.6] x the modelled delay three times"
   ;;
 straggler)
   common=(--set scenario.steps=160 --set straggler.detect=on)
