@@ -816,6 +816,13 @@ static af_result_t cuda_graph_prepare(af_kernels_t *k, const af_graph_io_t *io)
                      "called once, at start-up)");
         return AF_ERR_INTERNAL;
     }
+    if (io->reduce != NULL) {
+        /* First, so that every rank takes part whatever fails below: one all-reduce of the
+         * captured size outside the capture (all ranks prepare at the same point of start-up).
+         * NCCL sets its connections up lazily, at the first collective that needs them, which
+         * must not happen inside a capture. xchg_out is overwritten by every graph run. */
+        AF_CHECK(io->reduce->ops->allreduce_max_u64(io->reduce, io->xchg_out, io->xlen));
+    }
     if (io->xlen != af_xchg_len(k->desc.blocks)) {
         af_error_set("cuda backend: a step graph carries %zu exchange words, not %zu", io->xlen,
                      af_xchg_len(k->desc.blocks));
@@ -835,13 +842,7 @@ static af_result_t cuda_graph_prepare(af_kernels_t *k, const af_graph_io_t *io)
     AF_CHECK(host_alloc((void **)&c->h_xout, sizeof(uint64_t) * io->xlen, &c->noted));
     /* Nothing of the start-up may still be running on the stream when the capture begins. */
     AF_CUDA_CHECK(cudaStreamSynchronize(c->stream));
-    if (io->reduce != NULL) {
-        /* One all-reduce of the captured size outside the capture, on every rank (all prepare
-         * at the same point of start-up): NCCL sets its connections up lazily, at the first
-         * collective that needs them, which must not happen inside a capture. xchg_out is
-         * overwritten by every graph run. */
-        AF_CHECK(io->reduce->ops->allreduce_max_u64(io->reduce, io->xchg_out, io->xlen));
-    }
+
     AF_CUDA_CHECK(cudaStreamBeginCapture(c->stream, cudaStreamCaptureModeThreadLocal));
     af_result_t rc = capture_step(k, io);
     cudaGraph_t graph = NULL;

@@ -78,7 +78,7 @@ typedef struct af_run_state {
      * dxchg_cur into dxchg_prev instead of exchanging the pointers. */
     int graph_on;
     af_graph_io_t gio;
-    char graph_why[120];
+    char graph_why[200];
     double *cellbuf; /* T doubles */
 
     /* Health, as every rank knows it (rank 0 also runs the model). */

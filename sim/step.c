@@ -521,7 +521,34 @@ af_result_t af_step_graph_init(af_run_state_t *r)
     r->gio.xlen = r->xlen;
     r->gio.reduce = r->nccl;
     r->gio.host_out = r->xchg_cur;
-    AF_CHECK(r->k->ops->graph_prepare(r->k, &r->gio));
+    af_result_t rc = r->k->ops->graph_prepare(r->k, &r->gio);
+    /* AGEFENCE_DEBUG=graphfail=R: rank R's preparation fails (tests the agreement below). */
+    const char *dbg = getenv("AGEFENCE_DEBUG");
+    const char *gf = dbg != NULL ? strstr(dbg, "graphfail=") : NULL;
+    if (rc == AF_OK && gf != NULL && atoi(gf + strlen("graphfail=")) == r->world.rank) {
+        af_error_set("graph_prepare failed on purpose (AGEFENCE_DEBUG=graphfail)");
+        rc = AF_ERR_DEVICE;
+    }
+    /* Every rank runs the same path: one rank's failure turns the graph off everywhere. */
+    uint64_t failed = rc != AF_OK;
+    char why[200];
+    snprintf(why, sizeof why, "%s", rc != AF_OK ? af_error_message() : "");
+    AF_CHECK(r->fab->ops->allreduce_max_u64(r->fab, &failed, 1));
+    if (failed) {
+        af_error_clear(); /* said again below, with what it means for the run */
+        if (r->cfg.graph == AF_GRAPH_ON) {
+            af_error_set("backend.graph = on: the step graph cannot be prepared%s%s",
+                         rc != AF_OK ? ": " : " on another rank", why);
+            return rc != AF_OK ? rc : AF_ERR_INTERNAL;
+        }
+        snprintf(r->graph_why, sizeof r->graph_why, "off (auto: preparing it failed%s%.80s)",
+                 rc != AF_OK ? ": " : " on another rank", why);
+        if (r->world.rank == 0 || rc != AF_OK) {
+            fprintf(stderr, "agefence: rank %d: step graph %s; the eager path runs instead\n",
+                    r->world.rank, r->graph_why);
+        }
+        return AF_OK;
+    }
     r->graph_on = 1;
     if (r->k->graph_instantiations > 0) {
         snprintf(r->graph_why, sizeof r->graph_why, "on (CUDA graph%s)",

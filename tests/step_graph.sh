@@ -48,6 +48,21 @@ rc=$?
 rc=$?
 [ "$rc" = 0 ] || [ "$rc" = 4 ] || fail "auto run: exit $rc: $(cat "$work/auto.out")"
 
+# A rank whose preparation fails turns the graph off on every rank; with graph = on that is
+# an error on every rank, named, before any step, and no log is left.
+AGEFENCE_DEBUG=graphfail=1 "$mpiexec" -n 2 --oversubscribe "$agefence" run -q -c "$small" \
+  -o "$work/gfail.h5" --set backend.graph=on >"$work/gfail.out" 2>&1
+rc=$?
+if [ "$rc" = 0 ] || [ -e "$work/gfail.h5" ] ||
+  ! grep -q "rank 0: backend.graph = on: the step graph cannot be prepared on another rank" \
+    "$work/gfail.out" ||
+  ! grep -q "rank 1: backend.graph = on: the step graph cannot be prepared: graph_prepare failed on purpose" \
+    "$work/gfail.out"; then
+  fail "a failed graph preparation with graph = on: exit $rc: $(cat "$work/gfail.out")"
+else
+  echo "ok   a failed graph preparation on rank 1 stops both ranks before any step (exit $rc)"
+fi
+
 /usr/bin/python3 - "$work" <<'PY' || fails=$((fails + 1))
 import sys
 import h5py
