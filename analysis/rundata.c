@@ -71,6 +71,7 @@ static void load_attrs(af_run_t *run, const af_logfile_t *lf)
     get_str(lf, "/", "start_time", run->start_time, sizeof run->start_time);
     get_str(lf, "/", "mpi_version", run->mpi_version, sizeof run->mpi_version);
     get_str(lf, "/", "backend_choice", run->backend_choice, sizeof run->backend_choice);
+    get_str(lf, "/", "step_graph", run->step_graph, sizeof run->step_graph);
     get_str(lf, "/", "launcher", run->launcher, sizeof run->launcher);
     get_str(lf, "/", "slurm_job_id", run->slurm_job_id, sizeof run->slurm_job_id);
     get_str(lf, "/", "slurm_nodelist", run->slurm_nodelist, sizeof run->slurm_nodelist);
@@ -99,6 +100,8 @@ static void load_attrs(af_run_t *run, const af_logfile_t *lf)
     get_i64(lf, "/final", "nonfinite_leaked_total", &run->nonfinite_leaked_total);
     get_i64(lf, "/final", "sdc_undetected_total", &run->sdc_undetected_total);
     get_i64(lf, "/final", "allocs_after_init", &run->allocs_after_init);
+    get_i64(lf, "/final", "graph_instantiations", &run->graph_instantiations);
+    get_i64(lf, "/final", "graph_steps", &run->graph_steps);
     get_f64(lf, "/final", "mass_initial", &run->mass_initial);
     get_f64(lf, "/final", "mass_final", &run->mass_final);
     get_f64(lf, "/final", "sim_hours", &run->sim_hours);

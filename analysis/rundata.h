@@ -53,6 +53,7 @@ typedef struct af_run {
     char start_time[64];
     char mpi_version[256];
     char backend_choice[256]; /* how the backends were chosen ("" in older logs) */
+    char step_graph[256];     /* backend.graph: on or off, and why ("" in older logs) */
     char launcher[64];        /* mpirun, srun, ... */
     char slurm_job_id[64];    /* "" outside Slurm */
     char slurm_nodelist[1024];
@@ -66,7 +67,7 @@ typedef struct af_run {
     char state_checksum[64];
     char reference_checksum[64];
     af_opt_i64_t exit_code, steps_completed, state_step, bitwise_equal, nonfinite_leaked_total,
-        sdc_undetected_total, allocs_after_init;
+        sdc_undetected_total, allocs_after_init, graph_instantiations, graph_steps;
     af_opt_f64_t mass_initial, mass_final, sim_hours, max_blackout;
 
     /* /calibration (p50 etc. attributes of the raw sample datasets). */

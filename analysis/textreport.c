@@ -114,6 +114,15 @@ static void run_section(const af_summary_t *s, FILE *out)
         fprintf(out, "  backends     compute=%s fabric=%s\n", or_unknown(r->compute_backend),
                 or_unknown(r->fabric_backend));
     }
+    if (r->step_graph[0] != '\0') {
+        fprintf(out, "  step graph   %s", r->step_graph);
+        if (r->graph_steps.ok && r->steps_completed.ok) {
+            fprintf(out, ": %lld of %lld steps, %lld instantiation%s", (long long)r->graph_steps.v,
+                    (long long)r->steps_completed.v, (long long)r->graph_instantiations.v,
+                    r->graph_instantiations.v == 1 ? "" : "s");
+        }
+        fputc('\n', out);
+    }
     fprintf(out,
             "  fleet        %lld devices x %lld units = %lld units; %lld blocks x %lld cells\n",
             (long long)r->devices.v, (long long)r->units_per_device.v, (long long)s->units,
