@@ -195,17 +195,18 @@ typedef struct step_args {
     int selected;             /* AF_COMPUTE_SELECTED: only slots whose select[] is set */
 } step_args_t;
 
-/* The masked Burgers step (kMasked) or its benchmark twin (every slot computed, no injection,
- * no containment count, though the buffer's non-finite count is kept in its diagnostics as on
- * the CPU). One warp per slot, AF_CUDA_SLOTS_BLOCK slots per block. In a retry
- * round (selected) a slot whose select[] is 0 is left alone, result counters included. A
- * masked-out slot (empty, or on a DEAD unit) only has its result counters zeroed and writes
- * nothing else.
+/* The masked Burgers step (kMasked) or its benchmark twin (every slot computed, no containment
+ * count, though the buffer's non-finite count is kept in its diagnostics as on the CPU). One
+ * warp per slot, AF_CUDA_SLOTS_BLOCK slots per block. In a retry round (selected) a slot whose
+ * select[] is 0 is left alone, result counters included. A masked-out slot (empty, or on a DEAD
+ * unit) only has its result counters zeroed and writes nothing else.
  * A computed slot reads its committed buffer and its neighbours' edges from xchg, writes the
- * other buffer, injects faults after the cell update (a FADING slot keyed by step, a SHADOW
- * twin with slot_p > 0 by step ^ AF_TWIN_SALT), then counts non-finite outputs (warp ballot)
- * and stores the new buffer's diagnostics. Lane l handles cells l, l+32,
- * ... in increasing order, which is also the order its diagnostic partials need. */
+ * other buffer, counts its non-finite outputs (warp ballot) and stores the new buffer's
+ * diagnostics. Lane l handles cells l, l+32, ... in increasing order, which is also the order
+ * its diagnostic partials need. Fault injection is not here but in inject_kernel, launched
+ * after it: with the injection path compiled in, this kernel needed 59 registers instead of 48
+ * on sm_90 (ptxas), which cuts the warps resident per SM from 40 to 32 for every slot, while
+ * only FADING slots and their twins inject. */
 template <bool kMasked> __global__ void __launch_bounds__(AF_CUDA_BLOCK) step_kernel(step_args_t a)
 {
     const int lane = (int)(threadIdx.x % AF_LANES);
@@ -238,17 +239,11 @@ template <bool kMasked> __global__ void __launch_bounds__(AF_CUDA_BLOCK) step_ke
     const int right = (b + 1) % B;
     const double ul = af_double(a.xchg[2 * (size_t)left + 1]);
     const double ur = af_double(a.xchg[2 * (size_t)right]);
-    const double prob = a.ctl.slot_p[s];
-    const bool inject = kMasked && (mode == AF_MODE_FADING || mode == AF_MODE_SHADOW) && prob > 0.0;
-    const uint64_t step = a.step_dev != NULL ? *a.step_dev : a.step;
-    const uint64_t key = mode == AF_MODE_SHADOW ? step ^ AF_TWIN_SALT : step;
     const af_coeffs_t kc = a.coeffs;
 
     double pm = 0.0;
     double pe = 0.0;
     int nonfinite = 0;
-    int injected = 0;
-    int bitflips = 0;
     for (int base = 0; base < T; base += AF_LANES * AF_CUDA_UNROLL) {
         double c[AF_CUDA_UNROLL];
         double l[AF_CUDA_UNROLL];
@@ -270,24 +265,14 @@ template <bool kMasked> __global__ void __launch_bounds__(AF_CUDA_BLOCK) step_ke
             const int i = base + j * AF_LANES + lane;
             const bool in = i < T;
             double v = 0.0;
-            int kind = AF_CORRUPT_NONE;
             if (in) {
                 v = af_burgers_cell(l[j], c[j], r[j], kc);
-                if (inject) {
-                    v = af_inject(v, prob, a.seed, key, (uint64_t)b, (uint64_t)i, &kind);
-                }
                 un[i] = v;
                 pm += v;
                 pe += 0.5 * v * v;
             }
-            /* The loop bounds are warp-uniform, so every lane reaches the ballots. */
+            /* The loop bounds are warp-uniform, so every lane reaches the ballot. */
             nonfinite += __popc(__ballot_sync(AF_FULL_MASK, in && af_nonfinite(v)));
-            if (kMasked) {
-                if (inject) {
-                    injected += __popc(__ballot_sync(AF_FULL_MASK, kind != AF_CORRUPT_NONE));
-                    bitflips += __popc(__ballot_sync(AF_FULL_MASK, kind == AF_CORRUPT_BITFLIP));
-                }
-            }
         }
     }
     const double mass = warp_lane_tree(pm);
@@ -299,9 +284,65 @@ template <bool kMasked> __global__ void __launch_bounds__(AF_CUDA_BLOCK) step_ke
         d[2] = (double)nonfinite;
         if (kMasked) {
             a.res.nonfinite[s] = nonfinite;
-            a.res.injected[s] = injected;
-            a.res.bitflips[s] = bitflips;
         }
+    }
+}
+
+/* Fault injection after step_kernel<true>, on the slots that inject: occupied FADING slots,
+ * keyed by the step, and SHADOW twins with slot_p > 0, keyed by step ^ AF_TWIN_SALT (in a retry
+ * round only the selected ones). One warp per slot, every other warp leaves at once. A slot's
+ * computed buffer gets af_inject() cell by cell, in the order the CPU applies it; then its
+ * non-finite, injected and bit-flip counts and its diagnostics are those of the injected
+ * buffer, accumulated in step_kernel's lane order (cells l, l+32, ... per lane), so they are
+ * bitwise the CPU's. */
+__global__ void __launch_bounds__(AF_CUDA_BLOCK) inject_kernel(step_args_t a)
+{
+    const int lane = (int)(threadIdx.x % AF_LANES);
+    const int s = (int)(blockIdx.x * AF_CUDA_SLOTS_BLOCK + threadIdx.x / AF_LANES);
+    if (s >= a.n_slots || (a.selected && a.ctl.select[s] == 0)) {
+        return; /* the whole warp: s is warp-uniform */
+    }
+    const int b = a.ctl.slot_block[s];
+    const int mode = a.ctl.slot_mode[s];
+    const double prob = a.ctl.slot_p[s];
+    if (b < 0 || (mode != AF_MODE_FADING && mode != AF_MODE_SHADOW) || !(prob > 0.0)) {
+        return;
+    }
+    const int T = a.T;
+    const int p = a.parity[s];
+    double *__restrict__ un = a.state + ((size_t)s * 2 + (size_t)(p ^ 1)) * (size_t)T;
+    const uint64_t step = a.step_dev != NULL ? *a.step_dev : a.step;
+    const uint64_t key = mode == AF_MODE_SHADOW ? step ^ AF_TWIN_SALT : step;
+    double pm = 0.0;
+    double pe = 0.0;
+    int nonfinite = 0;
+    int injected = 0;
+    int bitflips = 0;
+    for (int base = 0; base < T; base += AF_LANES) { /* warp-uniform bounds: the ballots are safe */
+        const int i = base + lane;
+        const bool in = i < T;
+        double v = 0.0;
+        int kind = AF_CORRUPT_NONE;
+        if (in) {
+            v = af_inject(un[i], prob, a.seed, key, (uint64_t)b, (uint64_t)i, &kind);
+            un[i] = v;
+            pm += v;
+            pe += 0.5 * v * v;
+        }
+        nonfinite += __popc(__ballot_sync(AF_FULL_MASK, in && af_nonfinite(v)));
+        injected += __popc(__ballot_sync(AF_FULL_MASK, kind != AF_CORRUPT_NONE));
+        bitflips += __popc(__ballot_sync(AF_FULL_MASK, kind == AF_CORRUPT_BITFLIP));
+    }
+    const double mass = warp_lane_tree(pm);
+    const double energy = warp_lane_tree(pe);
+    if (lane == 0) {
+        double *d = a.diag + ((size_t)s * 2 + (size_t)(p ^ 1)) * 3;
+        d[0] = mass;
+        d[1] = energy;
+        d[2] = (double)nonfinite;
+        a.res.nonfinite[s] = nonfinite;
+        a.res.injected[s] = injected;
+        a.res.bitflips[s] = bitflips;
     }
 }
 
@@ -630,6 +671,8 @@ static af_result_t cuda_compute(af_kernels_t *k, uint64_t step, const uint64_t *
     } else {
         step_kernel<true><<<slot_grid(n), AF_CUDA_BLOCK, 0, c->stream>>>(a);
         AF_CUDA_LAUNCHED("step_kernel<masked>");
+        inject_kernel<<<slot_grid(n), AF_CUDA_BLOCK, 0, c->stream>>>(a);
+        AF_CUDA_LAUNCHED("inject_kernel");
     }
     return AF_OK;
 }
@@ -774,6 +817,8 @@ static af_result_t capture_step(af_kernels_t *k, const af_graph_io_t *io)
         a.selected = 0;
         step_kernel<true><<<slot_grid(n), AF_CUDA_BLOCK, 0, c->stream>>>(a);
         AF_CUDA_LAUNCHED("step_kernel<masked> (graph)");
+        inject_kernel<<<slot_grid(n), AF_CUDA_BLOCK, 0, c->stream>>>(a);
+        AF_CUDA_LAUNCHED("inject_kernel (graph)");
         contain_kernel<<<grid, AF_CUDA_BLOCK, 0, c->stream>>>((uint8_t *)ctl.commit, ctl,
                                                               res.nonfinite, n);
         AF_CUDA_LAUNCHED("contain_kernel (graph)");
