@@ -38,6 +38,9 @@ typedef enum defect {
     DEFECT_NO_EXIT_REASON,  /* killed before /final was written */
     DEFECT_SCHEMA_99,
     DEFECT_KILLED, /* SIGKILL after the first flush: write_log never returns (run it in a child) */
+    DEFECT_ENERGY_INF,  /* /steps/energy[8] = inf with no corruption committed before */
+    VARIANT_SDC_ENERGY, /* not a defect: a finite corruption committed at row 6 (detect =
+                           finite), whose square overflows the energy at row 8 */
 } defect_t;
 
 /* A fresh temporary file name under /tmp (the file exists, empty). */
@@ -123,6 +126,14 @@ static void write_log(const char *path, defect_t defect)
         }
         row.fenced = row.corrupt_detected;
         row.retried = row.fenced;
+        if (defect == VARIANT_SDC_ENERGY && r == 6) {
+            row.corrupt_injected++;
+            row.sdc_undetected = 1;
+        }
+        if ((defect == DEFECT_ENERGY_INF || defect == VARIANT_SDC_ENERGY) && r == 8) {
+            row.energy = INFINITY;
+        }
+        tot.sdc_undetected += row.sdc_undetected;
         row.moves_drain = r == 2; /* the drain event of step 3 */
         tot.corrupt_injected += row.corrupt_injected;
         tot.corrupt_detected += row.corrupt_detected;
@@ -218,7 +229,7 @@ static void write_log(const char *path, defect_t defect)
     } fin[] = {{"exit_code", 0},
                {"state_step", NROWS},
                {"nonfinite_leaked_total", 0},
-               {"sdc_undetected_total", 0},
+               {"sdc_undetected_total", tot.sdc_undetected},
                {"allocs_after_init", 0},
                {"corrupt_injected_total", tot.corrupt_injected},
                {"corrupt_detected_total", tot.corrupt_detected},
@@ -410,6 +421,28 @@ static void test_steps_completed_differing_from_rows_is_a_violation(void **state
 {
     (void)state;
     assert_defect_caught(DEFECT_STEPS_COMPLETED, "completed", "/final@steps_completed");
+}
+
+static void test_nonfinite_energy_is_a_violation(void **state)
+{
+    (void)state;
+    assert_defect_caught(DEFECT_ENERGY_INF, "energy", "/steps/energy[8]: inf");
+}
+
+/* A flipped exponent bit that stays finite gets through detect = finite, and its square can
+ * overflow the energy: after committed SDC a non-finite energy is what happened, not a defect
+ * of the log. */
+static void test_nonfinite_energy_after_committed_sdc_is_no_violation(void **state)
+{
+    (void)state;
+    char path[64];
+    temp_path(path, sizeof path, "sdcenergy");
+    write_log(path, VARIANT_SDC_ENERGY);
+    char text[4096];
+    int bad = check_log(path, text, sizeof text);
+    print_message("sdcenergy: %d violation(s): %s", bad, text);
+    assert_int_equal(bad, 0);
+    unlink(path);
 }
 
 static void test_missing_exit_reason_is_a_violation(void **state)
@@ -621,6 +654,8 @@ int main(void)
         cmocka_unit_test(test_detected_above_injected_is_a_violation),
         cmocka_unit_test(test_blackout_fraction_above_one_is_a_violation),
         cmocka_unit_test(test_steps_completed_differing_from_rows_is_a_violation),
+        cmocka_unit_test(test_nonfinite_energy_is_a_violation),
+        cmocka_unit_test(test_nonfinite_energy_after_committed_sdc_is_no_violation),
         cmocka_unit_test(test_missing_exit_reason_is_a_violation),
         cmocka_unit_test(test_end_of_run_changes_object_headers_in_place),
         cmocka_unit_test(test_killed_writer_leaves_a_readable_log_of_its_committed_rows),
