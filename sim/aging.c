@@ -200,15 +200,6 @@ double af_aging_p_corrupt(const af_aging_t *a, const af_config_t *cfg, int64_t u
     if (a->state[u] != AF_FADING) {
         return 0.0;
     }
-    double w = cfg->fade_window * a->lifetime_h[u];
-    double start = a->lifetime_h[u] - w;
-    double frac = w > 0 ? (a->age_h[u] - start) / w : 1.0;
-    if (frac < 0) {
-        frac = 0;
-    }
-    if (frac > 1) {
-        frac = 1;
-    }
     /* Never zero inside the window: a fading unit is already unreliable. */
-    return cfg->p_max * (0.1 + 0.9 * frac);
+    return cfg->p_max * (0.1 + 0.9 * af_aging_degradation(a, cfg, u));
 }
