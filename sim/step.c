@@ -447,6 +447,18 @@ static af_result_t apply_plan(af_run_state_t *r)
     return AF_OK;
 }
 
+/* The exact all-reduce of xchg_cur over the host fabric, and the result back into the device
+ * mirror when there is one (the mpi fabric with the cuda backend). */
+static af_result_t reduce_on_host(af_run_state_t *r)
+{
+    AF_CHECK(r->fab->ops->allreduce_max_u64(r->fab, r->xchg_cur, r->xlen));
+    if (r->dxchg_cur == NULL) {
+        return AF_OK;
+    }
+    return af_buf_copy(r->dxchg_cur, AF_MEM_DEVICE, r->xchg_cur, AF_MEM_HOST,
+                       sizeof(uint64_t) * r->xlen);
+}
+
 af_result_t af_exchange(af_run_state_t *r)
 {
     const size_t len = r->xlen;
@@ -458,7 +470,7 @@ af_result_t af_exchange(af_run_state_t *r)
         if (tail > 0) {
             memcpy(r->xchg_cur + af_xchg_len((int)r->B), r->dev_words, tail * sizeof(uint64_t));
         }
-        return r->fab->ops->allreduce_max_u64(r->fab, r->xchg_cur, len);
+        return reduce_on_host(r);
     }
     /* Device-resident exchange: pack there, set the flag there, combine over nccl on the
      * device (or stage through the host for mpi), and keep a host copy for the coordinator. */
@@ -476,9 +488,7 @@ af_result_t af_exchange(af_run_state_t *r)
     }
     AF_CHECK(
         af_buf_copy(r->xchg_cur, AF_MEM_HOST, r->dxchg_cur, AF_MEM_DEVICE, len * sizeof(uint64_t)));
-    AF_CHECK(r->fab->ops->allreduce_max_u64(r->fab, r->xchg_cur, len));
-    return af_buf_copy(r->dxchg_cur, AF_MEM_DEVICE, r->xchg_cur, AF_MEM_HOST,
-                       len * sizeof(uint64_t));
+    return reduce_on_host(r);
 }
 
 af_result_t af_exchange_swap(af_run_state_t *r)
@@ -646,14 +656,7 @@ static af_result_t graph_step(af_run_state_t *r, double *t_kernel)
     r->mine.phase[AF_PHASE_throttle_us] = throttle(r, af_now_us() - tc);
     AF_CHECK(contain(r, 0, 1));
     *t_kernel = af_now_us();
-    if (r->gio.reduce == NULL) {
-        AF_CHECK(r->fab->ops->allreduce_max_u64(r->fab, r->xchg_cur, r->xlen));
-        if (r->dxchg_cur != NULL) {
-            AF_CHECK(af_buf_copy(r->dxchg_cur, AF_MEM_DEVICE, r->xchg_cur, AF_MEM_HOST,
-                                 sizeof(uint64_t) * r->xlen));
-        }
-    }
-    return AF_OK;
+    return r->gio.reduce == NULL ? reduce_on_host(r) : AF_OK;
 }
 
 /* Every rank: the slow events of this executed step set their units' base slowdown. */
