@@ -291,10 +291,9 @@ template <bool kMasked> __global__ void __launch_bounds__(AF_CUDA_BLOCK) step_ke
 /* Fault injection after step_kernel<true>, on the slots that inject: occupied FADING slots,
  * keyed by the step, and SHADOW twins with slot_p > 0, keyed by step ^ AF_TWIN_SALT (in a retry
  * round only the selected ones). One warp per slot, every other warp leaves at once. A slot's
- * computed buffer gets af_inject() cell by cell, in the order the CPU applies it; then its
- * non-finite, injected and bit-flip counts and its diagnostics are those of the injected
- * buffer, accumulated in step_kernel's lane order (cells l, l+32, ... per lane), so they are
- * bitwise the CPU's. */
+ * computed buffer gets af_inject() cell by cell, as on the CPU; then warp_block_diag() gives
+ * the injected buffer's diagnostics and non-finite count in the lane order of the CPU's
+ * af_block_diag(), so they are bitwise the CPU's. */
 __global__ void __launch_bounds__(AF_CUDA_BLOCK) inject_kernel(step_args_t a)
 {
     const int lane = (int)(threadIdx.x % AF_LANES);
@@ -310,37 +309,24 @@ __global__ void __launch_bounds__(AF_CUDA_BLOCK) inject_kernel(step_args_t a)
     }
     const int T = a.T;
     const int p = a.parity[s];
-    double *__restrict__ un = a.state + ((size_t)s * 2 + (size_t)(p ^ 1)) * (size_t)T;
+    double *un = a.state + ((size_t)s * 2 + (size_t)(p ^ 1)) * (size_t)T;
     const uint64_t step = a.step_dev != NULL ? *a.step_dev : a.step;
     const uint64_t key = mode == AF_MODE_SHADOW ? step ^ AF_TWIN_SALT : step;
-    double pm = 0.0;
-    double pe = 0.0;
-    int nonfinite = 0;
     int injected = 0;
     int bitflips = 0;
     for (int base = 0; base < T; base += AF_LANES) { /* warp-uniform bounds: the ballots are safe */
         const int i = base + lane;
-        const bool in = i < T;
-        double v = 0.0;
         int kind = AF_CORRUPT_NONE;
-        if (in) {
-            v = af_inject(un[i], prob, a.seed, key, (uint64_t)b, (uint64_t)i, &kind);
-            un[i] = v;
-            pm += v;
-            pe += 0.5 * v * v;
+        if (i < T) {
+            un[i] = af_inject(un[i], prob, a.seed, key, (uint64_t)b, (uint64_t)i, &kind);
         }
-        nonfinite += __popc(__ballot_sync(AF_FULL_MASK, in && af_nonfinite(v)));
         injected += __popc(__ballot_sync(AF_FULL_MASK, kind != AF_CORRUPT_NONE));
         bitflips += __popc(__ballot_sync(AF_FULL_MASK, kind == AF_CORRUPT_BITFLIP));
     }
-    const double mass = warp_lane_tree(pm);
-    const double energy = warp_lane_tree(pe);
+    double *d = a.diag + ((size_t)s * 2 + (size_t)(p ^ 1)) * 3;
+    warp_block_diag(un, T, lane, d);
     if (lane == 0) {
-        double *d = a.diag + ((size_t)s * 2 + (size_t)(p ^ 1)) * 3;
-        d[0] = mass;
-        d[1] = energy;
-        d[2] = (double)nonfinite;
-        a.res.nonfinite[s] = nonfinite;
+        a.res.nonfinite[s] = (int32_t)d[2];
         a.res.injected[s] = injected;
         a.res.bitflips[s] = bitflips;
     }
@@ -642,8 +628,10 @@ static af_result_t cuda_pack(af_kernels_t *k, uint64_t *xchg)
     return AF_OK;
 }
 
-/* xchg: device memory. */
-static af_result_t cuda_compute(af_kernels_t *k, uint64_t step, const uint64_t *xchg, int flags)
+/* Enqueues compute(): the key is `step`, or read on the device from step_dev when it is set
+ * (the step graph). */
+static af_result_t launch_compute(af_kernels_t *k, const uint64_t *xchg, uint64_t step,
+                                  const uint64_t *step_dev, int flags)
 {
     af_cuda_t *c = impl(k);
     const int n = k->desc.n_slots;
@@ -663,7 +651,7 @@ static af_result_t cuda_compute(af_kernels_t *k, uint64_t step, const uint64_t *
     a.coeffs = k->desc.coeffs;
     a.seed = k->desc.seed;
     a.step = step;
-    a.step_dev = NULL;
+    a.step_dev = step_dev;
     a.selected = (flags & AF_COMPUTE_SELECTED) != 0;
     if ((flags & AF_COMPUTE_UNMASKED) != 0) {
         step_kernel<false><<<slot_grid(n), AF_CUDA_BLOCK, 0, c->stream>>>(a);
@@ -675,6 +663,12 @@ static af_result_t cuda_compute(af_kernels_t *k, uint64_t step, const uint64_t *
         AF_CUDA_LAUNCHED("inject_kernel");
     }
     return AF_OK;
+}
+
+/* xchg: device memory. */
+static af_result_t cuda_compute(af_kernels_t *k, uint64_t step, const uint64_t *xchg, int flags)
+{
+    return launch_compute(k, xchg, step, NULL, flags);
 }
 
 static af_result_t cuda_download_results(af_kernels_t *k)
@@ -799,38 +793,15 @@ static af_result_t capture_step(af_kernels_t *k, const af_graph_io_t *io)
     af_cuda_res_t res = res_view(c->results, (size_t)n);
     AF_CUDA_CHECK(
         cudaMemcpyAsync(c->d_key, c->h_key, sizeof(uint64_t), cudaMemcpyHostToDevice, c->stream));
+    AF_CHECK(launch_compute(k, io->xchg_in, 0, c->d_key, 0));
     if (n > 0) {
-        step_args_t a;
-        a.state = c->state;
-        a.diag = c->diag;
-        a.parity = c->parity;
-        a.ctl = ctl;
-        a.res = res;
-        a.xchg = io->xchg_in;
-        a.n_slots = n;
-        a.T = k->desc.block_len;
-        a.B = k->desc.blocks;
-        a.coeffs = k->desc.coeffs;
-        a.seed = k->desc.seed;
-        a.step = 0;
-        a.step_dev = c->d_key;
-        a.selected = 0;
-        step_kernel<true><<<slot_grid(n), AF_CUDA_BLOCK, 0, c->stream>>>(a);
-        AF_CUDA_LAUNCHED("step_kernel<masked> (graph)");
-        inject_kernel<<<slot_grid(n), AF_CUDA_BLOCK, 0, c->stream>>>(a);
-        AF_CUDA_LAUNCHED("inject_kernel (graph)");
         contain_kernel<<<grid, AF_CUDA_BLOCK, 0, c->stream>>>((uint8_t *)ctl.commit, ctl,
                                                               res.nonfinite, n);
-        AF_CUDA_LAUNCHED("contain_kernel (graph)");
+        AF_CUDA_LAUNCHED("contain_kernel");
         commit_kernel<<<grid, AF_CUDA_BLOCK, 0, c->stream>>>(c->parity, ctl, n);
-        AF_CUDA_LAUNCHED("commit_kernel (graph)");
+        AF_CUDA_LAUNCHED("commit_kernel");
     }
-    AF_CUDA_CHECK(cudaMemsetAsync(io->xchg_out, 0, sizeof(uint64_t) * io->xlen, c->stream));
-    if (n > 0) {
-        pack_kernel<<<grid, AF_CUDA_BLOCK, 0, c->stream>>>(
-            c->state, c->diag, c->parity, ctl, io->xchg_out, n, k->desc.block_len, k->desc.blocks);
-        AF_CUDA_LAUNCHED("pack_kernel (graph)");
-    }
+    AF_CHECK(cuda_pack(k, io->xchg_out)); /* io->xlen = af_xchg_len(blocks): no tail words */
     AF_CUDA_CHECK(cudaMemcpyAsync(io->xchg_out + 5 * B, c->h_flags,
                                   sizeof(uint64_t) * AF_XCHG_FLAGS, cudaMemcpyHostToDevice,
                                   c->stream));
