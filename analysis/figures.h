@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "../sim/af_result.h"
+#include "../common/af_result.h"
 
 typedef enum af_fig_kind {
     AF_FIG_NULL = 0, /* unknown: JSON null */

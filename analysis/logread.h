@@ -1,60 +1,11 @@
-/* agefence log reader and schema checker: opens a log with a clear one-line error for every
- * kind of bad file, reads attributes and columns, and validates a file against the schema of
- * sim/log_schema.h (agefence-report --check, and the tests on every log they produce). */
+/* agefence log checker: validates a log against the schema the writer produces
+ * (agefence-report --check, and the tests on every log they produce). */
 #ifndef AF_LOGREAD_H
 #define AF_LOGREAD_H
 
-#include <stddef.h>
-#include <stdint.h>
 #include <stdio.h>
 
-#include "../sim/af_result.h"
-#include "../sim/log_schema.h"
-
-typedef struct af_logfile {
-    int64_t file; /* hid_t */
-    int64_t schema_version;
-    char path[512];
-    int live;             /* opened with SWMR read access: its writer was killed (or still runs) */
-    int finished;         /* /final@exit_reason is there */
-    int64_t rows_limit;   /* rows of /steps and /ranks that count (-1: all there are) */
-    int64_t events_limit; /* rows of /events that count (-1: all there are) */
-} af_logfile_t;
-
-/* Opens read-only. AF_ERR_USAGE with one line in err for: a missing or unreadable file, a file
- * that is not HDF5 (or is truncated), an HDF5 file that is not an agefence log, and a log of a
- * newer schema than this reader knows. A log whose writer was killed is still marked as open
- * for (SWMR) writing: it is opened with SWMR read access. When the run did not finish (no
- * /final@exit_reason), only the rows its commit record (/steps@committed) counts are read:
- * af_logfile_shape, af_logfile_events_count and the readers below see that prefix
- * (sim/log.h). */
-af_result_t af_logfile_open(af_logfile_t *lf, const char *path, char *err, size_t errlen);
-void af_logfile_close(af_logfile_t *lf);
-
-/* The commit record /steps@committed: {rows of /steps and /ranks, rows of /events} complete at
- * the writer's last flush. AF_ERR_IO when absent (a log written before it existed) or not two
- * integers >= 0. */
-af_result_t af_logfile_committed(const af_logfile_t *lf, int64_t committed[2]);
-
-/* Attributes of an object ("/", "/final", ...). AF_ERR_IO when absent or of another kind. */
-af_result_t af_logfile_attr_str(const af_logfile_t *lf, const char *obj, const char *name,
-                                char *out, size_t n);
-af_result_t af_logfile_attr_i64(const af_logfile_t *lf, const char *obj, const char *name,
-                                int64_t *out);
-af_result_t af_logfile_attr_f64(const af_logfile_t *lf, const char *obj, const char *name,
-                                double *out);
-
-/* Shape of a dataset: rank and dims (up to 2). AF_ERR_IO when absent. */
-af_result_t af_logfile_shape(const af_logfile_t *lf, const char *path, int *rank, int64_t *dims);
-/* Reads a whole dataset converted to double or int64 (n elements, as its shape says). */
-af_result_t af_logfile_read_f64(const af_logfile_t *lf, const char *path, double *out, size_t n);
-af_result_t af_logfile_read_i64(const af_logfile_t *lf, const char *path, int64_t *out, size_t n);
-
-/* Rows of /events. AF_ERR_IO when /events is absent or is not a 1-D compound with the fields of
- * af_event_row_t (sim/log_schema.h). */
-af_result_t af_logfile_events_count(const af_logfile_t *lf, int64_t *n);
-/* Reads all n rows of /events (n as af_logfile_events_count says). */
-af_result_t af_logfile_read_events(const af_logfile_t *lf, af_event_row_t *out, size_t n);
+#include "../common/logfile.h"
 
 /* Validates the file against the schema the writer produces (sim/log.c, sim/run.c and the
  * README's "The log"): every group, dataset and attribute, its type and shape, and the

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../sim/af_result.h"
+#include "../common/af_result.h"
 #include "figures.h"
 #include "jitter.h"
 #include "logread.h"

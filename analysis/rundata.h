@@ -8,13 +8,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../sim/af_result.h"
-#include "../sim/log_schema.h"
+#include "../common/af_result.h"
+#include "../common/log_schema.h"
 #include "logread.h"
 
 #define AF_RUN_MAX_MISSING 24
 
-/* The event kinds the writer logs (sim/log_schema.h), and one slot for anything else. */
+/* The event kinds the writer logs (common/log_schema.h), and one slot for anything else. */
 #define AF_EVENT_KINDS(X)                                                                          \
     X(fade) X(death) X(sudden) X(drain) X(restore) X(retry) X(rollback) X(replica) X(capacity)
 enum {

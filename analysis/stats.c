@@ -1,7 +1,7 @@
 /* agefence-report statistics (see stats.h). */
 #include "stats.h"
 
-#include "../sim/log.h"
+#include "../common/percentile.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -6,7 +6,7 @@
 
 #include <stddef.h>
 
-#include "../sim/af_result.h"
+#include "../common/af_result.h"
 
 /* Sorts v ascending in place. NaNs, if any, sort last. */
 void af_stats_sort(double *v, size_t n);

@@ -4,7 +4,7 @@
 
 #include <stdint.h>
 
-#include "../sim/bench.h"
+#include "bench.h"
 
 /* Runs the scenario of b->run with `extra` settings applied first (the user's --set options
  * win), writing its log to log_path; wall_s gets the whole run's wall time. A run that fails

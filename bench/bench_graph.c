@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../analysis/logread.h"
-#include "../sim/bench.h"
+#include "../common/logfile.h"
+#include "bench.h"
 #include "bench_common.h"
 
 enum { OFF = 0, ON = 1 };

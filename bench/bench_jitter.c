@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../sim/bench.h"
+#include "bench.h"
 #include "bench_common.h"
 
 #define NSET 6

@@ -8,9 +8,9 @@
 #include <string.h>
 
 #include "../kernels/kernels.h"
-#include "../sim/af_alloc.h"
-#include "../sim/af_time.h"
-#include "../sim/bench.h"
+#include "../common/af_alloc.h"
+#include "../common/af_time.h"
+#include "bench.h"
 #include "../sim/reference.h"
 
 enum { V_MASKED, V_UNMASKED, V_COPY, V_TRIAD, NV };

@@ -7,9 +7,9 @@
 #include <string.h>
 
 #include "../kernels/af_burgers.h"
-#include "../sim/af_alloc.h"
-#include "../sim/af_time.h"
-#include "../sim/bench.h"
+#include "../common/af_alloc.h"
+#include "../common/af_time.h"
+#include "bench.h"
 #include "../sim/coord.h"
 
 /* The naive baseline: rebuild both tables from scratch over the live units (what a system

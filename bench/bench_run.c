@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../analysis/logread.h"
-#include "../sim/af_time.h"
-#include "../sim/bench.h"
+#include "../common/logfile.h"
+#include "../common/af_time.h"
+#include "bench.h"
 #include "bench_common.h"
 
 af_result_t af_bench_run_scenario(af_bench_ctx_t *b, const char *const *extra, int nextra,

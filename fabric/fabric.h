@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../sim/af_result.h"
+#include "../common/af_result.h"
 
 typedef enum af_mem { AF_MEM_HOST = 0, AF_MEM_DEVICE = 1 } af_mem_t;
 

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../sim/af_alloc.h"
+#include "../common/af_alloc.h"
 
 typedef struct af_mpi {
     MPI_Comm comm;

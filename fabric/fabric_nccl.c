@@ -19,11 +19,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../kernels/af_cuda_check.h"
-#include "../sim/af_alloc.h"
+#include "../common/af_cuda_check.h"
+#include "../common/af_alloc.h"
 
 /* The release of af_alloc_note_external's count; weak so that this file links whether or not
- * sim/af_alloc.c has it yet (kernels/kernels_cuda.cu says the same). */
+ * common/af_alloc.c has it yet (kernels/kernels_cuda.cu says the same). */
 void af_alloc_note_external_free(size_t bytes) __attribute__((weak));
 
 typedef struct af_nccl {

@@ -25,8 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../sim/log.h"
-#include "../sim/log_schema.h"
+#include "../common/log_schema.h"
 #include "fuzz_common.h"
 
 typedef struct fdp {

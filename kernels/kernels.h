@@ -7,15 +7,15 @@
  * Slot s of the shard belongs to local device s / (units*capacity), unit (s / capacity) % units.
  * Memory: "cpu" keeps everything in host memory; "cuda" in device memory, with host views of the
  * control and result arrays. The exchange vector handed to pack() and compute() lives in the
- * memory space of the fabric (kernels_xchg_mem). */
+ * kernels' memory space (device memory with cuda). Kernels compute and never communicate: what
+ * crosses ranks is the driver's business (sim/), over the fabric (fabric/). */
 #ifndef AF_KERNELS_H
 #define AF_KERNELS_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../sim/af_result.h"
-#include "../fabric/fabric.h"
+#include "../common/af_result.h"
 #include "af_burgers.h"
 
 /* Health of the unit a slot lives on, as the kernels see it. */
@@ -61,14 +61,28 @@ typedef struct af_shard_desc {
 
 typedef struct af_kernels af_kernels_t;
 
+/* The all-reduce a step graph runs inside itself: the exact max all-reduce of bit patterns of
+ * the driver's device fabric (nccl), handed over as two calls so that the kernels never see a
+ * fabric (kernels compute; the driver communicates). */
+typedef struct af_graph_reduce {
+    const char *name; /* the fabric's name, for messages */
+    /* Reduces buf (n words, device memory) in place now, blocking: the warm-up before the
+     * capture. Collective over the ranks. */
+    af_result_t (*run)(void *ctx, uint64_t *buf, size_t n);
+    /* The same, enqueued on `stream` (a cudaStream_t) without waiting, for capture into a CUDA
+     * graph; NULL when the fabric cannot be captured. */
+    af_result_t (*enqueue)(void *ctx, uint64_t *buf, size_t n, void *stream);
+    void *ctx;
+} af_graph_reduce_t;
+
 /* The buffers of the step graph (graph_prepare, graph_run). */
 typedef struct af_graph_io {
     const uint64_t *xchg_in; /* the exchange the compute reads, in the kernels' memory space */
     uint64_t *xchg_out;      /* where the step packs its exchange (same space), xlen words */
     size_t xlen;             /* af_xchg_len(blocks): the graph carries no tail words */
-    /* A fabric with enqueue_allreduce_max_u64 (nccl): the graph reduces xchg_out in place on
-     * the device. NULL: the driver reduces host_out itself afterwards. */
-    af_fabric_t *reduce;
+    /* A device all-reduce (nccl): the graph reduces xchg_out in place on the device. NULL: the
+     * driver reduces host_out itself afterwards. */
+    const af_graph_reduce_t *reduce;
     uint64_t *host_out; /* host memory, xlen words: xchg_out as the step left it */
 } af_graph_io_t;
 
@@ -110,8 +124,8 @@ typedef struct af_kernels_ops {
     af_result_t (*commit)(af_kernels_t *k);
     /* Copies the committed buffer and diagnostics of slot src into slot dst (same shard). */
     af_result_t (*copy_slot)(af_kernels_t *k, int src, int dst);
-    /* Address of a slot's committed buffer, T doubles, in the fabric's memory space: the
-     * source or destination of a cross-rank move. */
+    /* Address of a slot's committed buffer, T doubles, in the kernels' memory space: the
+     * source or destination of a cross-rank move the driver hands to its fabric. */
     double *(*slot_data)(af_kernels_t *k, int slot);
     /* Reads / overwrites the computed (not yet committed) buffer of a slot: DMR compares a
      * FADING slot's result with its healthy twin's and adopts the twin's on a mismatch.

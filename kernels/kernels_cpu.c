@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../sim/af_alloc.h"
+#include "../common/af_alloc.h"
 
 typedef struct af_cpu {
     double *state;   /* n_slots x 2 x T: both buffers of every slot */
@@ -392,7 +392,7 @@ static af_result_t cpu_graph_prepare(af_kernels_t *k, const af_graph_io_t *io)
 {
     if (io->reduce != NULL) {
         af_error_set("cpu backend: a step graph cannot run the %s fabric's device all-reduce",
-                     io->reduce->ops->name);
+                     io->reduce->name);
         return AF_ERR_UNSUPPORTED;
     }
     if (io->xlen != af_xchg_len(k->desc.blocks)) {

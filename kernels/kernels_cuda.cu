@@ -35,11 +35,11 @@
 
 extern "C" {
 #include "kernels.h"
-#include "af_cuda_check.h"
-#include "../sim/af_alloc.h"
+#include "../common/af_cuda_check.h"
+#include "../common/af_alloc.h"
 }
 
-/* sim/af_alloc.c counts device bytes too (af_alloc_note_external and its _free), so a run's
+/* common/af_alloc.c counts device bytes too (af_alloc_note_external and its _free), so a run's
  * leak check at exit covers the GPU shard. */
 static void note_free(size_t bytes)
 {
@@ -806,8 +806,7 @@ static af_result_t capture_step(af_kernels_t *k, const af_graph_io_t *io)
                                   sizeof(uint64_t) * AF_XCHG_FLAGS, cudaMemcpyHostToDevice,
                                   c->stream));
     if (io->reduce != NULL) {
-        AF_CHECK(io->reduce->ops->enqueue_allreduce_max_u64(io->reduce, io->xchg_out, io->xlen,
-                                                            (void *)c->stream));
+        AF_CHECK(io->reduce->enqueue(io->reduce->ctx, io->xchg_out, io->xlen, (void *)c->stream));
     }
     AF_CUDA_CHECK(cudaMemcpyAsync(c->h_xout, io->xchg_out, sizeof(uint64_t) * io->xlen,
                                   cudaMemcpyDeviceToHost, c->stream));
@@ -837,16 +836,16 @@ static af_result_t cuda_graph_prepare(af_kernels_t *k, const af_graph_io_t *io)
          * captured size outside the capture (all ranks prepare at the same point of start-up).
          * NCCL sets its connections up lazily, at the first collective that needs them, which
          * must not happen inside a capture. xchg_out is overwritten by every graph run. */
-        AF_CHECK(io->reduce->ops->allreduce_max_u64(io->reduce, io->xchg_out, io->xlen));
+        AF_CHECK(io->reduce->run(io->reduce->ctx, io->xchg_out, io->xlen));
     }
     if (io->xlen != af_xchg_len(k->desc.blocks)) {
         af_error_set("cuda backend: a step graph carries %zu exchange words, not %zu", io->xlen,
                      af_xchg_len(k->desc.blocks));
         return AF_ERR_INTERNAL;
     }
-    if (io->reduce != NULL && io->reduce->ops->enqueue_allreduce_max_u64 == NULL) {
+    if (io->reduce != NULL && io->reduce->enqueue == NULL) {
         af_error_set("cuda backend: the %s fabric cannot run inside a CUDA graph",
-                     io->reduce->ops->name);
+                     io->reduce->name);
         return AF_ERR_UNSUPPORTED;
     }
     const size_t n = (size_t)k->desc.n_slots;

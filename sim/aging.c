@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "../kernels/af_burgers.h"
-#include "af_alloc.h"
+#include "../common/af_alloc.h"
 
 #define AF_BOLTZMANN_EV 8.617333262e-5 /* eV / K */
 

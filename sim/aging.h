@@ -14,7 +14,7 @@
 
 #include <stdint.h>
 
-#include "af_result.h"
+#include "../common/af_result.h"
 #include "config.h"
 
 enum { AF_HEALTHY = 0, AF_FADING = 1, AF_DEAD = 2 };

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "af_alloc.h"
+#include "../common/af_alloc.h"
 #include "config.h"
 
 /* Sets the user's one-line error in both `why` and the process error message. */
@@ -168,4 +168,28 @@ af_result_t af_buf_copy(void *dst, af_mem_t dst_mem, const void *src, af_mem_t s
         return af_cuda_copy_to_device(dst, src, bytes);
     }
     return af_cuda_copy_on_device(dst, src, bytes);
+}
+
+static af_result_t fabric_reduce_run(void *ctx, uint64_t *buf, size_t n)
+{
+    af_fabric_t *f = ctx;
+    return f->ops->allreduce_max_u64(f, buf, n);
+}
+
+static af_result_t fabric_reduce_enqueue(void *ctx, uint64_t *buf, size_t n, void *stream)
+{
+    af_fabric_t *f = ctx;
+    return f->ops->enqueue_allreduce_max_u64(f, buf, n, stream);
+}
+
+const af_graph_reduce_t *af_graph_reduce_init(af_graph_reduce_t *out, af_fabric_t *f)
+{
+    if (f == NULL) {
+        return NULL;
+    }
+    out->name = f->ops->name;
+    out->run = fabric_reduce_run;
+    out->enqueue = f->ops->enqueue_allreduce_max_u64 != NULL ? fabric_reduce_enqueue : NULL;
+    out->ctx = f;
+    return out;
 }

@@ -7,7 +7,7 @@
 
 #include <stddef.h>
 
-#include "af_result.h"
+#include "../common/af_result.h"
 #include "../fabric/fabric.h"
 #include "../kernels/kernels.h"
 
@@ -55,5 +55,10 @@ void af_buf_free(af_mem_t mem, void *p);
  * device-to-device copy, which is only ordered before the work enqueued after it. */
 af_result_t af_buf_copy(void *dst, af_mem_t dst_mem, const void *src, af_mem_t src_mem,
                         size_t bytes);
+
+/* The step graph's all-reduce (kernels/kernels.h) over fabric f: its exact max all-reduce now,
+ * and enqueued on a CUDA stream when f can do that (nccl). *out refers to f, which must outlive
+ * it; NULL f gives NULL (the driver reduces on the host). */
+const af_graph_reduce_t *af_graph_reduce_init(af_graph_reduce_t *out, af_fabric_t *f);
 
 #endif

@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "af_result.h"
+#include "../common/af_result.h"
 
 #define AF_MAX_EVENTS 64
 #define AF_NAME_LEN   64

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "af_result.h"
+#include "../common/af_result.h"
 
 /* Checks that the launch is what the user meant. Call it on every rank once the configuration
  * is known (cuda_requested comes from it) and before the log is created; `world_size` is

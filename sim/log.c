@@ -12,7 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "af_alloc.h"
+#include "../common/af_alloc.h"
+#include "../common/percentile.h"
 
 #define AF_EVENT_BUFFER 4096
 
@@ -67,26 +68,6 @@ static hid_t make_extendible(hid_t loc, const char *name, hid_t type, int rank, 
     H5Pclose(dcpl);
     H5Sclose(space);
     return d;
-}
-
-int64_t af_log_event_type(void)
-{
-    hid_t str = H5Tcopy(H5T_C_S1);
-    H5Tset_size(str, sizeof(((af_event_row_t *)0)->kind));
-    H5Tset_strpad(str, H5T_STR_NULLTERM);
-    hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(af_event_row_t));
-    H5Tinsert(t, "step", HOFFSET(af_event_row_t, step), H5T_NATIVE_INT64);
-    H5Tinsert(t, "kind", HOFFSET(af_event_row_t, kind), str);
-    H5Tinsert(t, "block", HOFFSET(af_event_row_t, block), H5T_NATIVE_INT64);
-    H5Tinsert(t, "from_device", HOFFSET(af_event_row_t, from_device), H5T_NATIVE_INT64);
-    H5Tinsert(t, "from_unit", HOFFSET(af_event_row_t, from_unit), H5T_NATIVE_INT64);
-    H5Tinsert(t, "from_slot", HOFFSET(af_event_row_t, from_slot), H5T_NATIVE_INT64);
-    H5Tinsert(t, "to_device", HOFFSET(af_event_row_t, to_device), H5T_NATIVE_INT64);
-    H5Tinsert(t, "to_unit", HOFFSET(af_event_row_t, to_unit), H5T_NATIVE_INT64);
-    H5Tinsert(t, "to_slot", HOFFSET(af_event_row_t, to_slot), H5T_NATIVE_INT64);
-    H5Tinsert(t, "detail", HOFFSET(af_event_row_t, detail), H5T_NATIVE_INT64);
-    H5Tclose(str);
-    return t;
 }
 
 /* Appends one line to the AGEFENCE_LOG_TRACE file, if there is one. Opened, written and closed
@@ -521,40 +502,6 @@ af_result_t af_log_write_f64(af_log_t *log, const char *path, const double *v, s
 af_result_t af_log_write_i64(af_log_t *log, const char *path, const int64_t *v, size_t n)
 {
     return write_fixed(log, path, H5T_STD_I64LE, H5T_NATIVE_INT64, v, n);
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a;
-    double y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-void af_sort_doubles(double *v, size_t n)
-{
-    qsort(v, n, sizeof(double), cmp_double);
-}
-
-double af_percentile_sorted(const double *s, size_t n, double p)
-{
-    if (n == 0) {
-        return 0.0;
-    }
-    /* numpy: virtual index (n - 1) * q with q = p / 100, its floor and the fraction gamma, and
-     * _lerp(a, b, gamma), which interpolates from the nearer end for gamma >= 0.5 so that
-     * gamma = 1 gives b exactly. Reproduced step by step so the results agree to the bit. */
-    double pos = (p / 100.0) * (double)(n - 1);
-    if (!(pos > 0.0)) {
-        return s[0];
-    }
-    if (pos >= (double)(n - 1)) {
-        return s[n - 1];
-    }
-    double lo_f = floor(pos);
-    size_t lo = (size_t)lo_f;
-    double gamma = pos - lo_f;
-    double diff = s[lo + 1] - s[lo];
-    return gamma >= 0.5 ? s[lo + 1] - diff * (1.0 - gamma) : s[lo] + diff * gamma;
 }
 
 af_result_t af_log_calibration(af_log_t *log, const char *name, const double *samples_us, int n)

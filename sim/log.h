@@ -1,7 +1,7 @@
 /* agefence HDF5 log writer. Only rank 0 writes (it gathers every row first), so the file stays
  * consistent whatever happens to the other ranks. Datasets are chunked and extendible along the
  * step axis; rows are buffered (at most flush_interval) and written and flushed to disk
- * together. sim/log_schema.h lists the columns.
+ * together. common/log_schema.h lists the columns.
  *
  * Crash consistency (README, "The log"): a SIGKILL at any moment leaves a readable log.
  *  - The file is built under "<path>.tmp" and moved to its path by af_log_begin, once the
@@ -10,7 +10,7 @@
  *  - af_log_begin switches HDF5 to SWMR writing (single writer, multiple readers): HDF5 then
  *    orders its writes so that the file on disk is consistent at every moment. A killed
  *    run's file stays marked as open for SWMR writing: readers open it with SWMR read access
- *    (analysis/logread.c does so by itself; h5py: swmr=True).
+ *    (common/logfile.c does so by itself; h5py: swmr=True).
  *  - Each flush writes the rows and events, flushes, then writes the commit record
  *    /steps@committed = {rows, events} and flushes again: a reader of a killed run reads
  *    that many rows of /steps and /ranks and of /events (a dataset may hold more: rows of the
@@ -26,8 +26,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "af_result.h"
-#include "log_schema.h"
+#include "../common/af_result.h"
+#include "../common/log_schema.h"
 
 typedef struct af_log af_log_t;
 
@@ -67,19 +67,10 @@ af_result_t af_log_event(af_log_t *log, const af_event_row_t *ev);
 af_result_t af_log_flush(af_log_t *log);
 int64_t af_log_rows(const af_log_t *log);
 
-/* The HDF5 memory type (hid_t) of an af_event_row_t, as /events stores it; the caller closes
- * it with H5Tclose. */
-int64_t af_log_event_type(void);
-
 /* Flushes, links /final and /units into the file, closes; sets *log to NULL. */
 af_result_t af_log_close(af_log_t **log);
 /* Closes without committing anything more and removes the file (a run that did nothing);
  * sets *log to NULL. */
 void af_log_discard(af_log_t **log);
-
-/* The percentile p (0..100) of n values, by linear interpolation between closest ranks (the
- * definition numpy uses by default). Sorts v in place. */
-double af_percentile_sorted(const double *sorted, size_t n, double p);
-void af_sort_doubles(double *v, size_t n);
 
 #endif

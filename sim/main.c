@@ -3,9 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "af_result.h"
+#include "../common/af_result.h"
 #include "config.h"
-#include "bench.h"
+#include "../bench/bench.h"
 #include "run.h"
 #include "version.h"
 

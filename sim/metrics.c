@@ -9,8 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "af_alloc.h"
-#include "log.h"
+#include "../common/af_alloc.h"
+#include "../common/percentile.h"
 #include "version.h"
 
 #define METRICS_CAP 16384

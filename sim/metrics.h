@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 
-#include "af_result.h"
+#include "../common/af_result.h"
 
 #define AF_METRICS_WINDOW 1024 /* steps behind the step-period quantiles */
 

@@ -2,7 +2,7 @@
 
 #include <math.h>
 
-#include "af_alloc.h"
+#include "../common/af_alloc.h"
 
 int64_t af_capacity(int64_t blocks, int64_t devices, int64_t units, double max_blackout)
 {

@@ -7,7 +7,7 @@
 
 #include <stdint.h>
 
-#include "af_result.h"
+#include "../common/af_result.h"
 
 /* slot_block values that are not blocks. A reserved slot holds a transient DMR twin. */
 #define AF_SLOT_FREE     (-1)

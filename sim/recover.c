@@ -4,7 +4,7 @@
  * same order, so the point-to-point transfers of a chunk always match. */
 #include <string.h>
 
-#include "af_alloc.h"
+#include "../common/af_alloc.h"
 #include "run_internal.h"
 
 static int rank_of_slot(const af_run_state_t *r, int64_t g)
@@ -112,6 +112,24 @@ static af_result_t transfer(af_run_state_t *r, int64_t n, const xfer_ops_t *ops,
         }
     }
     return AF_OK;
+}
+
+/* ---- slot control ---------------------------------------------------------------------------- */
+
+void af_slot_control(af_run_state_t *r, int64_t g)
+{
+    if (!af_slot_is_local(&r->pl, g)) {
+        return;
+    }
+    int s = (int)(g - r->slot0);
+    int64_t u = af_slot_unit(&r->pl, g);
+    int32_t b = r->pl.slot_block[g];
+    r->k->slot_block[s] = b >= 0 ? b : -1;
+    int8_t st = r->unit_state[u];
+    r->k->slot_mode[s] = st == AF_DEAD     ? AF_MODE_DEAD
+                         : st == AF_FADING ? AF_MODE_FADING
+                                           : AF_MODE_HEALTHY;
+    r->k->slot_p[s] = st == AF_FADING ? r->unit_p[u] : 0.0;
 }
 
 /* ---- replicas ------------------------------------------------------------------------------ */

@@ -6,7 +6,7 @@
 
 #include <stdint.h>
 
-#include "af_result.h"
+#include "../common/af_result.h"
 #include "config.h"
 #include "../kernels/af_burgers.h"
 

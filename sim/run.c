@@ -6,7 +6,6 @@
 #include "run.h"
 
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,8 +14,8 @@
 
 #include "../fabric/fabric.h"
 #include "../kernels/kernels.h"
-#include "af_alloc.h"
-#include "af_time.h"
+#include "../common/af_alloc.h"
+#include "../common/af_time.h"
 #include "backend.h"
 #include "config.h"
 #include "launch.h"
@@ -24,32 +23,10 @@
 #include "placement.h"
 #include "reference.h"
 #include "run_internal.h"
+#include "stop.h"
 #include "version.h"
 
 typedef af_run_state_t run_t;
-
-static volatile sig_atomic_t af_stop_requested;
-
-static void on_signal(int sig)
-{
-    (void)sig;
-    af_stop_requested = 1;
-}
-
-int af_stop_flag(void)
-{
-    return af_stop_requested != 0;
-}
-
-static void install_signals(void)
-{
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-}
 
 /* Rank 0 reads and validates the scenario; every rank receives the resolved configuration
  * itself (a plain struct), so all hold exactly the same values. Returns AF_ERR_USAGE on every
@@ -711,7 +688,7 @@ int af_run_in_world(const af_run_opts_t *opts, const af_world_t *world)
     af_alloc_reset();
     /* A benchmark may hold allocations of its own: only this run's must be gone at its end. */
     int64_t live_at_start = af_alloc_bytes_live();
-    install_signals();
+    af_stop_install();
     AF_CHECK_GOTO(af_fabric_mpi_create(&r->fab), rc, fail);
     rc = distribute_config(r, opts);
     if (rc == AF_ERR_USAGE) {

@@ -3,7 +3,7 @@
 #ifndef AF_RUN_H
 #define AF_RUN_H
 
-#include "af_result.h"
+#include "../common/af_result.h"
 
 #define AF_MAX_SETS 128
 

@@ -1,5 +1,6 @@
-/* agefence run driver internals, shared by run.c (start-up, verdict), step.c (one step) and
- * recover.c (data movement: moves, replicas, rollback, DMR twins, retries). */
+/* agefence run driver internals, shared by run.c (start-up, the loop, the verdict), step.c (one
+ * step) and recover.c (data movement: slot control, moves, replicas, rollback, DMR twins,
+ * retries). Calls go one way: run.c -> step.c -> recover.c (tests/layers.py checks it). */
 #ifndef AF_RUN_INTERNAL_H
 #define AF_RUN_INTERNAL_H
 
@@ -78,6 +79,7 @@ typedef struct af_run_state {
      * dxchg_cur into dxchg_prev instead of exchanging the pointers. */
     int graph_on;
     af_graph_io_t gio;
+    af_graph_reduce_t greduce; /* gio.reduce: the nccl fabric's all-reduce, inside the graph */
     char graph_why[200];
     double *cellbuf; /* T doubles */
 
@@ -166,9 +168,6 @@ typedef struct af_run_state {
     int progress;
 } af_run_state_t;
 
-/* run.c: 1 once SIGINT or SIGTERM arrived. */
-int af_stop_flag(void);
-
 /* step.c */
 af_result_t af_step_init(af_run_state_t *r);
 /* Packs the committed state's halo, diagnostics, status and stop flag into xchg_cur and
@@ -182,9 +181,11 @@ af_result_t af_step_graph_init(af_run_state_t *r);
 void af_step_destroy(af_run_state_t *r);
 af_result_t af_step(af_run_state_t *r, int *stop);
 af_result_t af_step_log(af_run_state_t *r, int final);
-void af_slot_control(af_run_state_t *r, int64_t g);
 
 /* recover.c */
+/* The kernels' control of global slot g, when local: its block, and its unit's mode and
+ * corruption probability from unit_state and unit_p. */
+void af_slot_control(af_run_state_t *r, int64_t g);
 af_result_t af_replicas_init(af_run_state_t *r);
 af_result_t af_replicas_refresh(af_run_state_t *r);
 af_result_t af_rollback(af_run_state_t *r);

@@ -12,10 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "af_alloc.h"
-#include "af_time.h"
+#include "../common/af_alloc.h"
+#include "../common/af_time.h"
 #include "backend.h"
 #include "run_internal.h"
+#include "stop.h"
 
 /* Retry rounds within one step before giving up (a retry runs on a healthy unit, without
  * injection: a second round means something is wrong). */
@@ -82,22 +83,6 @@ static void log_event(af_run_state_t *r, const char *kind, int64_t block, int64_
     e.to_slot = to_slot >= 0 ? to_slot % p->capacity : -1;
     e.detail = detail;
     (void)af_log_event(r->log, &e);
-}
-
-void af_slot_control(af_run_state_t *r, int64_t g)
-{
-    if (!af_slot_is_local(&r->pl, g)) {
-        return;
-    }
-    int s = (int)(g - r->slot0);
-    int64_t u = af_slot_unit(&r->pl, g);
-    int32_t b = r->pl.slot_block[g];
-    r->k->slot_block[s] = b >= 0 ? b : -1;
-    int8_t st = r->unit_state[u];
-    r->k->slot_mode[s] = st == AF_DEAD     ? AF_MODE_DEAD
-                         : st == AF_FADING ? AF_MODE_FADING
-                                           : AF_MODE_HEALTHY;
-    r->k->slot_p[s] = st == AF_FADING ? r->unit_p[u] : 0.0;
 }
 
 af_result_t af_step_init(af_run_state_t *r)
@@ -529,7 +514,7 @@ af_result_t af_step_graph_init(af_run_state_t *r)
     r->gio.xchg_in = r->dxchg_prev != NULL ? r->dxchg_prev : r->xchg_prev;
     r->gio.xchg_out = r->dxchg_cur != NULL ? r->dxchg_cur : r->xchg_cur;
     r->gio.xlen = r->xlen;
-    r->gio.reduce = r->nccl;
+    r->gio.reduce = af_graph_reduce_init(&r->greduce, r->nccl);
     r->gio.host_out = r->xchg_cur;
     af_result_t rc = r->k->ops->graph_prepare(r->k, &r->gio);
     /* AGEFENCE_DEBUG=graphfail=R: rank R's preparation fails (tests the agreement below). */

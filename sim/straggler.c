@@ -6,8 +6,8 @@
 #include <time.h>
 
 #include "../kernels/af_burgers.h"
-#include "af_alloc.h"
-#include "af_time.h"
+#include "../common/af_alloc.h"
+#include "../common/af_time.h"
 
 /* The RNG stream of the spikes (sim/aging.c's streams are 1-4). */
 #define RNG_SPIKE 0x5b1e

@@ -22,7 +22,7 @@
 
 #include <stdint.h>
 
-#include "af_result.h"
+#include "../common/af_result.h"
 
 /* The slowdown factor of a unit (>= 1). */
 double af_throttle_factor(double base, double slowdown, double exponent, double degradation);

@@ -11,10 +11,7 @@
 #   report_bad_input         mpi   missing, foreign, truncated, future-schema and partial logs
 #   report_killed            mpi   agefence killed with SIGKILL mid-run: --check says exactly so
 # Tests that need Python (json), h5py/numpy (verify) or matplotlib (plots) exit 77: SKIP.
-set(AF_ANALYSIS ${PROJECT_SOURCE_DIR}/analysis)
-add_executable(test_report test_report.c ${AF_ANALYSIS}/stats.c ${AF_ANALYSIS}/rundata.c
-                           ${AF_ANALYSIS}/summary.c ${AF_ANALYSIS}/figures.c
-                           ${AF_ANALYSIS}/textreport.c)
+add_executable(test_report test_report.c)
 target_link_libraries(test_report PRIVATE agefence_core PkgConfig::CMOCKA)
 target_compile_options(test_report PRIVATE ${AF_WARN})
 add_test(NAME test_report COMMAND test_report)

@@ -12,6 +12,7 @@
  *                      and the "share GPU" message, none may hang */
 #include "fabric/fabric.h"
 #include "kernels/kernels.h"
+#include "sim/backend.h"
 #include "sim/config.h"
 #include "sim/reference.h"
 
@@ -370,7 +371,8 @@ static void run_graph_lockstep(af_fabric_t *reduce, int steps)
     assert_non_null(xg_out);
     assert_int_equal(af_cuda_alloc((void **)&dxg_out, p.xlen * sizeof(uint64_t)), AF_OK);
     af_graph_io_t gc = {p.xc, xc_out, p.xlen, NULL, xc_out};
-    af_graph_io_t gg = {p.dxg, dxg_out, p.xlen, reduce, xg_out};
+    af_graph_reduce_t hook;
+    af_graph_io_t gg = {p.dxg, dxg_out, p.xlen, af_graph_reduce_init(&hook, reduce), xg_out};
     assert_int_equal(p.cpu->ops->graph_prepare(p.cpu, &gc), AF_OK);
     af_result_t rc = p.gpu->ops->graph_prepare(p.gpu, &gg);
     if (rc != AF_OK) {

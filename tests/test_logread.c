@@ -3,7 +3,8 @@
  * are refused with one line naming the path, and af_percentile_sorted follows numpy's linear
  * interpolation. */
 #include "sim/log.h"
-#include "sim/log_schema.h"
+#include "common/log_schema.h"
+#include "common/percentile.h"
 #include "analysis/logread.h"
 
 #include <stdarg.h>

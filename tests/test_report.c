@@ -9,7 +9,7 @@
 #include "analysis/summary.h"
 #include "analysis/textreport.h"
 #include "sim/log.h"
-#include "sim/log_schema.h"
+#include "common/log_schema.h"
 
 #include <stdarg.h>
 #include <stddef.h>

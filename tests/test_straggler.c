@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim/af_alloc.h"
-#include "sim/af_time.h"
+#include "common/af_alloc.h"
+#include "common/af_time.h"
 
 static void test_throttle_factor_follows_the_curve(void **state)
 {

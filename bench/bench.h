@@ -10,10 +10,10 @@
 
 #include <stddef.h>
 
+#include "../common/af_result.h"
 #include "../fabric/fabric.h"
-#include "af_result.h"
-#include "config.h"
-#include "run.h"
+#include "../sim/config.h"
+#include "../sim/run.h"
 
 #define AF_BENCH_MAX_SERIES 64
 #define AF_BENCH_MAX_RATIOS 32

@@ -1,6 +1,6 @@
 /* agefence log schema: the one list of per-step columns and per-rank phases, shared by the
- * writer (sim/log.c), the reader and checker (analysis/) and the tests. Bump AF_SCHEMA_VERSION
- * when a reader of the old schema would misread the new one. */
+ * writer (sim/log.c), the reader (common/logfile.c), the checker and report (analysis/) and the
+ * tests. Bump AF_SCHEMA_VERSION when a reader of the old schema would misread the new one. */
 #ifndef AF_LOG_SCHEMA_H
 #define AF_LOG_SCHEMA_H
 
@@ -54,7 +54,7 @@
 #define AF_ISINT_I64 1
 #define AF_ISINT_F64 0
 
-/* The column and phase names and docs, in schema order (sim/log_schema.c). */
+/* The column and phase names and docs, in schema order (common/log_schema.c). */
 extern const char *const af_step_column_names[];
 extern const int af_step_column_is_int[];
 extern const char *const af_step_column_docs[];
@@ -95,5 +95,9 @@ typedef struct af_event_row {
     int64_t to_slot;
     int64_t detail;
 } af_event_row_t;
+
+/* The HDF5 memory type (hid_t) of an af_event_row_t, as /events stores it; the caller closes
+ * it with H5Tclose. */
+int64_t af_log_event_type(void);
 
 #endif

@@ -1,4 +1,4 @@
-/* agefence: CUDA error checks in the style of sim/af_result.h, for the files that include the
+/* agefence: CUDA error checks in the style of af_result.h, for the files that include the
  * CUDA runtime (kernels/kernels_cuda.cu, fabric/fabric_nccl.c): set the one-line message (the
  * first error wins), leave a breadcrumb, and return or jump with AF_ERR_DEVICE. */
 #ifndef AF_CUDA_CHECK_H
@@ -6,7 +6,7 @@
 
 #include <cuda_runtime.h>
 
-#include "../sim/af_result.h"
+#include "af_result.h"
 
 #define AF_CUDA_CHECK(call)                                                                        \
     do {                                                                                           \

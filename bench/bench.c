@@ -8,10 +8,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "af_alloc.h"
+#include "../common/af_alloc.h"
 #include "../kernels/kernels.h"
-#include "log.h"
-#include "version.h"
+#include "../common/percentile.h"
+#include "../sim/log.h"
+#include "../sim/version.h"
 
 static const af_bench_def_t *const BENCHES[] = {
     &af_bench_kernel, &af_bench_remap, &af_bench_recovery, &af_bench_coord,

@@ -1,0 +1,207 @@
+#!/usr/bin/env python3
+"""The layering of agefence's parts, checked on the sources and on the built objects.
+
+    layers.py SOURCE_DIR BUILD_DIR
+
+Parts and what each may use (README, "Layout"):
+    common    (result codes, allocator, clock, order statistics, log schema and reader): nothing
+    fabric    common                  kernels   common
+    sim       fabric, kernels, common (the driver)
+    bench     sim, fabric, kernels, common (the benchmarks of `agefence bench`)
+    analysis  common
+    sim/main.c, the program's entry point, may call bench/ too.
+Checks, each printing one line per violation and failing the test:
+  1. every #include "..." of a part's files resolves to a file of a part it may use;
+  2. every agefence symbol an object file needs (nm -u) is defined by an object of a part it
+     may use, so a call across layers fails even where a header was side-stepped;
+  3. the driver's objects call each other without a cycle (run -> step -> recover, ...): a
+     cycle is reported with its members;
+  4. only fabric/ calls MPI, and only kernels/*.cu and fabric/fabric_nccl.c call CUDA or NCCL.
+"""
+import os
+import re
+import subprocess
+import sys
+
+ALLOWED = {
+    "common": {"common"},
+    "fabric": {"fabric", "common"},
+    "kernels": {"kernels", "common"},
+    "sim": {"sim", "fabric", "kernels", "common"},
+    "bench": {"bench", "sim", "fabric", "kernels", "common"},
+    "analysis": {"analysis", "common"},
+    # sim/main.c, the entry point of `agefence run|config|bench`, sits above both.
+    "main": {"main", "bench", "sim", "fabric", "kernels", "common"},
+}
+PARTS = set(ALLOWED) - {"main"}
+ENTRY = os.path.join("sim", "main.c")
+
+
+def part_of(path, src):
+    rel = os.path.relpath(os.path.realpath(path), os.path.realpath(src))
+    top = rel.split(os.sep)[0]
+    return top if top in PARTS else None
+
+
+def check_includes(src, out):
+    bad = 0
+    inc = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
+    for part in sorted(PARTS):
+        folder = os.path.join(src, part)
+        if not os.path.isdir(folder):
+            continue
+        for name in sorted(os.listdir(folder)):
+            if not name.endswith((".c", ".h", ".cu")):
+                continue
+            path = os.path.join(folder, name)
+            who = "main" if os.path.join(part, name) == ENTRY else part
+            with open(path, encoding="utf-8") as f:
+                for lineno, line in enumerate(f, 1):
+                    m = inc.match(line)
+                    if not m:
+                        continue
+                    target = os.path.normpath(os.path.join(folder, m.group(1)))
+                    if not os.path.exists(target):
+                        target = os.path.normpath(os.path.join(src, m.group(1)))
+                    if not os.path.exists(target):
+                        continue  # a generated or system header
+                    tp = part_of(target, src)
+                    if tp is not None and tp not in ALLOWED[who]:
+                        print(f"{part}/{name}:{lineno}: includes {m.group(1)} ({tp}/), but {part}/ "
+                              f"may use only {', '.join(sorted(ALLOWED[who]))}", file=out)
+                        bad += 1
+    return bad
+
+
+def nm(obj, *flags):
+    res = subprocess.run(["nm", *flags, obj], capture_output=True, text=True, check=True)
+    syms = []
+    for line in res.stdout.splitlines():
+        fields = line.split()
+        if len(fields) >= 2:
+            syms.append((fields[-2], fields[-1]))
+    return syms
+
+
+def objects(build, src):
+    """(object path, part, source name) of every object of agefence's libraries and programs."""
+    found = []
+    cmf = os.path.join(build, "CMakeFiles")
+    for target in ("af_common", "af_fabric", "af_kernels", "af_sim", "af_analysis", "agefence_core",
+                   "agefence",
+                   "agefence-report"):
+        tdir = os.path.join(cmf, target + ".dir")
+        for root, _, files in os.walk(tdir):
+            for f in files:
+                if not f.endswith(".o"):
+                    continue
+                rel = os.path.relpath(os.path.join(root, f), tdir)
+                source = rel[:-2]  # sim/run.c.o -> sim/run.c
+                top = source.split(os.sep)[0]
+                if source == ENTRY:
+                    part = "main"
+                elif top == "gen":
+                    part = "sim"  # the embedded scenario and the version belong to the driver
+                elif top in PARTS:
+                    part = top
+                else:
+                    continue
+                if top != "gen" and not os.path.exists(os.path.join(src, source)):
+                    continue  # left behind by a source file that has moved or gone
+                found.append((os.path.join(root, f), part, source))
+    return found
+
+
+def check_objects(build, src, out):
+    objs = objects(build, src)
+    if not objs:
+        print(f"no object files under {build}/CMakeFiles: build agefence first", file=out)
+        return 1
+    defined = {}
+    for path, part, source in objs:
+        for kind, sym in nm(path, "--defined-only"):
+            if kind.isupper() and kind not in "U":
+                defined.setdefault(sym, (part, source))
+    bad = 0
+    edges = {}
+    mpi = re.compile(r"^P?MPI_")
+    cuda = re.compile(r"^(cuda|nccl|__cuda)")
+    for path, part, source in objs:
+        for kind, sym in nm(path, "-u"):
+            if mpi.match(sym) and part != "fabric":
+                print(f"{source}: calls {sym}: only fabric/ talks MPI", file=out)
+                bad += 1
+            if cuda.match(sym) and not (source.endswith(".cu") or source == "fabric/fabric_nccl.c"):
+                print(f"{source}: calls {sym}: only kernels/*.cu and fabric/fabric_nccl.c use CUDA "
+                      f"or NCCL", file=out)
+                bad += 1
+            if sym not in defined:
+                continue
+            dpart, dsource = defined[sym]
+            if dpart not in ALLOWED[part]:
+                print(f"{source}: uses {sym} of {dsource}, but {part}/ may use only "
+                      f"{', '.join(sorted(ALLOWED[part]))}", file=out)
+                bad += 1
+            if part == dpart == "sim" and dsource != source:
+                edges.setdefault(source, set()).add(dsource)
+    bad += report_cycles(edges, out)
+    return bad
+
+
+def report_cycles(edges, out):
+    """Tarjan's strongly connected components of the driver's call graph; each of more than one
+    object is a cycle."""
+    index, low, stack, on, comps = {}, {}, [], set(), []
+    counter = [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in sorted(edges.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            comps.append(comp)
+
+    nodes = set(edges) | {w for ws in edges.values() for w in ws}
+    for v in sorted(nodes):
+        if v not in index:
+            visit(v)
+    bad = 0
+    for comp in comps:
+        if len(comp) > 1:
+            print(f"driver objects call each other in a cycle: {' <-> '.join(sorted(comp))}",
+                  file=out)
+            bad += 1
+    return bad
+
+
+def main():
+    if len(sys.argv) != 3:
+        print(__doc__.strip().splitlines()[2], file=sys.stderr)
+        return 2
+    src, build = sys.argv[1], sys.argv[2]
+    bad = check_includes(src, sys.stdout) + check_objects(build, src, sys.stdout)
+    if bad:
+        print(f"FAIL: {bad} layering violation(s)")
+        return 1
+    print("PASS: includes and object dependencies follow common <- fabric, kernels <- sim; "
+          "common <- analysis; no cycle in the driver")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.setrecursionlimit(10000)
+    sys.exit(main())
