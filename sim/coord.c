@@ -45,6 +45,13 @@ int32_t af_coord_target(const af_placement_t *p, const int8_t *unit_state, int64
     return af_coord_target_excluding(p, unit_state, prefer_device, allow_fading, -1);
 }
 
+void af_coord_undo(af_placement_t *p, const af_move_t *moves, int64_t n)
+{
+    for (int64_t i = n - 1; i >= 0; --i) {
+        af_placement_move(p, moves[i].block, moves[i].from_slot);
+    }
+}
+
 int64_t af_coord_plan(af_placement_t *p, const int8_t *unit_state, const af_health_change_t *ch,
                       int64_t n_changes, int drain, int64_t max_drain, af_move_t *moves,
                       int64_t *exhausted)
@@ -75,8 +82,12 @@ int64_t af_coord_plan_listed(af_placement_t *p, const int8_t *unit_state,
             }
             int32_t to = af_coord_target(p, unit_state, dev, 1);
             if (to < 0) {
+                /* Not every block fits: none moves. The blocks stay where they were (their
+                 * dead slots), so what the run ends with is the state it had, on any number
+                 * of ranks, not a half-applied plan. */
+                af_coord_undo(p, moves, n);
                 *exhausted = 1;
-                return n;
+                return 0;
             }
             moves[n].block = b;
             moves[n].from_slot = g;

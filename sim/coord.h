@@ -43,8 +43,13 @@ int32_t af_coord_target(const af_placement_t *p, const int8_t *unit_state, int64
 int32_t af_coord_target_excluding(const af_placement_t *p, const int8_t *unit_state,
                                   int64_t prefer_device, int allow_fading, int64_t exclude_unit);
 
+/* Takes back n moves planned and applied to the placement (not yet to the data), newest first:
+ * every block returns to its from_slot. */
+void af_coord_undo(af_placement_t *p, const af_move_t *moves, int64_t n);
+
 /* Plans the moves that follow this step's health changes (already applied to unit_state):
- * every block on a newly DEAD unit is restored to a live slot (exhausted=1 when impossible);
+ * every block on a newly DEAD unit is restored to a live slot (when one of them finds none:
+ * exhausted=1, no move at all, the placement as it was);
  * then, when drain is on, blocks on FADING units move to HEALTHY ones, at most max_drain.
  * Applies each move to the placement as it is planned. Returns the number of moves. */
 int64_t af_coord_plan(af_placement_t *p, const int8_t *unit_state, const af_health_change_t *ch,

@@ -29,6 +29,10 @@ typedef struct xfer_ops {
      * item crosses ranks directly between the two buffers when the fabric reaches the shard's
      * memory: no staging copy on either side. */
     int (*slots)(af_run_state_t *r, void *ctx, int64_t i, int64_t *from, int64_t *to);
+    /* Optional: the global slot whose committed buffer item i reads, and the one it writes (-1:
+     * none). A batch is applied in list order: an item that reads or overwrites a slot an
+     * earlier item of the same chunk writes or reads starts a new chunk (see transfer()). */
+    void (*touches)(af_run_state_t *r, void *ctx, int64_t i, int64_t *reads, int64_t *writes);
 } xfer_ops_t;
 
 /* The fabric that reaches the slots' memory: the device fabric (nccl) for device slots, the
@@ -41,14 +45,83 @@ static af_fabric_t *direct_fabric(const af_run_state_t *r)
     return r->dxchg_prev == NULL ? r->fab : NULL;
 }
 
+/* The set of committed slots the items of one chunk read and write: open addressing over
+ * AF_XFER_SET entries, keys (slot << 1) | is_write, emptied after each chunk by its list. */
+static uint32_t set_hash(int64_t key)
+{
+    return (uint32_t)(((uint64_t)key * 0x9E3779B97F4A7C15ULL) >> 40) & (AF_XFER_SET - 1);
+}
+
+static int set_has(const af_run_state_t *r, int64_t key)
+{
+    for (uint32_t h = set_hash(key);; h = (h + 1) & (AF_XFER_SET - 1)) {
+        if (r->xfer_set[h] == key) {
+            return 1;
+        }
+        if (r->xfer_set[h] < 0) {
+            return 0;
+        }
+    }
+}
+
+static void set_add(af_run_state_t *r, int64_t key)
+{
+    uint32_t h = set_hash(key);
+    while (r->xfer_set[h] >= 0 && r->xfer_set[h] != key) {
+        h = (h + 1) & (AF_XFER_SET - 1);
+    }
+    if (r->xfer_set[h] < 0) {
+        r->xfer_set[h] = key;
+        r->xfer_used[r->n_xfer_used++] = (int32_t)h;
+    }
+}
+
+/* The end of the chunk that starts at item c0: at most AF_XFER_CHUNK items, and none that
+ * depends on an earlier item of the chunk. A chunk's transfers are posted together and its
+ * received data written after them, so within a chunk an item must not read a slot an earlier
+ * one writes (it would read the old data on some ranks, the new on others), nor write a slot
+ * an earlier one reads or writes (a pending send would carry the new data). Splitting there
+ * keeps the batch's meaning what it is on one rank, where every item is a copy made in list
+ * order: a retry that takes the slot another block of the same batch just left moves the same
+ * bits on any number of ranks. Every rank walks the same list, so all split alike. */
+static int64_t chunk_end(af_run_state_t *r, int64_t n, const xfer_ops_t *ops, void *ctx, int64_t c0)
+{
+    int64_t c1 = c0 + AF_XFER_CHUNK < n ? c0 + AF_XFER_CHUNK : n;
+    if (ops->touches == NULL) {
+        return c1;
+    }
+    int64_t end = c1;
+    for (int64_t i = c0; i < c1; ++i) {
+        int64_t rd = -1;
+        int64_t wr = -1;
+        ops->touches(r, ctx, i, &rd, &wr);
+        if ((rd >= 0 && set_has(r, rd << 1 | 1)) ||
+            (wr >= 0 && (set_has(r, wr << 1) || set_has(r, wr << 1 | 1)))) {
+            end = i;
+            break;
+        }
+        if (rd >= 0) {
+            set_add(r, rd << 1);
+        }
+        if (wr >= 0) {
+            set_add(r, wr << 1 | 1);
+        }
+    }
+    for (int64_t k = 0; k < r->n_xfer_used; ++k) {
+        r->xfer_set[r->xfer_used[k]] = -1;
+    }
+    r->n_xfer_used = 0;
+    return end;
+}
+
 static af_result_t transfer(af_run_state_t *r, int64_t n, const xfer_ops_t *ops, void *ctx)
 {
     const int me = r->world.rank;
     const size_t T = (size_t)r->T;
     af_fabric_t *df = ops->slots != NULL ? direct_fabric(r) : NULL;
     af_p2p_t *direct = r->p2p + AF_XFER_CHUNK;
-    for (int64_t c0 = 0; c0 < n; c0 += AF_XFER_CHUNK) {
-        int64_t c1 = c0 + AF_XFER_CHUNK < n ? c0 + AF_XFER_CHUNK : n;
+    for (int64_t c0 = 0, c1 = 0; c0 < n; c0 = c1) {
+        c1 = chunk_end(r, n, ops, ctx, c0);
         int np = 0;
         int nd = 0;
         int ns = 0;
@@ -180,7 +253,7 @@ static af_result_t store_write(af_run_state_t *r, void *ctx, int64_t b, const do
 
 af_result_t af_replicas_refresh(af_run_state_t *r)
 {
-    static const xfer_ops_t ops = {refresh_ranks, refresh_read, store_write, NULL, NULL};
+    static const xfer_ops_t ops = {refresh_ranks, refresh_read, store_write, NULL, NULL, NULL};
     AF_CHECK(transfer(r, r->B, &ops, NULL));
     r->replica_step = r->state_step;
     return AF_OK;
@@ -208,7 +281,7 @@ static af_result_t rollback_write(af_run_state_t *r, void *ctx, int64_t b, const
 
 af_result_t af_rollback(af_run_state_t *r)
 {
-    static const xfer_ops_t ops = {rollback_ranks, store_read, rollback_write, NULL, NULL};
+    static const xfer_ops_t ops = {rollback_ranks, store_read, rollback_write, NULL, NULL, NULL};
     AF_CHECK(transfer(r, r->B, &ops, NULL));
     r->n_replayed += r->state_step - r->replica_step;
     r->n_rollbacks++;
@@ -279,9 +352,20 @@ static int move_slots(af_run_state_t *r, void *vctx, int64_t i, int64_t *from, i
     return 0;
 }
 
+static void move_touches(af_run_state_t *r, void *vctx, int64_t i, int64_t *reads, int64_t *writes)
+{
+    (void)r;
+    const move_ctx_t *c = vctx;
+    const af_move_t *m = &c->moves[i];
+    int restore = m->kind == AF_MOVE_RESTORE;
+    *reads = restore ? -1 : m->from_slot; /* a restore reads the replica */
+    *writes = restore && !c->restore_data ? -1 : m->to_slot;
+}
+
 af_result_t af_apply_moves(af_run_state_t *r, const af_move_t *moves, int64_t n, int restore_data)
 {
-    static const xfer_ops_t ops = {move_ranks, move_read, move_write, move_local, move_slots};
+    static const xfer_ops_t ops = {move_ranks, move_read,  move_write,
+                                   move_local, move_slots, move_touches};
     move_ctx_t ctx = {moves, restore_data};
     AF_CHECK(transfer(r, n, &ops, &ctx));
     for (int64_t i = 0; i < n; ++i) {
@@ -332,6 +416,12 @@ static int twin_in_slots(af_run_state_t *r, void *ctx, int64_t i, int64_t *from,
     return 0;
 }
 
+static void twin_in_touches(af_run_state_t *r, void *ctx, int64_t i, int64_t *reads,
+                            int64_t *writes)
+{
+    twin_in_slots(r, ctx, i, reads, writes);
+}
+
 /* A twin's home: the least-loaded HEALTHY unit with room (own device first); failing that,
  * another FADING unit than the primary's, whose independent corruption draws still make a
  * mismatch visible. */
@@ -361,8 +451,8 @@ af_result_t af_dmr_begin(af_run_state_t *r, const af_move_t *only, int64_t n_onl
         r->twin[b] = t;
         r->items[n++] = b;
     }
-    static const xfer_ops_t ops = {twin_in_ranks, twin_in_read, twin_in_write, twin_in_local,
-                                   twin_in_slots};
+    static const xfer_ops_t ops = {twin_in_ranks, twin_in_read,  twin_in_write,
+                                   twin_in_local, twin_in_slots, twin_in_touches};
     AF_CHECK(transfer(r, n, &ops, NULL));
     for (int64_t i = 0; i < n; ++i) {
         int64_t t = r->twin[r->items[i]];
@@ -411,7 +501,7 @@ static af_result_t twin_out_write(af_run_state_t *r, void *ctx, int64_t i, const
 
 af_result_t af_dmr_end(af_run_state_t *r, int64_t n)
 {
-    static const xfer_ops_t ops = {twin_out_ranks, twin_out_read, twin_out_write, NULL, NULL};
+    static const xfer_ops_t ops = {twin_out_ranks, twin_out_read, twin_out_write, NULL, NULL, NULL};
     AF_CHECK(transfer(r, n, &ops, NULL));
     for (int64_t i = 0; i < n; ++i) {
         int64_t t = r->twin[r->items[i]];
@@ -442,9 +532,11 @@ af_result_t af_retry_fenced(af_run_state_t *r, int64_t *n_retried)
         int32_t to =
             af_coord_target_excluding(&r->pl, r->unit_state, dev, 1, af_slot_unit(&r->pl, from));
         if (to < 0) {
+            /* None of this round's retries happens: every block stays where its data is. */
+            af_coord_undo(&r->pl, r->moves, n);
             r->exhausted = 1;
             r->exhausted_why = "no live slot is left to retry a fenced block on";
-            *n_retried = n;
+            *n_retried = 0;
             return AF_OK;
         }
         af_placement_move(&r->pl, (int32_t)b, to);

@@ -38,6 +38,9 @@ typedef struct af_payload {
 
 /* Transfers of whole blocks (T doubles) between ranks go through host staging in chunks. */
 #define AF_XFER_CHUNK 512
+/* Entries of the slot set that splits a chunk where its items depend on each other (a power of
+ * two above the 2 x AF_XFER_CHUNK keys a chunk can hold). */
+#define AF_XFER_SET 4096
 
 /* Outcome of a DMR comparison on the primary's slot. */
 enum { AF_DMR_NONE = 0, AF_DMR_ADOPTED = 1, AF_DMR_FENCED = 2 };
@@ -134,10 +137,13 @@ typedef struct af_run_state {
     double *stage_send; /* AF_XFER_CHUNK x T */
     double *stage_recv; /* AF_XFER_CHUNK x T */
     af_p2p_t *p2p;      /* 2 x AF_XFER_CHUNK */
-    int64_t *items;     /* blocks: scratch list of work items */
-    int32_t *twin;      /* blocks: DMR twin slot of each block this step, or -1 */
-    uint8_t *dmr_mark;  /* local slots: AF_DMR_* outcome of the last comparison */
-    double *twin_buf;   /* T doubles */
+    int64_t *xfer_set;  /* AF_XFER_SET, -1 when empty: the slots a chunk reads and writes */
+    int32_t *xfer_used; /* 2 x AF_XFER_CHUNK: the entries of xfer_set in use */
+    int64_t n_xfer_used;
+    int64_t *items;    /* blocks: scratch list of work items */
+    int32_t *twin;     /* blocks: DMR twin slot of each block this step, or -1 */
+    uint8_t *dmr_mark; /* local slots: AF_DMR_* outcome of the last comparison */
+    double *twin_buf;  /* T doubles */
 
     /* Progress. */
     int64_t tick;       /* executed steps */

@@ -111,6 +111,11 @@ af_result_t af_step_init(af_run_state_t *r)
     r->stage_send = af_alloc(sizeof(double) * chunk * T);
     r->stage_recv = af_alloc(sizeof(double) * chunk * T);
     r->p2p = af_alloc(sizeof(af_p2p_t) * 2 * AF_XFER_CHUNK);
+    r->xfer_set = af_alloc(sizeof(int64_t) * AF_XFER_SET);
+    r->xfer_used = af_alloc(sizeof(int32_t) * 2 * AF_XFER_CHUNK);
+    for (size_t i = 0; r->xfer_set != NULL && i < AF_XFER_SET; ++i) {
+        r->xfer_set[i] = -1;
+    }
     r->items = af_alloc(sizeof(int64_t) * B);
     r->twin = af_alloc(sizeof(int32_t) * B);
     r->dmr_mark = af_alloc((size_t)(r->n_local > 0 ? r->n_local : 1));
@@ -160,8 +165,8 @@ af_result_t af_step_init(af_run_state_t *r)
     af_pacer_init(&r->pacer, r->cfg.pacing_gamma, r->cfg.pacing_alpha, r->cfg.pacing_warmup);
     if (!r->xchg_prev || !r->xchg_cur || !r->cellbuf || !r->twin_buf || !r->unit_state ||
         !r->unit_p || !r->changes || !r->pfade || !r->moves || !r->plan_body || !r->rep_rank ||
-        !r->rep_off || !r->stage_send || !r->stage_recv || !r->p2p || !r->items || !r->twin ||
-        !r->dmr_mark) {
+        !r->rep_off || !r->stage_send || !r->stage_recv || !r->p2p || !r->xfer_set ||
+        !r->xfer_used || !r->items || !r->twin || !r->dmr_mark) {
         af_error_set("cannot allocate the step buffers for %lld blocks and %lld units",
                      (long long)r->B, (long long)r->units);
         return AF_ERR_NOMEM;
@@ -196,6 +201,8 @@ void af_step_destroy(af_run_state_t *r)
     af_free(r->stage_send);
     af_free(r->stage_recv);
     af_free(r->p2p);
+    af_free(r->xfer_set);
+    af_free(r->xfer_used);
     af_free(r->items);
     af_free(r->twin);
     af_free(r->dmr_mark);

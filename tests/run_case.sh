@@ -4,9 +4,10 @@
 #               [min=OBJ@NAME=VALUE]... [max=OBJ@NAME=VALUE]... -- [agefence run arguments]
 # Asserts: the exit status is CODE (default 0); the log passes `agefence-report --check`; each
 # check= attribute has its value, each min= attribute is at least, each max= at most its value.
-# Every run must leave no allocation after start-up and no leaked NaN/Inf; a run expected to
-# pass must also be bitwise equal to the reference.
+# Every run must leave no allocation and no communicator created after start-up and no leaked
+# NaN/Inf (tests/lib.sh); a run expected to pass must also be bitwise equal to the reference.
 set -uo pipefail
+. "$(dirname "$0")/lib.sh"
 agefence=$1 report=$2 mpiexec=$3 work=$4
 shift 4
 np=1 expect=0
@@ -37,7 +38,7 @@ cat "$work/stdout"
 "$report" --check "$log" || fail "the log breaks the schema"
 
 attr() { "$report" --attr "$1" "$2" "$log"; }
-checks+=("/final@allocs_after_init=0" "/final@nonfinite_leaked_total=0")
+why=$(af_clean_run "$report" "$log") || fail "$why"
 if [ "$expect" = 0 ]; then
   checks+=("/final@bitwise_equal=1" "/final@exit_reason=completed")
   grep -q "BITWISE EQUAL" "$work/stdout" || fail "the summary does not say bitwise equal"
@@ -59,4 +60,4 @@ compare() { # compare OP SPEC: numeric comparison of an attribute with a bound
 }
 for c in "${mins[@]}"; do compare min "$c"; done
 for c in "${maxs[@]}"; do compare max "$c"; done
-echo "PASS: np=$np exit=$rc checks=$((${#checks[@]} + ${#mins[@]} + ${#maxs[@]}))"
+echo "PASS: np=$np exit=$rc checks=$((3 + ${#checks[@]} + ${#mins[@]} + ${#maxs[@]}))"

@@ -1,0 +1,20 @@
+# Checks shared by the whole-run tests (sourced by them; not run on its own).
+
+# af_clean_run REPORT LOG: what every finished run promises, whatever its exit status: nothing
+# allocated through agefence's allocator and no communicator created after start-up (summed
+# over all ranks), and no NaN/Inf committed. Prints the first broken promise and returns 1, or
+# prints nothing. (The allocation counter sees af_alloc and the CUDA allocations the backends
+# report, not what MPI, HDF5 or NCCL allocate inside themselves: README, "What one step does".)
+af_clean_run() {
+  local report=$1 log=$2 name got
+  for name in allocs_after_init comms_after_init nonfinite_leaked_total; do
+    got=$("$report" --attr /final "$name" "$log" 2>/dev/null) || {
+      echo "$log: no /final@$name"
+      return 1
+    }
+    [ "$got" = 0 ] || {
+      echo "$log: /final@$name = $got, expected 0"
+      return 1
+    }
+  done
+}
