@@ -8,6 +8,7 @@
 
 static int af_sealed;
 static int64_t af_after_seal;
+static int64_t af_comms_after_seal;
 static int64_t af_live_bytes;
 static int64_t af_total;
 
@@ -41,6 +42,7 @@ void af_alloc_reset(void)
 {
     af_sealed = 0;
     af_after_seal = 0;
+    af_comms_after_seal = 0;
 }
 
 void af_alloc_seal(void)
@@ -75,6 +77,18 @@ void af_alloc_note_external(size_t bytes)
     if (af_sealed) {
         af_after_seal++;
     }
+}
+
+void af_alloc_note_comm(void)
+{
+    if (af_sealed) {
+        af_comms_after_seal++;
+    }
+}
+
+int64_t af_alloc_comms_after_seal(void)
+{
+    return af_comms_after_seal;
 }
 
 void af_alloc_note_external_free(size_t bytes)

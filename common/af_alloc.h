@@ -1,6 +1,8 @@
 /* agefence: the counting allocator. Everything the step loop touches is allocated through
  * af_alloc before af_alloc_seal(); any allocation after the seal is counted, logged per step
- * as allocs_after_init, and asserted to be zero by the tests. */
+ * as allocs_after_init, and asserted to be zero by the tests. The fabrics report every
+ * communicator they create the same way (comms_after_init). What MPI, HDF5 or NCCL allocate
+ * inside themselves is not seen: only agefence's own requests are. */
 #ifndef AF_ALLOC_H
 #define AF_ALLOC_H
 
@@ -26,5 +28,10 @@ int64_t af_alloc_count_total(void);
 void af_alloc_note_external(size_t bytes);
 /* ... and the release of such an allocation. */
 void af_alloc_note_external_free(size_t bytes);
+
+/* Called by the fabrics for every communicator they create (MPI_Comm_dup, MPI_Comm_split,
+ * ncclCommInitRank); those created since the seal are counted. */
+void af_alloc_note_comm(void);
+int64_t af_alloc_comms_after_seal(void);
 
 #endif

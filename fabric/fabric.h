@@ -62,8 +62,6 @@ struct af_fabric {
     const af_fabric_ops_t *ops;
     int rank;
     int size;
-    /* Communicators created after start-up (must stay 0: the fleet is never reshaped). */
-    int64_t comms_created;
     void *impl;
 };
 
@@ -86,10 +84,12 @@ af_result_t af_world_hostnames(const af_world_t *world, char *out);
 /* Library versions as text, for the log. */
 void af_world_versions(char *out, size_t size);
 
-/* Creates the MPI backend over a private duplicate of MPI_COMM_WORLD. */
+/* Creates the MPI backend over a private duplicate of MPI_COMM_WORLD. Every communicator a
+ * fabric creates is reported to af_alloc_note_comm() (counted after start-up). */
 af_result_t af_fabric_mpi_create(af_fabric_t **out);
 /* A new MPI fabric over a split of f's communicator (MPI_Comm_split with color and key): the
- * reshape-and-rebuild baseline of `agefence bench recovery`. Counts one communicator created. */
+ * reshape-and-rebuild baseline of `agefence bench recovery`: after start-up it counts in
+ * comms_after_init, as any other would. */
 af_result_t af_fabric_mpi_split(af_fabric_t *f, int color, int key, af_fabric_t **out);
 
 /* NCCL backend (device buffers), bootstrapped over MPI. AF_ERR_UNSUPPORTED when built without

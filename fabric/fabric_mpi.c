@@ -146,9 +146,7 @@ af_result_t af_fabric_mpi_create(af_fabric_t **out)
         rc = AF_ERR_FABRIC;
         goto fail;
     }
-    if (af_alloc_sealed()) {
-        f->comms_created++;
-    }
+    af_alloc_note_comm();
     MPI_Comm_set_errhandler(m->comm, MPI_ERRORS_RETURN);
     MPI_Comm_rank(m->comm, &f->rank);
     MPI_Comm_size(m->comm, &f->size);
@@ -182,7 +180,7 @@ af_result_t af_fabric_mpi_split(af_fabric_t *f, int color, int key, af_fabric_t 
         rc = AF_ERR_FABRIC;
         goto fail;
     }
-    n->comms_created = 1;
+    af_alloc_note_comm();
     MPI_Comm_set_errhandler(m->comm, MPI_ERRORS_RETURN);
     MPI_Comm_rank(m->comm, &n->rank);
     MPI_Comm_size(m->comm, &n->size);

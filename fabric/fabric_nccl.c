@@ -391,9 +391,7 @@ af_result_t af_fabric_nccl_create(af_fabric_t **out, int cuda_device)
         rc = AF_ERR_FABRIC;
         goto fail;
     }
-    if (af_alloc_sealed()) {
-        f->comms_created++;
-    }
+    af_alloc_note_comm();
     cudaError_t ce = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking);
     if (ce == cudaSuccess) {
         ce = cudaEventCreateWithFlags(&c->after, cudaEventDisableTiming);

@@ -29,6 +29,36 @@ static uint64_t inject_key(const af_run_state_t *r, int round)
     return (uint64_t)r->tick * 8U + (uint64_t)round;
 }
 
+/* AGEFENCE_DEBUG=allocafter=N or commafter=N: at executed step N every rank makes one
+ * allocation through af_alloc, or creates one communicator, and frees it at once. The run
+ * breaks a promise of start-up on purpose, so that tests/checks_fail.sh can show the counters
+ * (allocs_after_init, comms_after_init) and the tests' checks on them catch it. */
+static af_result_t debug_break_promise(af_run_state_t *r)
+{
+    static int64_t alloc_at = -2;
+    static int64_t comm_at = -1;
+    if (alloc_at == -2) {
+        const char *d = getenv("AGEFENCE_DEBUG");
+        const char *a = d != NULL ? strstr(d, "allocafter=") : NULL;
+        const char *c = d != NULL ? strstr(d, "commafter=") : NULL;
+        alloc_at = a != NULL ? atoll(a + strlen("allocafter=")) : -1;
+        comm_at = c != NULL ? atoll(c + strlen("commafter=")) : -1;
+    }
+    if (r->tick == alloc_at) {
+        void *p = af_alloc(64);
+        if (p == NULL) {
+            return AF_ERR_NOMEM;
+        }
+        af_free(p);
+    }
+    if (r->tick == comm_at) {
+        af_fabric_t *f = NULL;
+        AF_CHECK(af_fabric_mpi_split(r->fab, 0, r->world.rank, &f));
+        af_fabric_destroy(&f);
+    }
+    return AF_OK;
+}
+
 /* AGEFENCE_DEBUG=scan: after each phase, report every live local slot whose committed buffer
  * holds a non-finite value (finds where a containment hole opens). */
 static void debug_scan(af_run_state_t *r, const char *phase)
@@ -752,6 +782,7 @@ af_result_t af_step(af_run_state_t *r, int *stop)
     memset(&r->mine, 0, sizeof r->mine);
     r->n_drain = r->n_restore = r->n_retry_moves = r->n_rollbacks = r->n_replayed = 0;
     r->tick++;
+    AF_CHECK(debug_break_promise(r));
     double t0 = af_now_us();
     slow_events(r);
 
@@ -993,7 +1024,7 @@ af_result_t af_step_log(af_run_state_t *r, int final)
     }
     if (!final) {
         r->mine.count[CNT_ALLOCS] = af_alloc_after_seal();
-        r->mine.count[CNT_COMMS] = r->fab->comms_created;
+        r->mine.count[CNT_COMMS] = af_alloc_comms_after_seal();
         r->batch[r->n_batch] = r->mine;
         if (r->world.rank == 0) {
             af_step_row_t *row = &r->rows[r->n_batch];

@@ -8,6 +8,7 @@
 #      the hostfile, not the number of cores, decided the layout; no log is left.
 #   hostfile.sh AGEFENCE REPORT MPIEXEC WORKDIR RUN_CASE SCENARIO [SLOTS]
 set -uo pipefail
+. "$(dirname "$0")/lib.sh"
 # The hostfile may claim more slots than this machine has cores: ranks that spin while they wait
 # would then starve each other, so they yield (Open MPI does that itself when oversubscribed).
 export OMPI_MCA_mpi_yield_when_idle=1
@@ -44,6 +45,7 @@ rc=$?
 ranks=$("$report" --attr / ranks "$log") || fail "no ranks attribute"
 [ "$ranks" = "$slots" ] || fail "ranks = $ranks, expected one per slot ($slots)"
 [ "$("$report" --attr /final bitwise_equal "$log")" = 1 ] || fail "not bitwise equal"
+why=$(af_clean_run "$report" "$log") || fail "$why"
 echo "PASS: $ranks ranks from the hostfile's slots"
 
 echo "== 3. -np $((slots + 1)) on $slots slots without oversubscription: refused"

@@ -2,19 +2,20 @@
 
 # af_clean_run REPORT LOG: what every finished run promises, whatever its exit status: nothing
 # allocated through agefence's allocator and no communicator created after start-up (summed
-# over all ranks), and no NaN/Inf committed. Prints the first broken promise and returns 1, or
-# prints nothing. (The allocation counter sees af_alloc and the CUDA allocations the backends
-# report, not what MPI, HDF5 or NCCL allocate inside themselves: README, "What one step does".)
+# over all ranks), and no NaN/Inf committed. Prints every broken promise on one line and
+# returns 1, or prints nothing. (The allocation counter sees af_alloc and the CUDA allocations
+# the backends report, not what MPI, HDF5 or NCCL allocate inside themselves: README, "What
+# one step does".)
 af_clean_run() {
-  local report=$1 log=$2 name got
+  local report=$1 log=$2 name got broken=""
   for name in allocs_after_init comms_after_init nonfinite_leaked_total; do
-    got=$("$report" --attr /final "$name" "$log" 2>/dev/null) || {
-      echo "$log: no /final@$name"
-      return 1
-    }
-    [ "$got" = 0 ] || {
-      echo "$log: /final@$name = $got, expected 0"
-      return 1
-    }
+    if ! got=$("$report" --attr /final "$name" "$log" 2>/dev/null); then
+      broken+="${broken:+; }no /final@$name"
+    elif [ "$got" != 0 ]; then
+      broken+="${broken:+; }/final@$name = $got, expected 0"
+    fi
   done
+  [ -z "$broken" ] && return 0
+  echo "$log: $broken"
+  return 1
 }

@@ -4,6 +4,7 @@
 # exactly steps_completed rows.
 #   sigterm.sh AGEFENCE REPORT MPIEXEC WORKDIR
 set -uo pipefail
+. "$(dirname "$0")/lib.sh"
 agefence=$1 report=$2 mpiexec=$3 work=$4
 rm -rf "$work" && mkdir -p "$work"
 log=$work/run.h5
@@ -32,6 +33,31 @@ reason=$("$report" --attr /final exit_reason "$log")
 [ "$reason" = signal ] || fail "exit_reason = $reason, expected signal"
 done_steps=$("$report" --attr /final steps_completed "$log")
 [ "$done_steps" -gt 0 ] || fail "no step completed"
-/usr/bin/env python3 - "$log" "$done_steps" <<'PY' 2>/dev/null || true
+why=$(af_clean_run "$report" "$log") || fail "$why"
+# Every per-step dataset holds exactly steps_completed rows: /steps/* and /ranks/* (steps x
+# ranks), and the commit record agrees.
+/usr/bin/python3 - "$log" "$done_steps" <<'PY' || fail "the log's rows do not match steps_completed"
+import sys
+import h5py
+
+path, done = sys.argv[1], int(sys.argv[2])
+bad = []
+with h5py.File(path, "r") as f:
+    for group in ("steps", "ranks"):
+        names = list(f[group])
+        if not names:
+            bad.append(f"/{group} is empty")
+        for name in names:
+            rows = f[group][name].shape[0]
+            if rows != done:
+                bad.append(f"/{group}/{name} has {rows} rows")
+    committed = [int(x) for x in f["steps"].attrs["committed"]]
+    if committed[0] != done:
+        bad.append(f"/steps@committed counts {committed[0]} rows")
+for b in bad:
+    print(f"FAIL: {b}, steps_completed = {done}")
+print(f"{len(bad)} dataset(s) off")
+sys.exit(1 if bad else 0)
 PY
-echo "PASS: stopped after $done_steps steps, log valid, exit_reason=signal"
+echo "PASS: stopped after $done_steps steps, log valid, exit_reason=signal, every /steps and" \
+  "/ranks dataset has $done_steps rows"

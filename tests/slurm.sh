@@ -12,8 +12,10 @@
 # 2. Jobs, each checked through its exit status, its %x-%j.out/.err files and its log:
 #    srun-pass     srun --mpi=pmix, 3 tasks, tests/fixtures/small.ini, the default log path;
 #    mpirun-pass   AGEFENCE_LAUNCHER=mpirun, 2 tasks, faultfree.ini;
-#    both: exit 0, `agefence-report --check`, bitwise_equal = 1, the rank count, and the root
-#    attribute slurm_job_id = the job id (asserted when the log has it);
+#    both: exit 0, `agefence-report --check`, bitwise_equal = 1, the rank count, nothing
+#    allocated and no communicator created after start-up, and the log's launch record: the
+#    root attributes slurm_job_id = the job id, slurm_ntasks = the task count, launcher = srun
+#    or mpirun as the job used;
 #    limit-srun, limit-mpirun: an endless fault-free run with --time=00:02:00
 #    --signal=B:TERM@105: the batch shell gets SIGTERM before the limit (15-45 s in: Slurm
 #    checks limits periodically) and forwards it; agefence takes some seconds to finish (its
@@ -23,10 +25,10 @@
 # 3. srun without PMIx must not run N copies: `srun --mpi=none -n 2` (Debian's Open MPI stops
 #    in MPI_Init), and the same with SLURM_NODELIST hidden from the tasks, which makes Open MPI
 #    start each task as a one-rank job, as an MPI without Slurm support does: agefence must
-#    refuse with the task count line (exit 2) and leave no log (asserted when the binary has
-#    the launch check, sim/launch.c, wired in).
+#    refuse with the task count line (exit 2) and leave no log (the launch check, sim/launch.c).
 # Exit 0 pass, 1 fail, 77 skip (not root: the daemons need it).
 set -uo pipefail
+. "$(dirname "$0")/lib.sh"
 agefence=$1 report=$2 src=$3 work=$4
 t0=$SECONDS
 say() { echo "slurm.sh [$((SECONDS - t0)) s] $*"; }
@@ -199,9 +201,6 @@ say "cluster up: node $host idle, slurmctld :$ctld_port, slurmd :$slurmd_port, $
 # ---- helpers ---------------------------------------------------------------------------------
 sbatch_script=$src/configs/slurm/agefence.sbatch
 attr() { "$report" --attr "$1" "$2" "$3"; }
-# The binary has the launch check when sim/run.c calls it (launch.o is linked only then).
-has_launch_check=0
-grep -q "AGEFENCE_LAUNCH_CHECK=0 skips" "$agefence" && has_launch_check=1
 
 # submit NAME SBATCH-OPTIONS... -- EXPORTS: sbatch --wait from WORKDIR; prints the job id.
 # The exit status is the job's; the id goes to WORKDIR/NAME.id as well.
@@ -219,9 +218,9 @@ submit() {
     2>"$work/$name.sbatch.err"
 }
 
-# check_pass NAME RANKS LOG: a job that must have passed.
+# check_pass NAME RANKS LAUNCHER LOG: a job that must have passed.
 check_pass() {
-  local name=$1 ranks=$2 log=$3 id
+  local name=$1 ranks=$2 how=$3 log=$4 id why
   id=$(cut -d';' -f1 "$work/$name.id")
   local out=$work/$name-$id.out err=$work/$name-$id.err
   [ -f "$out" ] && [ -f "$err" ] || fail "$name: no $name-$id.out/.err (the script's --output/--error)"
@@ -232,22 +231,25 @@ check_pass() {
   [ "$(attr /final bitwise_equal "$log")" = 1 ] || fail "$name: bitwise_equal is not 1"
   [ "$(attr /final exit_reason "$log")" = completed ] || fail "$name: exit_reason is not completed"
   [ "$(attr / ranks "$log")" = "$ranks" ] || fail "$name: ranks = $(attr / ranks "$log"), expected $ranks"
-  check_job_id "$name" "$id" "$log"
+  why=$(af_clean_run "$report" "$log") || fail "$name: $why"
+  check_launch "$name" "$id" "$ranks" "$how" "$log"
   say "$name: job $id passed: $ranks ranks, log valid and bitwise equal"
 }
-check_job_id() { # NAME ID LOG: the root attribute slurm_job_id, when the log has one
-  local got
-  if got=$(attr / slurm_job_id "$3" 2>/dev/null); then
-    [ "$got" = "$2" ] || fail "$1: slurm_job_id = $got, expected $2"
-    say "$1: slurm_job_id = $got"
-  else
-    say "$1: NOTE: the log has no slurm_job_id attribute (sim/run.c does not write af_launch_info yet)"
-  fi
+# check_launch NAME ID TASKS LAUNCHER LOG: the log says which job, how many tasks, which launcher.
+check_launch() {
+  local got want
+  for want in "slurm_job_id=$2" "slurm_ntasks=$3" "launcher=$4"; do
+    got=$(attr / "${want%%=*}" "$5") || fail "$1: the log has no /@${want%%=*}"
+    [ "$got" = "${want#*=}" ] || fail "$1: /@${want%%=*} = '$got', expected '${want#*=}'"
+  done
+  got=$(attr / slurm_nodelist "$5") || fail "$1: the log has no /@slurm_nodelist"
+  [ -n "$got" ] || fail "$1: /@slurm_nodelist is empty"
+  say "$1: the log names job $2, $3 tasks, launcher $4, nodes $got"
 }
 
-# check_limit NAME LOG: a job stopped by the SIGTERM before its time limit.
+# check_limit NAME LAUNCHER LOG: a job stopped by the SIGTERM before its time limit.
 check_limit() {
-  local name=$1 log=$2 id
+  local name=$1 how=$2 log=$3 id why
   id=$(cut -d';' -f1 "$work/$name.id")
   local out=$work/$name-$id.out err=$work/$name-$id.err
   grep -q "SIGTERM received" "$err" || { cat "$out" "$err" >&2; fail "$name: the batch shell got no SIGTERM"; }
@@ -260,7 +262,8 @@ check_limit() {
   rows=$(h5dump -H -d /steps/step "$log" | sed -n 's/.*DATASPACE *SIMPLE *{ *( *\([0-9]*\) *).*/\1/p')
   [ -n "$rows" ] && [ "$done_steps" -gt 0 ] && [ "$rows" = "$done_steps" ] ||
     fail "$name: /steps has '$rows' rows, steps_completed = $done_steps"
-  check_job_id "$name" "$id" "$log"
+  why=$(af_clean_run "$report" "$log") || fail "$name: $why"
+  check_launch "$name" "$id" 2 "$how" "$log"
   # Slurm's own verdict: the job ended with agefence's status, before its limit.
   local info
   info=$(scontrol show job -o "$id" 2>/dev/null)
@@ -325,16 +328,11 @@ log=$work/singletons.h5
 srun --mpi=none -n 2 --time=00:02:00 --job-name=singletons env -u SLURM_NODELIST "$agefence" run \
   -o "$log" -c "$src/tests/fixtures/faultfree.ini" >"$work/singletons.out" 2>&1
 rc=$?
-if [ "$has_launch_check" = 1 ]; then
-  [ "$rc" = 2 ] || { cat "$work/singletons.out" >&2; fail "singletons: exit $rc, expected 2"; }
-  grep -q "srun started 2 tasks but MPI sees 1 rank" "$work/singletons.out" ||
-    { cat "$work/singletons.out" >&2; fail "singletons: no task count line"; }
-  [ ! -e "$log" ] || fail "singletons: a log was written"
-  say "singletons: refused: $(grep -m 1 'srun started' "$work/singletons.out")"
-else
-  say "singletons: NOTE: this agefence does not call af_launch_check (sim/run.c): not asserted" \
-    "(exit $rc)"
-fi
+[ "$rc" = 2 ] || { cat "$work/singletons.out" >&2; fail "singletons: exit $rc, expected 2"; }
+grep -q "srun started 2 tasks but MPI sees 1 rank" "$work/singletons.out" ||
+  { cat "$work/singletons.out" >&2; fail "singletons: no task count line"; }
+[ ! -e "$log" ] || fail "singletons: a log was written"
+say "singletons: refused: $(grep -m 1 'srun started' "$work/singletons.out")"
 
 # ---- the jobs' results -------------------------------------------------------------------------
 wait_job() { # NAME PID EXPECTED-STATUS
@@ -344,13 +342,13 @@ wait_job() { # NAME PID EXPECTED-STATUS
 }
 wait_job srun-pass "$srun_pass" 0
 id=$(cut -d';' -f1 "$work/srun-pass.id")
-check_pass srun-pass 3 "$work/out/srun-pass-$id.h5"
+check_pass srun-pass 3 srun "$work/out/srun-pass-$id.h5"
 wait_job mpirun-pass "$mpirun_pass" 0
-check_pass mpirun-pass 2 "$work/mpirun-pass.h5"
+check_pass mpirun-pass 2 mpirun "$work/mpirun-pass.h5"
 say "waiting for the time-limit jobs"
 wait_job limit-srun "$limit_srun" 5
-check_limit limit-srun "$work/limit-srun.h5"
+check_limit limit-srun srun "$work/limit-srun.h5"
 wait_job limit-mpirun "$limit_mpirun" 5
-check_limit limit-mpirun "$work/limit-mpirun.h5"
+check_limit limit-mpirun mpirun "$work/limit-mpirun.h5"
 
 say "PASS: Slurm jobs (srun, mpirun, time limit with SIGTERM forwarding) and srun refusals"

@@ -7,6 +7,7 @@
 # 0 with it off, and off under auto with straggler detection.
 #   step_graph.sh AGEFENCE REPORT MPIEXEC WORKDIR SMALL_SCENARIO
 set -uo pipefail
+. "$(dirname "$0")/lib.sh"
 agefence=$1 report=$2 mpiexec=$3 work=$4 small=$5
 rm -rf "$work" && mkdir -p "$work"
 fails=0
@@ -29,6 +30,7 @@ pair() {
     fi
     "$report" --check "$work/$name.$g.h5" >"$work/$name.$g.check" 2>&1 ||
       fail "$name graph=$g: --check: $(cat "$work/$name.$g.check")"
+    why=$(af_clean_run "$report" "$work/$name.$g.h5") || fail "$name graph=$g: $why"
   done
 }
 

@@ -14,15 +14,17 @@
 #              whole file, promtool accepts a mid-run copy and the final one, and the final
 #              figures match the log's /final
 set -uo pipefail
+. "$(dirname "$0")/lib.sh"
 mode=$1 agefence=$2 report=$3 mpiexec=$4 work=$5 scenario=$6
 rm -rf "$work" && mkdir -p "$work"
 cd "$work" || exit 1
 fail() { echo "FAIL: $*"; exit 1; }
-run() { # run NP OUT.h5 ARGS...
-  local np=$1 out=$2
+run() { # run NP OUT.h5 ARGS...: a run that must pass, and keep start-up's promises
+  local np=$1 out=$2 why
   shift 2
   "$mpiexec" -n "$np" --oversubscribe "$agefence" run -q "${scen[@]}" -o "$out" "$@" \
     >"$out.txt" 2>&1 || { cat "$out.txt"; fail "run $out exited $?"; }
+  why=$(af_clean_run "$report" "$out") || fail "$why"
 }
 SLOW=(--set event.9.step=1 --set event.9.action=slow --set event.9.device=1
       --set event.9.units=0-3 --set event.9.factor=3)

@@ -3,6 +3,7 @@
  * exchange. Every test makes all of its collective calls before it asserts anything, so a
  * failure on one rank never leaves the others waiting in a collective; the failure counts of
  * all ranks are summed at the end so that every rank exits non-zero when any rank failed. */
+#include "common/af_alloc.h"
 #include "fabric/fabric.h"
 
 #include <stdarg.h>
@@ -37,8 +38,31 @@ static void test_fabric_matches_the_launch(void **state)
     assert_int_equal(fab->size, world.size);
     assert_true(world.size >= 1 && world.rank >= 0 && world.rank < world.size);
     assert_true(world.local_size >= 1 && world.local_rank < world.local_size);
-    assert_int_equal(fab->comms_created, 0);
+    assert_int_equal(af_alloc_comms_after_seal(), 0);
     assert_int_equal(fab->ops->barrier(fab), AF_OK);
+}
+
+/* A communicator created after start-up is counted, whichever call made it: the counter that
+ * comms_after_init reports cannot miss the reshape a recovery must never need. */
+static void test_communicators_after_start_up_are_counted(void **state)
+{
+    (void)state;
+    af_alloc_reset();
+    af_fabric_t *split = NULL;
+    assert_int_equal(af_fabric_mpi_split(fab, 0, world.rank, &split), AF_OK);
+    af_fabric_destroy(&split);
+    assert_int_equal(af_alloc_comms_after_seal(), 0); /* before the seal: start-up */
+    af_alloc_seal();
+    assert_int_equal(af_fabric_mpi_split(fab, world.rank % 2, world.rank, &split), AF_OK);
+    assert_int_equal(af_alloc_comms_after_seal(), 1);
+    af_fabric_t *dup = NULL;
+    assert_int_equal(af_fabric_mpi_create(&dup), AF_OK);
+    assert_int_equal(af_alloc_comms_after_seal(), 2);
+    af_fabric_destroy(&dup);
+    af_fabric_destroy(&split);
+    assert_null(split);
+    af_alloc_reset();
+    assert_int_equal(af_alloc_comms_after_seal(), 0);
 }
 
 static void test_allreduce_max_u64_carries_owner_bit_patterns_exactly(void **state)
@@ -277,6 +301,7 @@ int main(int argc, char **argv)
     snprintf(name, sizeof name, "test_fabric rank %d of %d", world.rank, world.size);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fabric_matches_the_launch),
+        cmocka_unit_test(test_communicators_after_start_up_are_counted),
         cmocka_unit_test(test_allreduce_max_u64_carries_owner_bit_patterns_exactly),
         cmocka_unit_test(test_bcast_copies_root_bytes_to_every_rank),
         cmocka_unit_test(test_gather_is_rank_major_on_the_root),

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The suite's own checks can fail: each promise is broken on purpose and the check that guards
+# it must say so (a check that cannot fail is a defect).
+#   1. one allocation after start-up (AGEFENCE_DEBUG=allocafter=N): the log counts it
+#      (/final@allocs_after_init = ranks) and run_case.sh fails naming it;
+#   2. one communicator created after start-up (commafter=N): /final@comms_after_init = ranks,
+#      and tests/lib.sh's af_clean_run, which every whole-run test calls, fails;
+#   3. two runs of different fleets: tests/same_run.py (the determinism and property tests'
+#      comparison) exits 1 and names what differs.
+#   checks_fail.sh AGEFENCE REPORT MPIEXEC WORKDIR FIXTURES
+set -uo pipefail
+here=$(dirname "$0")
+. "$here/lib.sh"
+agefence=$1 report=$2 mpiexec=$3 work=$4 fix=$5
+rm -rf "$work" && mkdir -p "$work"
+fail() { echo "FAIL: $*"; exit 1; }
+scen=(-c "$fix/faultfree.ini" --set scenario.steps=20)
+
+AGEFENCE_DEBUG=allocafter=5 bash "$here/run_case.sh" "$agefence" "$report" "$mpiexec" \
+  "$work/alloc" np=2 -- "${scen[@]}" >"$work/alloc.out" 2>&1 &&
+  fail "run_case.sh passed a run that allocated after start-up"
+grep -q "allocs_after_init = 2, expected 0" "$work/alloc.out" ||
+  fail "run_case.sh failed, but not on allocs_after_init: $(tail -3 "$work/alloc.out")"
+echo "ok   an allocation after start-up: $(grep -m 1 FAIL "$work/alloc.out")"
+
+log=$work/comm.h5
+AGEFENCE_DEBUG=commafter=5 "$mpiexec" -n 2 --oversubscribe "$agefence" run -q "${scen[@]}" \
+  -o "$log" >"$work/comm.out" 2>&1 || fail "the run with a communicator after start-up: exit $?"
+[ "$("$report" --attr /final comms_after_init "$log")" = 2 ] ||
+  fail "/final@comms_after_init = $("$report" --attr /final comms_after_init "$log"), expected 2"
+why=$(af_clean_run "$report" "$log") && fail "af_clean_run passed a run that made a communicator"
+case "$why" in *"comms_after_init = 2, expected 0"*) ;; *) fail "af_clean_run said: $why" ;; esac
+echo "ok   a communicator after start-up: $why"
+
+"$mpiexec" -n 1 "$agefence" run -q "${scen[@]}" -o "$work/a.h5" >/dev/null 2>&1 || fail "run a"
+"$mpiexec" -n 1 "$agefence" run -q "${scen[@]}" -o "$work/b.h5" --set scenario.seed=8 \
+  --set workload.amplitude=0.9 >/dev/null 2>&1 || fail "run b"
+/usr/bin/python3 "$here/same_run.py" "$work/a.h5" "$work/b.h5" >"$work/same.out" 2>&1 &&
+  fail "same_run.py found two different runs the same"
+grep -q "^DIFF .*/final/state differs" "$work/same.out" ||
+  fail "same_run.py failed without naming the state: $(cat "$work/same.out")"
+echo "ok   two different runs: $(cut -c1-160 "$work/same.out")"
+echo "PASS: every broken promise was caught"
