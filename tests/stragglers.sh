@@ -2,9 +2,10 @@
 # Stragglers and pacing, through whole runs checked in their logs.
 #   stragglers.sh MODE AGEFENCE REPORT MPIEXEC WORKDIR SCENARIO (a file, or default)
 # MODE:
-#   throttle   a device slowed by a slow event raises rank-max step_us by about the modelled
-#              delay (/ranks/throttle_us): the increase of its 10th percentile over the same
-#              run without the event, divided by the modelled delay, lies in [0.7, 1.6]
+#   throttle   a device slowed 3x by a slow event: the modelled delay (/ranks/throttle_us) is
+#              exactly 4.8 ms per step on its rank and spent inside every step's kernel_us;
+#              rank-max step_us's 10th percentile rises over the same run without the event
+#              by 0.95-1.25x the modelled delay (wall-clock: up to three pairs of runs)
 #   straggler  straggler detection declares the slowed device, and only it, drains exactly its
 #              blocks, and the result stays bitwise equal; without the slow event it declares
 #              nothing
@@ -35,38 +36,59 @@ case "$mode" in
 throttle)
   # 6 blocks on device 1 x 400 us x (3 - 1) = 4.8 ms of modelled delay per step on its rank.
   common=(--set scenario.steps=120 --set throttle.block_us=400)
-  # A wall-clock comparison on a shared machine: up to three attempts, each a fresh pair of
-  # runs, pass on the first in the band. A wrong delay (none, or counted twice) misses every
-  # time; a burst of load from elsewhere rarely spans three pairs.
+  # Two checks (README, "Stragglers and pacing"). Exact, on any machine: the model asks for
+  # 4.8 ms per step on rank 0 (device 1 is among its devices) and none without the event, and
+  # the slowed rank spends at least that inside its kernel phase in every step (a busy wait
+  # never ends early). Wall-clock, so only on a machine not loaded by other work: the step
+  # latency's 10th percentile rises by 0.95-1.25x the modelled delay (1.000 when this test
+  # runs alone on the 2-core build machine). Up to three fresh pairs of runs, pass on the first
+  # in the band: a wrong delay (none, or counted twice) misses every time, a burst of load from
+  # elsewhere rarely spans three pairs.
   ok=0
   for attempt in 1 2 3; do
     run 2 base.h5 "${common[@]}"
     run 2 slow.h5 "${common[@]}" "${SLOW[@]}"
-    if /usr/bin/python3 - "$attempt" <<'PY'; then
+    /usr/bin/python3 - "$attempt" <<'PY'
 import sys
 import h5py, numpy as np
 def load(p):
     f = h5py.File(p, "r")
-    return f["ranks/step_us"][()].max(axis=1), f["ranks/throttle_us"][()].max(axis=1)
-st0, th0 = load("base.h5")
-st1, th1 = load("slow.h5")
+    return (f["ranks/step_us"][()].max(axis=1), f["ranks/throttle_us"][()],
+            f["ranks/kernel_us"][()])
+st0, th0, _ = load("base.h5")
+st1, th1, k1 = load("slow.h5")
 skip = 5
-assert th0.max() == 0, f"the run without the event modelled a delay: {th0.max()}"
-modelled = np.median(th1[skip:])
-assert abs(modelled - 4800) < 1e-6 * 4800, f"modelled delay {modelled} us, expected 4800"
+bad = []
+if th0.max() != 0:
+    bad.append(f"the run without the event modelled a delay: {th0.max()} us")
+if not np.all(np.abs(th1[skip:, 0] - 4800) < 1e-6 * 4800) or th1[skip:, 1].max() != 0:
+    bad.append(f"modelled delay per step {np.unique(th1[skip:, 0])[:3]} us on rank 0 and "
+               f"{th1[skip:, 1].max()} on rank 1, expected 4800 and 0")
+short = np.nonzero(k1[skip:, 0] < th1[skip:, 0])[0]
+if len(short):
+    bad.append(f"{len(short)} steps spent less than the modelled delay in their kernel phase "
+               f"(first: step {short[0] + skip + 1}, {k1[short[0] + skip, 0]:.0f} us)")
+for b in bad:
+    print("FAIL:", b)
+if bad:
+    sys.exit(2)  # a wrong model or wait: no retry can mend it
 # The 10th percentile: on a loaded machine a rank is preempted during some of its waits, which
 # stretches them; the lower quantiles show the delay itself.
+modelled = 4800.0
 measured = np.percentile(st1[skip:], 10) - np.percentile(st0[skip:], 10)
 ratio = measured / modelled
-print(f"attempt {sys.argv[1]}: measured increase {measured:.0f} us for a modelled "
-      f"{modelled:.0f} us: ratio {ratio:.3f}")
-assert 0.7 <= ratio <= 1.6, f"ratio {ratio:.3f} outside [0.7, 1.6]"
+print(f"attempt {sys.argv[1]}: every slowed step spent >= {modelled:.0f} us; p10 step latency "
+      f"rose {measured:.0f} us for a modelled {modelled:.0f} us: ratio {ratio:.3f}")
+sys.exit(0 if 0.95 <= ratio <= 1.25 else 1)
 PY
+    rc=$?
+    [ "$rc" = 2 ] && fail "the modelled delay is wrong or was not spent"
+    if [ "$rc" = 0 ]; then
       ok=1
       break
     fi
   done
-  [ "$ok" = 1 ] || fail "the throttling delay missed [0.7, 1.6] x the modelled delay three times"
+  [ "$ok" = 1 ] || fail "the step latency's p10 missed [0.95, 1.25] x the modelled delay three times"
   ;;
 straggler)
   common=(--set scenario.steps=160 --set straggler.detect=on)
