@@ -5,8 +5,10 @@
  *   agefence-report --plots DIR RUN.h5       the report, and PNG figures in DIR
  *   agefence-report --check RUN.h5           validate against the log schema
  *   agefence-report --attr OBJ NAME RUN.h5   print one attribute (for scripts)
+ *   agefence-report --same OTHER RUN.h5      are they the same run? (exit 0 yes, 1 no)
  *   agefence-report [--plots DIR] JITTER.h5  the pacing trade-off of `agefence bench jitter`
- * Exit status: 0 ok, 1 schema violations (--check) or an internal error, 2 bad input. */
+ * Exit status: 0 ok, 1 schema violations (--check), runs that differ (--same) or an internal
+ * error, 2 bad input. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,24 +19,30 @@
 #include "logread.h"
 #include "plots.h"
 #include "rundata.h"
+#include "same.h"
 #include "summary.h"
 #include "textreport.h"
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: agefence-report [--json] [--plots DIR] RUN.h5   report of a run\n"
-               "       agefence-report --compare OTHER.h5 [--json] RUN.h5\n"
-               "                                   RUN and OTHER side by side, ratios OTHER/RUN\n"
-               "       agefence-report --check RUN.h5    validate against the log schema\n"
-               "       agefence-report --attr OBJ NAME RUN.h5   print one attribute\n"
-               "       agefence-report [--plots DIR] JITTER.h5\n"
-               "                                   the pacing trade-off of agefence bench jitter\n"
-               "options: --json      the figures as one JSON object (README.md, 'Analysing a\n"
-               "                     run', lists the keys)\n"
-               "         --plots DIR PNG figures of RUN in DIR (needs Python 3 with h5py and\n"
-               "                     matplotlib; without them the report is printed alone)\n"
-               "exit status: 0 ok, 1 the file breaks the schema (--check) or an internal error,\n"
-               "             2 bad input (arguments, a missing, unreadable or foreign file)\n");
+    fprintf(f,
+            "usage: agefence-report [--json] [--plots DIR] RUN.h5   report of a run\n"
+            "       agefence-report --compare OTHER.h5 [--json] RUN.h5\n"
+            "                                   RUN and OTHER side by side, ratios OTHER/RUN\n"
+            "       agefence-report --check RUN.h5    validate against the log schema\n"
+            "       agefence-report --attr OBJ NAME RUN.h5   print one attribute\n"
+            "       agefence-report --same OTHER.h5 RUN.h5\n"
+            "                                   did OTHER compute exactly what RUN did? (/steps,\n"
+            "                                   /events, /units, /final; not timings or launch)\n"
+            "       agefence-report [--plots DIR] JITTER.h5\n"
+            "                                   the pacing trade-off of agefence bench jitter\n"
+            "options: --json      the figures as one JSON object (README.md, 'Analysing a\n"
+            "                     run', lists the keys)\n"
+            "         --plots DIR PNG figures of RUN in DIR (needs Python 3 with h5py and\n"
+            "                     matplotlib; without them the report is printed alone)\n"
+            "exit status: 0 ok, 1 the file breaks the schema (--check), the runs differ\n"
+            "             (--same) or an internal error,\n"
+            "             2 bad input (arguments, a missing, unreadable or foreign file)\n");
 }
 
 /* A loaded run: its file, data and figures. */
@@ -166,6 +174,7 @@ int main(int argc, char **argv)
     const char *obj = NULL;
     const char *name = NULL;
     const char *other = NULL;
+    const char *same = NULL;
     const char *plots = NULL;
     const char *path = NULL;
     for (int i = 1; i < argc; ++i) {
@@ -184,6 +193,12 @@ int main(int argc, char **argv)
             }
             obj = argv[++i];
             name = argv[++i];
+        } else if (strcmp(a, "--same") == 0) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "agefence-report: --same needs a log to compare with\n");
+                return AF_EXIT_USAGE;
+            }
+            same = argv[++i];
         } else if (strcmp(a, "--compare") == 0 || strcmp(a, "--plots") == 0) {
             if (i + 1 >= argc) {
                 fprintf(stderr, "agefence-report: %s needs %s\n", a,
@@ -208,9 +223,14 @@ int main(int argc, char **argv)
         fprintf(stderr, "agefence-report: no log given (agefence-report --help)\n");
         return AF_EXIT_USAGE;
     }
-    if ((check || obj != NULL) && (json || other != NULL || plots != NULL || (check && obj))) {
-        fprintf(stderr, "agefence-report: --check and --attr go alone (agefence-report --help)\n");
+    if ((check || obj != NULL || same != NULL) &&
+        (json || other != NULL || plots != NULL || check + (obj != NULL) + (same != NULL) > 1)) {
+        fprintf(stderr,
+                "agefence-report: --check, --attr and --same go alone (agefence-report --help)\n");
         return AF_EXIT_USAGE;
+    }
+    if (same != NULL) {
+        return af_same_run(same, path, stdout);
     }
     if (check) {
         return check_mode(path);

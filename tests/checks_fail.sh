@@ -5,8 +5,8 @@
 #      (/final@allocs_after_init = ranks) and run_case.sh fails naming it;
 #   2. one communicator created after start-up (commafter=N): /final@comms_after_init = ranks,
 #      and tests/lib.sh's af_clean_run, which every whole-run test calls, fails;
-#   3. two runs of different fleets: tests/same_run.py (the determinism and property tests'
-#      comparison) exits 1 and names what differs.
+#   3. two different runs: agefence-report --same (the determinism and property tests'
+#      comparison) exits 1 and names what differs, the final state among it.
 #   checks_fail.sh AGEFENCE REPORT MPIEXEC WORKDIR FIXTURES
 set -uo pipefail
 here=$(dirname "$0")
@@ -35,9 +35,11 @@ echo "ok   a communicator after start-up: $why"
 "$mpiexec" -n 1 "$agefence" run -q "${scen[@]}" -o "$work/a.h5" >/dev/null 2>&1 || fail "run a"
 "$mpiexec" -n 1 "$agefence" run -q "${scen[@]}" -o "$work/b.h5" --set scenario.seed=8 \
   --set workload.amplitude=0.9 >/dev/null 2>&1 || fail "run b"
-/usr/bin/python3 "$here/same_run.py" "$work/a.h5" "$work/b.h5" >"$work/same.out" 2>&1 &&
-  fail "same_run.py found two different runs the same"
-grep -q "^DIFF .*/final/state differs" "$work/same.out" ||
-  fail "same_run.py failed without naming the state: $(cat "$work/same.out")"
-echo "ok   two different runs: $(cut -c1-160 "$work/same.out")"
+"$report" --same "$work/b.h5" "$work/a.h5" >"$work/same.out" 2>&1
+rc=$?
+[ "$rc" = 1 ] || fail "--same exit $rc for two different runs, expected 1: $(cat "$work/same.out")"
+grep -q "^  /final/state: [0-9]* of [0-9]* rows differ" "$work/same.out" ||
+  fail "--same failed without naming the state: $(cat "$work/same.out")"
+"$report" --same "$work/a.h5" "$work/a.h5" >/dev/null || fail "--same: a run differs from itself"
+echo "ok   two different runs: --same exit 1, $(grep -c '^  ' "$work/same.out") differences"
 echo "PASS: every broken promise was caught"

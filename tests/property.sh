@@ -47,8 +47,8 @@ for seed in 11 23 37 41; do
         fi
       fi
       if [ -z "$why" ] && [ "$np" != 1 ] &&
-        ! /usr/bin/python3 "$here/same_run.py" "$ref" "$log" >"$work/same" 2>&1; then
-        why="differs from the same fleet on one rank: $(cat "$work/same")"
+        ! "$report" --same "$log" "$ref" >"$work/same" 2>&1; then
+        why="differs from the same fleet on one rank: $(head -4 "$work/same" | tr '\n' ' ')"
       fi
       if [ -n "$why" ]; then
         failed=$((failed + 1))

@@ -123,7 +123,8 @@ same("recovery.allocs_after_init", get("recovery.allocs_after_init"),
 cause = f["units/cause"][:]
 same("recovery.units_dead", get("recovery.units_dead"), int((cause != 0).sum()))
 kinds = [k.decode() for k in f["events"]["kind"][:]]
-for kind in ("fade", "death", "sudden", "drain", "restore", "retry", "rollback"):
+for kind in ("fade", "death", "sudden", "drain", "restore", "retry", "rollback", "capacity", "slow",
+             "straggler"):
     same("recovery.events." + kind, get("recovery.events." + kind), kinds.count(kind))
 
 # latency
