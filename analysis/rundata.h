@@ -16,8 +16,17 @@
 
 /* The event kinds the writer logs (common/log_schema.h), and one slot for anything else. */
 #define AF_EVENT_KINDS(X)                                                                          \
-    X(fade) X(death) X(sudden) X(drain) X(restore) X(retry) X(rollback) X(replica) X(capacity) \
-        X(slow) X(straggler)
+    X(fade)                                                                                        \
+    X(death)                                                                                       \
+    X(sudden)                                                                                      \
+    X(drain)                                                                                       \
+    X(restore)                                                                                     \
+    X(retry)                                                                                       \
+    X(rollback)                                                                                    \
+    X(replica)                                                                                     \
+    X(capacity)                                                                                    \
+    X(slow)                                                                                        \
+    X(straggler)
 enum {
 #define AF_X(name) AF_EV_##name,
     AF_EVENT_KINDS(AF_X)
