@@ -87,6 +87,9 @@ void af_world_versions(char *out, size_t size);
 /* Creates the MPI backend over a private duplicate of MPI_COMM_WORLD. Every communicator a
  * fabric creates is reported to af_alloc_note_comm() (counted after start-up). */
 af_result_t af_fabric_mpi_create(af_fabric_t **out);
+/* The largest count the MPI backend passes to one MPI call: transfers beyond it go in pieces
+ * (INT_MAX, or the small size a test build forces). */
+size_t af_fabric_mpi_max_count(void);
 /* A new MPI fabric over a split of f's communicator (MPI_Comm_split with color and key): the
  * reshape-and-rebuild baseline of `agefence bench recovery`: after start-up it counts in
  * comms_after_init, as any other would. */

@@ -2,6 +2,7 @@
  * the only compilation units that include <mpi.h> (after CoMD's parallel.c). */
 #include "fabric.h"
 
+#include <limits.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,11 +11,21 @@
 
 #include "../common/af_alloc.h"
 
+/* MPI counts and displacements are int: every transfer goes in pieces of at most
+ * AF_MPI_MAX_COUNT elements (bytes, or words of an all-reduce), so any size the configuration
+ * accepts works. A test build forces a tiny piece (tests/CMakeLists.txt, test_fabric_pieces). */
+#ifndef AF_MPI_MAX_COUNT
+#define AF_MPI_MAX_COUNT INT_MAX
+#endif
+#define AF_MPI_PIECES_MAX (4 * AF_FABRIC_MAX_P2P)
+
+/* Tags: the batches of exchange(), and the pieces of a large gather. */
+enum { AF_TAG_EXCHANGE = 7, AF_TAG_GATHER = 8 };
+
 typedef struct af_mpi {
     MPI_Comm comm;
-    MPI_Request *reqs; /* AF_FABRIC_MAX_P2P, allocated at creation */
-    int *counts;       /* size, for gatherv */
-    int *displs;
+    MPI_Request *reqs; /* AF_MPI_PIECES_MAX, allocated at creation */
+    size_t *offs;      /* size: where each rank's bytes start in a gather's receive buffer */
 } af_mpi_t;
 
 #define AF_MPI_CHECK(call)                                                                         \
@@ -35,46 +46,107 @@ static MPI_Comm mpi_comm(af_fabric_t *f)
     return ((af_mpi_t *)f->impl)->comm;
 }
 
+static size_t piece_of(size_t left)
+{
+    return left < (size_t)AF_MPI_MAX_COUNT ? left : (size_t)AF_MPI_MAX_COUNT;
+}
+
+size_t af_fabric_mpi_max_count(void)
+{
+    return (size_t)AF_MPI_MAX_COUNT;
+}
+
 static af_result_t mpi_allreduce_max_u64(af_fabric_t *f, uint64_t *buf, size_t n)
 {
-    AF_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, buf, (int)n, MPI_UINT64_T, MPI_MAX, mpi_comm(f)));
+    for (size_t at = 0, k = 0; at < n; at += k) {
+        k = piece_of(n - at);
+        AF_MPI_CHECK(
+            MPI_Allreduce(MPI_IN_PLACE, buf + at, (int)k, MPI_UINT64_T, MPI_MAX, mpi_comm(f)));
+    }
     return AF_OK;
 }
 
 static af_result_t mpi_allreduce_sum_i64(af_fabric_t *f, int64_t *buf, size_t n)
 {
-    AF_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, buf, (int)n, MPI_INT64_T, MPI_SUM, mpi_comm(f)));
+    for (size_t at = 0, k = 0; at < n; at += k) {
+        k = piece_of(n - at);
+        AF_MPI_CHECK(
+            MPI_Allreduce(MPI_IN_PLACE, buf + at, (int)k, MPI_INT64_T, MPI_SUM, mpi_comm(f)));
+    }
     return AF_OK;
 }
 
 static af_result_t mpi_bcast(af_fabric_t *f, void *buf, size_t bytes, int root)
 {
-    AF_MPI_CHECK(MPI_Bcast(buf, (int)bytes, MPI_BYTE, root, mpi_comm(f)));
+    for (size_t at = 0, k = 0; at < bytes; at += k) {
+        k = piece_of(bytes - at);
+        AF_MPI_CHECK(MPI_Bcast((char *)buf + at, (int)k, MPI_BYTE, root, mpi_comm(f)));
+    }
     return AF_OK;
+}
+
+/* A gather in pieces, point to point: rank r's counts[r] bytes (every rank's `bytes` when
+ * counts is NULL) land on the root at the sum of the earlier ranks' counts. The ranks send their
+ * pieces in order; the root receives piece k of every rank in round k. */
+static af_result_t gather_pieces(af_fabric_t *f, const void *send, size_t bytes, void *recv,
+                                 const size_t *counts, int root)
+{
+    af_mpi_t *m = f->impl;
+    if (f->rank != root) {
+        for (size_t at = 0, k = 0; at < bytes; at += k) {
+            k = piece_of(bytes - at);
+            AF_MPI_CHECK(
+                MPI_Send((const char *)send + at, (int)k, MPI_BYTE, root, AF_TAG_GATHER, m->comm));
+        }
+        return AF_OK;
+    }
+    size_t off = 0;
+    for (int r = 0; r < f->size; ++r) {
+        m->offs[r] = off;
+        off += counts != NULL ? counts[r] : bytes;
+    }
+    memcpy((char *)recv + m->offs[root], send, counts != NULL ? counts[root] : bytes);
+    for (size_t round = 0;; ++round) {
+        int nreq = 0;
+        int any = 0;
+        for (int r = 0; r < f->size; ++r) {
+            size_t len = counts != NULL ? counts[r] : bytes;
+            size_t at = round * (size_t)AF_MPI_MAX_COUNT;
+            if (r == root || at >= len) {
+                continue;
+            }
+            any = 1;
+            AF_MPI_CHECK(MPI_Irecv((char *)recv + m->offs[r] + at, (int)piece_of(len - at),
+                                   MPI_BYTE, r, AF_TAG_GATHER, m->comm, &m->reqs[nreq++]));
+            if (nreq == AF_MPI_PIECES_MAX) {
+                AF_MPI_CHECK(MPI_Waitall(nreq, m->reqs, MPI_STATUSES_IGNORE));
+                nreq = 0;
+            }
+        }
+        AF_MPI_CHECK(MPI_Waitall(nreq, m->reqs, MPI_STATUSES_IGNORE));
+        if (!any) {
+            return AF_OK;
+        }
+    }
 }
 
 static af_result_t mpi_gather(af_fabric_t *f, const void *send, size_t bytes, void *recv, int root)
 {
+    if (bytes > (size_t)AF_MPI_MAX_COUNT) {
+        return gather_pieces(f, send, bytes, recv, NULL, root); /* every rank knows bytes */
+    }
+    /* One collective: MPI places rank r at r * bytes itself (an MPI_Aint, not an int). */
     AF_MPI_CHECK(
         MPI_Gather(send, (int)bytes, MPI_BYTE, recv, (int)bytes, MPI_BYTE, root, mpi_comm(f)));
     return AF_OK;
 }
 
+/* Only the root knows every count, and MPI_Gatherv's displacements are int: always in pieces
+ * (the final state's gather, once per run). */
 static af_result_t mpi_gatherv(af_fabric_t *f, const void *send, size_t bytes, void *recv,
                                const size_t *counts, int root)
 {
-    af_mpi_t *m = f->impl;
-    if (f->rank == root) {
-        int off = 0;
-        for (int r = 0; r < f->size; ++r) {
-            m->counts[r] = (int)counts[r];
-            m->displs[r] = off;
-            off += (int)counts[r];
-        }
-    }
-    AF_MPI_CHECK(MPI_Gatherv(send, (int)bytes, MPI_BYTE, recv, m->counts, m->displs, MPI_BYTE, root,
-                             m->comm));
-    return AF_OK;
+    return gather_pieces(f, send, bytes, recv, counts, root);
 }
 
 static af_result_t mpi_exchange(af_fabric_t *f, const af_p2p_t *ops, int n)
@@ -84,16 +156,32 @@ static af_result_t mpi_exchange(af_fabric_t *f, const af_p2p_t *ops, int n)
         af_error_set("fabric: %d transfers in one batch, at most %d", n, AF_FABRIC_MAX_P2P);
         return AF_ERR_INTERNAL;
     }
+    /* Each transfer in pieces; both sides cut a transfer the same way (its bytes), and MPI keeps
+     * the order of messages between two ranks, so the pieces match. */
+    int nreq = 0;
     for (int i = 0; i < n; ++i) {
-        if (ops[i].is_send) {
-            AF_MPI_CHECK(MPI_Isend(ops[i].buf, (int)ops[i].bytes, MPI_BYTE, ops[i].peer, 7, m->comm,
-                                   &m->reqs[i]));
-        } else {
-            AF_MPI_CHECK(MPI_Irecv(ops[i].buf, (int)ops[i].bytes, MPI_BYTE, ops[i].peer, 7, m->comm,
-                                   &m->reqs[i]));
-        }
+        size_t at = 0;
+        do { /* an empty transfer is one empty message */
+            size_t k = piece_of(ops[i].bytes - at);
+            if (nreq == AF_MPI_PIECES_MAX) {
+                af_error_set("fabric: one batch of %d transfers makes more than %d pieces of %zu "
+                             "bytes",
+                             n, AF_MPI_PIECES_MAX, (size_t)AF_MPI_MAX_COUNT);
+                MPI_Waitall(nreq, m->reqs, MPI_STATUSES_IGNORE);
+                return AF_ERR_INTERNAL;
+            }
+            char *p = (char *)ops[i].buf + at;
+            if (ops[i].is_send) {
+                AF_MPI_CHECK(MPI_Isend(p, (int)k, MPI_BYTE, ops[i].peer, AF_TAG_EXCHANGE, m->comm,
+                                       &m->reqs[nreq++]));
+            } else {
+                AF_MPI_CHECK(MPI_Irecv(p, (int)k, MPI_BYTE, ops[i].peer, AF_TAG_EXCHANGE, m->comm,
+                                       &m->reqs[nreq++]));
+            }
+            at += k;
+        } while (at < ops[i].bytes);
     }
-    AF_MPI_CHECK(MPI_Waitall(n, m->reqs, MPI_STATUSES_IGNORE));
+    AF_MPI_CHECK(MPI_Waitall(nreq, m->reqs, MPI_STATUSES_IGNORE));
     return AF_OK;
 }
 
@@ -111,8 +199,7 @@ static void mpi_destroy(af_fabric_t *f)
             MPI_Comm_free(&m->comm);
         }
         af_free(m->reqs);
-        af_free(m->counts);
-        af_free(m->displs);
+        af_free(m->offs);
         af_free(m);
     }
     af_free(f);
@@ -150,10 +237,9 @@ af_result_t af_fabric_mpi_create(af_fabric_t **out)
     MPI_Comm_set_errhandler(m->comm, MPI_ERRORS_RETURN);
     MPI_Comm_rank(m->comm, &f->rank);
     MPI_Comm_size(m->comm, &f->size);
-    m->reqs = af_alloc(sizeof(MPI_Request) * AF_FABRIC_MAX_P2P);
-    m->counts = af_alloc(sizeof(int) * (size_t)f->size);
-    m->displs = af_alloc(sizeof(int) * (size_t)f->size);
-    AF_REQUIRE_GOTO(m->reqs && m->counts && m->displs, AF_ERR_NOMEM, rc, fail);
+    m->reqs = af_alloc(sizeof(MPI_Request) * AF_MPI_PIECES_MAX);
+    m->offs = af_alloc(sizeof(size_t) * (size_t)f->size);
+    AF_REQUIRE_GOTO(m->reqs && m->offs, AF_ERR_NOMEM, rc, fail);
     *out = f;
     return AF_OK;
 fail:
@@ -184,10 +270,9 @@ af_result_t af_fabric_mpi_split(af_fabric_t *f, int color, int key, af_fabric_t 
     MPI_Comm_set_errhandler(m->comm, MPI_ERRORS_RETURN);
     MPI_Comm_rank(m->comm, &n->rank);
     MPI_Comm_size(m->comm, &n->size);
-    m->reqs = af_alloc(sizeof(MPI_Request) * AF_FABRIC_MAX_P2P);
-    m->counts = af_alloc(sizeof(int) * (size_t)n->size);
-    m->displs = af_alloc(sizeof(int) * (size_t)n->size);
-    AF_REQUIRE_GOTO(m->reqs && m->counts && m->displs, AF_ERR_NOMEM, rc, fail);
+    m->reqs = af_alloc(sizeof(MPI_Request) * AF_MPI_PIECES_MAX);
+    m->offs = af_alloc(sizeof(size_t) * (size_t)n->size);
+    AF_REQUIRE_GOTO(m->reqs && m->offs, AF_ERR_NOMEM, rc, fail);
     *out = n;
     return AF_OK;
 fail:
