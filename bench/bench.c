@@ -382,7 +382,7 @@ int af_bench_main(int argc, char **argv)
         code = AF_EXIT_USAGE; /* the scenario was bad: rank 0 said so */
     } else if (rc != AF_OK) {
         fprintf(stderr, "agefence bench %s: rank %d: %s\n", d->name, b->world.rank,
-                af_error_message()[0] ? af_error_message() : af_result_str(rc));
+                af_error_text(rc));
         af_world_abort(AF_EXIT_ERROR);
     } else {
         code = b->invalid ? AF_EXIT_MISMATCH : AF_EXIT_OK;

@@ -11,9 +11,18 @@ static int64_t af_after_seal;
 static int64_t af_comms_after_seal;
 static int64_t af_live_bytes;
 static int64_t af_total;
+static int64_t af_fail_countdown;
+
+void af_alloc_fail_at(int64_t n)
+{
+    af_fail_countdown = n > 0 ? n : 0;
+}
 
 void *af_alloc(size_t bytes)
 {
+    if (af_fail_countdown > 0 && --af_fail_countdown == 0) {
+        return NULL;
+    }
     void *raw = NULL;
     if (posix_memalign(&raw, AF_ALIGN, bytes + AF_ALIGN) != 0) {
         return NULL;

@@ -13,6 +13,10 @@
 void *af_alloc(size_t bytes);
 void af_free(void *p);
 
+/* Tests of failure paths: the n-th af_alloc from now fails (returns NULL; n = 1: the next
+ * one), once; 0 turns it off. */
+void af_alloc_fail_at(int64_t n);
+
 /* Starts a new start-up window (a benchmark running several scenarios in one process). */
 void af_alloc_reset(void);
 

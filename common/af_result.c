@@ -33,6 +33,8 @@ const char *af_result_str(af_result_t rc)
         return "internal error";
     case AF_ERR_UNSUPPORTED:
         return "not supported by this build";
+    case AF_ERR_ELSEWHERE:
+        return "failed on another rank";
     }
     return "unknown error";
 }
@@ -59,6 +61,11 @@ void af_error_set(const char *fmt, ...)
 const char *af_error_message(void)
 {
     return af_message;
+}
+
+const char *af_error_text(af_result_t rc)
+{
+    return af_message[0] != '\0' ? af_message : af_result_str(rc);
 }
 
 void af_error_clear(void)

@@ -7,15 +7,16 @@
 
 typedef enum af_result {
     AF_OK = 0,
-    AF_ERR_USAGE,      /* bad command line, configuration or input file: exit status 2 */
-    AF_ERR_NOMEM,      /* an allocation failed (only ever at start-up) */
-    AF_ERR_IO,         /* a file could not be read or written */
-    AF_ERR_FABRIC,     /* MPI or NCCL reported an error */
-    AF_ERR_DEVICE,     /* CUDA reported an error, or no device is usable */
-    AF_ERR_HDF5,       /* the HDF5 library reported an error */
-    AF_ERR_CAPACITY,   /* healthy slots can no longer hold every block */
-    AF_ERR_INTERNAL,   /* an invariant of agefence itself broke: a bug */
-    AF_ERR_UNSUPPORTED /* asked for something this build does not have */
+    AF_ERR_USAGE,       /* bad command line, configuration or input file: exit status 2 */
+    AF_ERR_NOMEM,       /* an allocation failed (only ever at start-up) */
+    AF_ERR_IO,          /* a file could not be read or written */
+    AF_ERR_FABRIC,      /* MPI or NCCL reported an error */
+    AF_ERR_DEVICE,      /* CUDA reported an error, or no device is usable */
+    AF_ERR_HDF5,        /* the HDF5 library reported an error */
+    AF_ERR_CAPACITY,    /* healthy slots can no longer hold every block */
+    AF_ERR_INTERNAL,    /* an invariant of agefence itself broke: a bug */
+    AF_ERR_UNSUPPORTED, /* asked for something this build does not have */
+    AF_ERR_ELSEWHERE    /* another rank failed (it says why): this one stops with it */
 } af_result_t;
 
 /* Process exit statuses of agefence and agefence-report; README documents them. */
@@ -66,6 +67,8 @@ void af_error_breadcrumb(af_result_t rc, const char *expr, const char *file, int
 /* Set once per process: the one-line message shown to the user for the first error. */
 void af_error_set(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 const char *af_error_message(void);
+/* The message when one was set, else what rc means ("out of memory"): never empty. */
+const char *af_error_text(af_result_t rc);
 void af_error_clear(void);
 /* Prints the breadcrumbs to f when AGEFENCE_DEBUG is set in the environment. */
 void af_error_trace(FILE *f);

@@ -61,8 +61,9 @@ af_result_t af_aging_init(af_aging_t *a, const af_config_t *cfg, int64_t devices
     a->cause = af_alloc(n);
     a->fade_step = af_alloc(n * sizeof(int64_t));
     a->death_step = af_alloc(n * sizeof(int64_t));
-    if (!a->lifetime_h || !a->sudden_h || !a->temp_off_k || !a->age_h || !a->temp_k || !a->state ||
-        !a->cause || !a->fade_step || !a->death_step) {
+    if (!a->lifetime_h || !a->sudden_h || !a->temp_off_k || !a->age_h || !a->temp_k || !a->rate_h ||
+        !a->rate_load || !a->fading_list || !a->state || !a->cause || !a->fade_step ||
+        !a->death_step) {
         af_aging_destroy(a);
         af_error_set("aging: cannot allocate the state of %lld units", (long long)a->units);
         return AF_ERR_NOMEM;

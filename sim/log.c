@@ -206,8 +206,12 @@ af_result_t af_log_create(af_log_t **out, const char *path, int nranks, int64_t 
     log->colbuf = af_alloc(sizeof(double) * (size_t)flush_interval);
     log->phase_tmp = af_alloc(sizeof(double) * (size_t)flush_interval * (size_t)nranks);
     log->ev_buf = af_alloc(sizeof(af_event_row_t) * AF_EVENT_BUFFER);
-    AF_REQUIRE_GOTO(log->rows && log->phase_buf && log->colbuf && log->phase_tmp && log->ev_buf,
-                    AF_ERR_NOMEM, rc, fail);
+    if (!log->rows || !log->phase_buf || !log->colbuf || !log->phase_tmp || !log->ev_buf) {
+        af_error_set("cannot allocate the log's buffers (%lld rows x %d ranks)",
+                     (long long)flush_interval, nranks);
+        rc = AF_ERR_NOMEM;
+        goto fail;
+    }
     struct stat st;
     if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
         af_error_set("%s: cannot create the log file (the path is not a regular file)", path);

@@ -305,6 +305,44 @@ static af_result_t check_memory(run_t *r)
     return AF_OK;
 }
 
+/* A collective point of start-up: every rank learns whether any rank failed before it, so
+ * that none enters a collective the others will never reach. Returns rc on a rank that failed
+ * and AF_ERR_ELSEWHERE on the others (the failing rank says why). */
+static af_result_t all_ok(run_t *r, af_result_t rc)
+{
+    uint64_t any = rc != AF_OK;
+    AF_CHECK(r->fab->ops->allreduce_max_u64(r->fab, &any, 1));
+    return rc != AF_OK ? rc : any ? AF_ERR_ELSEWHERE : AF_OK;
+}
+
+/* The rank's own buffers of the step loop and the log (no collective). */
+static af_result_t local_buffers(run_t *r, const af_kernels_ops_t *kops)
+{
+    AF_CHECK(af_step_init(r));
+    if (kops != &af_kernels_cpu) {
+        size_t bytes = sizeof(uint64_t) * r->xlen;
+        AF_CHECK(af_buf_alloc(AF_MEM_DEVICE, bytes, (void **)&r->dxchg_prev));
+        AF_CHECK(af_buf_alloc(AF_MEM_DEVICE, bytes, (void **)&r->dxchg_cur));
+    }
+    size_t cap = (size_t)r->cfg.flush_interval + 1;
+    r->batch = af_alloc(sizeof(af_payload_t) * cap);
+    if (r->batch == NULL) {
+        af_error_set("cannot allocate the log batch of %zu steps", cap);
+        return AF_ERR_NOMEM;
+    }
+    if (r->world.rank == 0) {
+        r->all = af_alloc(sizeof(af_payload_t) * cap * (size_t)r->world.size);
+        r->rows = af_alloc(sizeof(af_step_row_t) * cap);
+        r->phases = af_alloc(sizeof(double) * AF_NPHASES * (size_t)r->world.size);
+        if (r->all == NULL || r->rows == NULL || r->phases == NULL) {
+            af_error_set("cannot allocate the log buffers of %zu steps x %d ranks", cap,
+                         r->world.size);
+            return AF_ERR_NOMEM;
+        }
+    }
+    return AF_OK;
+}
+
 static af_result_t run_init(run_t *r)
 {
     r->T = r->cfg.block_len;
@@ -313,9 +351,12 @@ static af_result_t run_init(run_t *r)
     r->U = r->cfg.units_per_device;
     r->units = r->D * r->U;
     r->coeffs = af_scheme_coeffs(&r->cfg);
-    AF_CHECK(check_memory(r));
-    AF_CHECK(af_placement_init(&r->pl, r->D, r->U, r->B, r->cfg.max_blackout, r->world.size,
-                               r->world.rank));
+    af_result_t rc = check_memory(r);
+    if (rc == AF_OK) {
+        rc = af_placement_init(&r->pl, r->D, r->U, r->B, r->cfg.max_blackout, r->world.size,
+                               r->world.rank);
+    }
+    AF_CHECK(all_ok(r, rc));
     r->C = r->pl.capacity;
     r->n_local = (int)af_placement_local_slots(&r->pl);
     r->slot0 = r->pl.dev_lo * r->U * r->C;
@@ -331,31 +372,11 @@ static af_result_t run_init(run_t *r)
         .seed = (uint64_t)r->cfg.seed,
         .cuda_device = cuda_device,
     };
-    AF_CHECK(kops->create(&desc, &r->k));
+    AF_CHECK(all_ok(r, kops->create(&desc, &r->k)));
     if (use_nccl) {
-        AF_CHECK(af_fabric_nccl_create(&r->nccl, cuda_device));
+        AF_CHECK(all_ok(r, af_fabric_nccl_create(&r->nccl, cuda_device)));
     }
-    AF_CHECK(af_step_init(r));
-    if (kops != &af_kernels_cpu) {
-        size_t bytes = sizeof(uint64_t) * r->xlen;
-        AF_CHECK(af_buf_alloc(AF_MEM_DEVICE, bytes, (void **)&r->dxchg_prev));
-        AF_CHECK(af_buf_alloc(AF_MEM_DEVICE, bytes, (void **)&r->dxchg_cur));
-    }
-    size_t cap = (size_t)r->cfg.flush_interval + 1;
-    r->batch = af_alloc(sizeof(af_payload_t) * cap);
-    if (r->batch == NULL) {
-        return AF_ERR_NOMEM;
-    }
-    if (r->world.rank == 0) {
-        r->all = af_alloc(sizeof(af_payload_t) * cap * (size_t)r->world.size);
-        r->rows = af_alloc(sizeof(af_step_row_t) * cap);
-        r->phases = af_alloc(sizeof(double) * AF_NPHASES * (size_t)r->world.size);
-        if (r->all == NULL || r->rows == NULL || r->phases == NULL) {
-            af_error_set("cannot allocate the log buffers of %zu steps x %d ranks", cap,
-                         r->world.size);
-            return AF_ERR_NOMEM;
-        }
-    }
+    AF_CHECK(all_ok(r, local_buffers(r, kops)));
     AF_CHECK(load_initial_state(r));
     AF_CHECK(af_step_graph_init(r));
     if (r->world.rank == 0 && r->cfg.metrics_textfile[0] != '\0') {
@@ -667,7 +688,7 @@ int af_run(const af_run_opts_t *opts, int *argc, char ***argv)
 {
     af_world_t world;
     if (af_world_init(argc, argv, &world) != AF_OK) {
-        fprintf(stderr, "agefence: %s\n", af_error_message());
+        fprintf(stderr, "agefence: %s\n", af_error_text(AF_ERR_FABRIC));
         return AF_EXIT_ERROR;
     }
     int code = af_run_in_world(opts, &world);
@@ -686,6 +707,13 @@ int af_run_in_world(const af_run_opts_t *opts, const af_world_t *world)
     int code = AF_EXIT_ERROR;
     af_result_t rc = AF_OK;
     af_alloc_reset();
+    /* AGEFENCE_DEBUG=allocfail=N: the N-th allocation of this run fails (tests/startup_fail.sh
+     * walks every start-up allocation through its failure path). */
+    const char *dbg = getenv("AGEFENCE_DEBUG");
+    const char *af = dbg != NULL ? strstr(dbg, "allocfail=") : NULL;
+    if (af != NULL) {
+        af_alloc_fail_at(atoll(af + strlen("allocfail=")));
+    }
     /* A benchmark may hold allocations of its own: only this run's must be gone at its end. */
     int64_t live_at_start = af_alloc_bytes_live();
     af_stop_install();
@@ -722,9 +750,14 @@ int af_run_in_world(const af_run_opts_t *opts, const af_world_t *world)
     /* The log first: an unwritable path stops the run before any work. */
     int bad = 0;
     if (r->world.rank == 0) {
-        if (af_log_create(&r->log, r->out_path, r->world.size, r->cfg.flush_interval) != AF_OK) {
-            fprintf(stderr, "agefence: %s\n", af_error_message());
+        af_result_t lrc = af_log_create(&r->log, r->out_path, r->world.size, r->cfg.flush_interval);
+        if (lrc == AF_ERR_USAGE || lrc == AF_ERR_IO) {
+            /* The path: bad input. */
+            fprintf(stderr, "agefence: %s\n", af_error_text(lrc));
             bad = AF_EXIT_USAGE;
+        } else if (lrc != AF_OK) {
+            fprintf(stderr, "agefence: rank 0: %s\n", af_error_text(lrc));
+            bad = AF_EXIT_ERROR;
         } else if (r->cfg.metrics_textfile[0] != '\0' &&
                    af_metrics_check_path(r->cfg.metrics_textfile) != AF_OK) {
             fprintf(stderr, "agefence: %s\n", af_error_message());
@@ -738,13 +771,15 @@ int af_run_in_world(const af_run_opts_t *opts, const af_world_t *world)
         goto out;
     }
     rc = run_init(r);
-    int init_bad = agree(r, rc == AF_OK ? 0 : (rc == AF_ERR_USAGE ? AF_EXIT_USAGE : 1));
+    int init_bad = agree(r, rc == AF_OK || rc == AF_ERR_ELSEWHERE ? 0
+                            : rc == AF_ERR_USAGE                  ? AF_EXIT_USAGE
+                                                                  : AF_EXIT_ERROR);
     if (init_bad) {
         /* Bad input is said once, by rank 0; any other failure by the rank that met it. */
         if (rc == AF_ERR_USAGE && r->world.rank == 0) {
-            fprintf(stderr, "agefence: %s\n", af_error_message());
-        } else if (rc != AF_OK && rc != AF_ERR_USAGE) {
-            fprintf(stderr, "agefence: rank %d: %s\n", r->world.rank, af_error_message());
+            fprintf(stderr, "agefence: %s\n", af_error_text(rc));
+        } else if (rc != AF_OK && rc != AF_ERR_USAGE && rc != AF_ERR_ELSEWHERE) {
+            fprintf(stderr, "agefence: rank %d: %s\n", r->world.rank, af_error_text(rc));
         }
         code = init_bad;
         if (r->log != NULL) {
@@ -863,8 +898,7 @@ int af_run_in_world(const af_run_opts_t *opts, const af_world_t *world)
     goto out;
 
 fail:
-    fprintf(stderr, "agefence: rank %d: %s\n", r->world.rank,
-            af_error_message()[0] ? af_error_message() : af_result_str(rc));
+    fprintf(stderr, "agefence: rank %d: %s\n", r->world.rank, af_error_text(rc));
     af_error_trace(stderr);
     if (r->log != NULL) {
         af_log_attr_str(r->log, "/final", "exit_reason", "error");

@@ -1,6 +1,7 @@
 /* Unit tests of sim/aging: the Weibull and exponential draws, the Arrhenius factor, the effect
  * of load on temperature and wear, the HEALTHY -> FADING -> DEAD state machine, scripted events
  * and determinism given the seed. */
+#include "common/af_alloc.h"
 #include "sim/aging.h"
 #include "sim/config.h"
 
@@ -32,6 +33,39 @@ static void init_aging(af_aging_t *a, int64_t devices)
     assert_int_equal(af_aging_init(a, &cfg, devices), AF_OK);
     assert_int_equal(a->units, devices * cfg.units_per_device);
     assert_int_equal(a->per_device, cfg.units_per_device);
+}
+
+/* Every allocation of af_aging_init can fail: each failure is reported as AF_ERR_NOMEM with a
+ * message, and leaves nothing allocated behind; the first attempt that gets all its memory
+ * succeeds with every table there. */
+static void test_init_reports_every_failed_allocation(void **state)
+{
+    (void)state;
+    load_default();
+    int64_t live = af_alloc_bytes_live();
+    int failures = 0;
+    for (int64_t n = 1;; ++n) {
+        af_aging_t a;
+        memset(&a, 0, sizeof a);
+        af_alloc_fail_at(n);
+        af_result_t rc = af_aging_init(&a, &cfg, 3);
+        af_alloc_fail_at(0);
+        if (rc == AF_OK) {
+            assert_non_null(a.lifetime_h);
+            assert_non_null(a.rate_h);
+            assert_non_null(a.rate_load);
+            assert_non_null(a.fading_list);
+            assert_non_null(a.death_step);
+            af_aging_destroy(&a);
+            break;
+        }
+        assert_int_equal(rc, AF_ERR_NOMEM);
+        assert_int_equal(af_alloc_bytes_live(), live);
+        failures++;
+    }
+    /* One failure per table the model holds. */
+    assert_int_equal(failures, 12);
+    assert_int_equal(af_alloc_bytes_live(), live);
 }
 
 static int cmp_double(const void *x, const void *y)
@@ -688,6 +722,7 @@ int main(void)
         cmocka_unit_test(test_lifetimes_follow_weibull_shape_1_5),
         cmocka_unit_test(test_lifetimes_follow_weibull_shape_3),
         cmocka_unit_test(test_sudden_failure_times_are_exponential),
+        cmocka_unit_test(test_init_reports_every_failed_allocation),
         cmocka_unit_test(test_arrhenius_is_one_at_reference_and_increasing),
         cmocka_unit_test(test_load_raises_temperature_and_aging),
         cmocka_unit_test(test_hotspot_offsets_lie_in_range),
