@@ -1300,6 +1300,30 @@ static void check_final(chk_t *c, int cols_ok)
                  (long long)done);
         }
     }
+    /* Memory (written since the budget was logged; optional for older logs): five sizes in
+     * bytes, finite and not negative, the resident peak no lower than what the process held
+     * before start-up. */
+    if (H5Aexists_by_name(c->f, "/final", "alloc_peak_bytes", H5P_DEFAULT) > 0) {
+        static const char *const mem[] = {"memory_budget_startup_bytes", "memory_budget_peak_bytes",
+                                          "rss_before_startup_bytes", "alloc_peak_bytes",
+                                          "rss_peak_bytes"};
+        double v[5] = {0};
+        int all = 1;
+        for (int i = 0; i < 5; ++i) {
+            if (!need_attr(c, "/final", mem[i], WANT_F64)) {
+                all = 0;
+                continue;
+            }
+            v[i] = get_f64(c, "/final", mem[i], &ok);
+            if (!(v[i] >= 0) || isinf(v[i])) {
+                viol(c, "/final@%s: %g, expected a size in bytes", mem[i], v[i]);
+                all = 0;
+            }
+        }
+        if (all && v[4] > 0 && v[4] < v[2]) {
+            viol(c, "/final@rss_peak_bytes: %.0f, below rss_before_startup_bytes %.0f", v[4], v[2]);
+        }
+    }
     /* The verdict follows from the figures. */
     if (strcmp(c->reason, "completed") == 0) {
         if (be_ok && be != 1) {

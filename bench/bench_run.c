@@ -253,6 +253,12 @@ static af_result_t bench_scale(af_bench_ctx_t *b)
     af_logfile_attr_i64(&lf, "/", "devices", &devices);
     af_logfile_attr_i64(&lf, "/final", "steps_completed", &steps);
     af_logfile_attr_f64(&lf, "/", "state_bytes_static", &bytes);
+    double alloc_peak = 0;
+    double rss_peak = 0;
+    double budget = 0;
+    af_logfile_attr_f64(&lf, "/final", "alloc_peak_bytes", &alloc_peak);
+    af_logfile_attr_f64(&lf, "/final", "rss_peak_bytes", &rss_peak);
+    af_logfile_attr_f64(&lf, "/final", "memory_budget_peak_bytes", &budget);
     af_logfile_close(&lf);
     double *st = NULL;
     double *co = NULL;
@@ -273,6 +279,13 @@ static af_result_t bench_scale(af_bench_ctx_t *b)
     af_bench_ratio(b, "steps per second (steps / sum of step_us)", sum > 0 ? n / (sum * 1e-6) : 0,
                    0, 0, 1);
     af_bench_ratio(b, "state bytes per virtual device", bytes / (double)devices, 0, 0, 1);
+    /* The largest rank's: agefence's own allocations at their peak, the memory budget, and the
+     * process's peak resident memory (libraries and MPI included), per rank and per device. */
+    af_bench_ratio(b, "allocated bytes per rank (peak, largest rank)", alloc_peak, 0, 0, 1);
+    af_bench_ratio(b, "budgeted bytes per rank (start-up and verdict)", budget, 0, 0, 1);
+    af_bench_ratio(b, "resident bytes per rank (peak, largest rank)", rss_peak, 0, 0, 1);
+    af_bench_ratio(b, "allocated bytes per device (largest rank x ranks / devices)",
+                   alloc_peak * (double)b->world.size / (double)devices, 0, 0, 1);
     af_bench_note(b,
                   "%lld steps of a %lld-device fleet in %.1f s wall (start-up and verdict "
                   "included); run log %s",

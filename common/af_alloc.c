@@ -10,6 +10,7 @@ static int af_sealed;
 static int64_t af_after_seal;
 static int64_t af_comms_after_seal;
 static int64_t af_live_bytes;
+static int64_t af_peak_bytes;
 static int64_t af_total;
 static int64_t af_fail_countdown;
 
@@ -30,6 +31,7 @@ void *af_alloc(size_t bytes)
     memset(raw, 0, bytes + AF_ALIGN);
     *(size_t *)raw = bytes;
     af_live_bytes += (int64_t)bytes;
+    af_peak_bytes = af_live_bytes > af_peak_bytes ? af_live_bytes : af_peak_bytes;
     af_total++;
     if (af_sealed) {
         af_after_seal++;
@@ -52,6 +54,7 @@ void af_alloc_reset(void)
     af_sealed = 0;
     af_after_seal = 0;
     af_comms_after_seal = 0;
+    af_peak_bytes = af_live_bytes;
 }
 
 void af_alloc_seal(void)
@@ -74,6 +77,11 @@ int64_t af_alloc_bytes_live(void)
     return af_live_bytes;
 }
 
+int64_t af_alloc_bytes_peak(void)
+{
+    return af_peak_bytes;
+}
+
 int64_t af_alloc_count_total(void)
 {
     return af_total;
@@ -82,6 +90,7 @@ int64_t af_alloc_count_total(void)
 void af_alloc_note_external(size_t bytes)
 {
     af_live_bytes += (int64_t)bytes;
+    af_peak_bytes = af_live_bytes > af_peak_bytes ? af_live_bytes : af_peak_bytes;
     af_total++;
     if (af_sealed) {
         af_after_seal++;

@@ -27,6 +27,8 @@ int af_alloc_sealed(void);
 /* Allocations made through af_alloc since the seal, and bytes held now. */
 int64_t af_alloc_after_seal(void);
 int64_t af_alloc_bytes_live(void);
+/* The most bytes held at once since the last af_alloc_reset(). */
+int64_t af_alloc_bytes_peak(void);
 int64_t af_alloc_count_total(void);
 /* Called by backends that allocate outside af_alloc (cudaMalloc), so the same counter sees them. */
 void af_alloc_note_external(size_t bytes);

@@ -79,6 +79,9 @@ af_result_t af_world_init(int *argc, char ***argv, af_world_t *world);
 void af_world_finalize(void);
 /* Ends every rank of the launch with `code` (the last resort when ranks disagree). */
 void af_world_abort(int code);
+/* Sums n doubles over the ranks of this node (collective over them; exact for integers up to
+ * 2^53, as byte counts are). */
+af_result_t af_world_node_sum_f64(double *v, int n);
 /* Root gets every rank's hostname, 64 bytes each, rank-major (size*64 bytes). */
 af_result_t af_world_hostnames(const af_world_t *world, char *out);
 /* Library versions as text, for the log. */

@@ -293,6 +293,15 @@ void af_fabric_destroy(af_fabric_t **f)
     }
 }
 
+/* The ranks of this node (MPI_COMM_TYPE_SHARED), from af_world_init to af_world_finalize. */
+static MPI_Comm af_node_comm = MPI_COMM_NULL;
+
+af_result_t af_world_node_sum_f64(double *v, int n)
+{
+    AF_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, MPI_SUM, af_node_comm));
+    return AF_OK;
+}
+
 af_result_t af_world_init(int *argc, char ***argv, af_world_t *world)
 {
     memset(world, 0, sizeof *world);
@@ -303,12 +312,11 @@ af_result_t af_world_init(int *argc, char ***argv, af_world_t *world)
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Comm_rank(MPI_COMM_WORLD, &world->rank);
     MPI_Comm_size(MPI_COMM_WORLD, &world->size);
-    MPI_Comm local;
     AF_MPI_CHECK(
-        MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local));
-    MPI_Comm_rank(local, &world->local_rank);
-    MPI_Comm_size(local, &world->local_size);
-    MPI_Comm_free(&local);
+        MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &af_node_comm));
+    MPI_Comm_set_errhandler(af_node_comm, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(af_node_comm, &world->local_rank);
+    MPI_Comm_size(af_node_comm, &world->local_size);
     if (gethostname(world->hostname, sizeof world->hostname - 1) != 0) {
         snprintf(world->hostname, sizeof world->hostname, "unknown");
     }
@@ -319,6 +327,9 @@ void af_world_finalize(void)
 {
     int done = 0;
     MPI_Finalized(&done);
+    if (!done && af_node_comm != MPI_COMM_NULL) {
+        MPI_Comm_free(&af_node_comm);
+    }
     if (!done) {
         MPI_Finalize();
     }

@@ -98,6 +98,9 @@ typedef struct af_kernels_ops {
      * arrays). Called once at start-up; nothing else allocates. */
     af_result_t (*create)(const af_shard_desc_t *desc, af_kernels_t **out);
     void (*destroy)(af_kernels_t *k);
+    /* The host memory create() (and graph_prepare()) will allocate for desc's shard, in bytes
+     * (device memory aside): what the driver budgets before start-up (sim/memory.c). */
+    size_t (*host_bytes)(const af_shard_desc_t *desc);
     /* Copies the control host views (slot_block, slot_mode, slot_p, commit) to where the
      * kernels read them. Asynchronous on CUDA (stream-ordered). */
     af_result_t (*upload_control)(af_kernels_t *k);

@@ -150,6 +150,16 @@ static void cpu_destroy(af_kernels_t *k)
     af_free(k);
 }
 
+static size_t cpu_host_bytes(const af_shard_desc_t *desc)
+{
+    /* Per slot: two buffers of T doubles, parity, 6 diagnostics, the control arrays (block,
+     * mode, p, commit, select) and the three result counters. */
+    size_t n = (size_t)desc->n_slots;
+    return sizeof(af_kernels_t) +
+           n * (2 * (size_t)desc->block_len * sizeof(double) + 1 + 6 * sizeof(double) +
+                sizeof(int32_t) + 1 + sizeof(double) + 1 + 1 + 3 * sizeof(int32_t));
+}
+
 static af_result_t cpu_create(const af_shard_desc_t *desc, af_kernels_t **out)
 {
     af_result_t rc = AF_OK;
@@ -427,6 +437,7 @@ const af_kernels_ops_t af_kernels_cpu = {
     .name = "cpu",
     .create = cpu_create,
     .destroy = cpu_destroy,
+    .host_bytes = cpu_host_bytes,
     .upload_control = cpu_upload_control,
     .write_slot = cpu_write_slot,
     .read_slot = cpu_read_slot,

@@ -500,6 +500,17 @@ static void cuda_destroy(af_kernels_t *k)
 
 static af_result_t cuda_upload_control(af_kernels_t *k);
 
+static size_t cuda_host_bytes(const af_shard_desc_t *desc)
+{
+    /* Host side only (the state lives on the device): the staged control and the results in
+     * pinned memory, the parity mirror, the control views, and graph_prepare()'s pinned
+     * commit decisions and exchange copy. */
+    size_t n = (size_t)desc->n_slots;
+    return sizeof(af_kernels_t) + ctl_bytes(n) + n * 3 * sizeof(int32_t) + n +
+           n * (sizeof(int32_t) + 1 + sizeof(double) + 1 + 1) + n +
+           af_xchg_len(desc->blocks) * sizeof(uint64_t);
+}
+
 static af_result_t cuda_create(const af_shard_desc_t *desc, af_kernels_t **out)
 {
     af_result_t rc = AF_OK;
@@ -911,6 +922,7 @@ static const af_kernels_ops_t af_kernels_cuda_table = {
     .name = "cuda",
     .create = cuda_create,
     .destroy = cuda_destroy,
+    .host_bytes = cuda_host_bytes,
     .upload_control = cuda_upload_control,
     .write_slot = cuda_write_slot,
     .read_slot = cuda_read_slot,

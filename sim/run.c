@@ -20,6 +20,7 @@
 #include "config.h"
 #include "launch.h"
 #include "log.h"
+#include "memory.h"
 #include "placement.h"
 #include "reference.h"
 #include "run_internal.h"
@@ -251,58 +252,45 @@ static af_result_t select_backends(run_t *r, const af_kernels_ops_t **kops, int 
         return AF_ERR_USAGE;
     }
     snprintf(r->backend_why, sizeof r->backend_why, "%s", why);
-    if (r->world.rank == 0) {
-        fprintf(stderr, "agefence: backends: %s\n", why);
-    }
     return AF_OK;
 }
 
-/* Bytes of host memory available to this process now: the node's MemAvailable shared by the
- * ranks on the node (0 when /proc/meminfo cannot be read: no check then). */
-static double host_bytes_available(int local_size)
+/* What start-up and the verdict will allocate on each rank (sim/memory.c), summed over the
+ * ranks of each node and set against the node's available memory: refused up front on every
+ * rank when any node lacks it, rather than failing (or swapping) half-way through start-up.
+ * Collective. */
+static af_result_t check_memory(run_t *r, const af_kernels_ops_t *kops)
 {
-    FILE *f = fopen("/proc/meminfo", "r");
-    if (f == NULL) {
-        return 0;
+    af_memory_estimate(&r->cfg, r->world.size, r->world.rank, kops, &r->mem);
+    r->rss_baseline = af_memory_rss_now();
+    double node = r->mem.peak;
+    AF_CHECK(af_world_node_sum_f64(&node, 1));
+    double have = af_memory_node_available();
+    const char *dbg = getenv("AGEFENCE_DEBUG");
+    const char *fake = dbg != NULL ? strstr(dbg, "memavail=") : NULL;
+    if (fake != NULL) {
+        have = atof(fake + strlen("memavail=")); /* tests: a node of that size */
     }
-    char line[256];
-    double kib = 0;
-    while (fgets(line, sizeof line, f) != NULL) {
-        if (sscanf(line, "MemAvailable: %lf kB", &kib) == 1) {
-            break;
-        }
+    int lacks = have > 0 && node > have;
+    /* Non-negative doubles order like their bit patterns: the exact max all-reduce carries the
+     * largest shortfall's figures to every rank. */
+    double v[3] = {lacks ? 1.0 : 0.0, lacks ? node : 0.0, lacks ? have : 0.0};
+    uint64_t w[3];
+    memcpy(w, v, sizeof w);
+    AF_CHECK(r->fab->ops->allreduce_max_u64(r->fab, w, 3));
+    memcpy(v, w, sizeof v);
+    if (v[0] == 0) {
+        return AF_OK;
     }
-    fclose(f);
-    return kib * 1024.0 / (local_size > 0 ? local_size : 1);
-}
-
-/* What start-up will allocate on one rank, from the scenario alone: the placement tables every
- * rank holds, its share of the slots (two buffers each, diagnostics, control), the exchange
- * vectors, the replicas and the staging buffers. Refused up front when the node lacks it,
- * rather than failing (or swapping) half-way through start-up. */
-static af_result_t check_memory(run_t *r)
-{
-    const double D = (double)r->D;
-    const double U = (double)r->U;
-    const double B = (double)r->B;
-    const double T = (double)r->T;
-    const double R = (double)r->world.size;
-    double C = (double)af_capacity(r->B, r->D, r->U, r->cfg.max_blackout);
-    double slots_local = ceil(D / R) * U * C;
-    double tables = 4.0 * (B + D * U * C) + 4.0 * D * U + 40.0 * B + 40.0 * D * U;
-    double shard = slots_local * (2.0 * T * 8.0 + 6.0 * 8.0 + 24.0);
-    double xchg = 4.0 * (5.0 * B + 1.0) * 8.0;
-    double staging = 2.0 * fmin(B, AF_XFER_CHUNK) * T * 8.0 + ceil(B / R) * T * 8.0;
-    double need = tables + shard + xchg + staging;
-    double have = host_bytes_available(r->world.local_size);
-    if (have > 0 && need > have) {
-        af_error_set("the scenario needs %.3g bytes per rank (state %.3g, tables %.3g), but this "
-                     "node has %.3g bytes available per rank (%d ranks on it): lower "
-                     "scenario.blocks, block_len or max_blackout, or add nodes",
-                     need, shard, tables, have, r->world.local_size);
-        return AF_ERR_USAGE;
-    }
-    return AF_OK;
+    const af_memory_t *m = &r->mem;
+    af_error_set("the scenario needs %.3g bytes on a node (its ranks together), but the node has "
+                 "%.3g bytes available; rank %d alone needs %.3g (slots %.3g, fleet tables %.3g, "
+                 "block tables %.3g, replicas and staging %.3g, rank 0's model and log %.3g, the "
+                 "final verdict %.3g): lower scenario.blocks, block_len, devices or "
+                 "max_blackout, or use more nodes",
+                 v[1], v[2], r->world.rank, m->peak, m->shard, m->fleet, m->blocks, m->replicas,
+                 m->rank0, m->verdict);
+    return AF_ERR_USAGE;
 }
 
 /* A collective point of start-up: every rank learns whether any rank failed before it, so
@@ -351,19 +339,20 @@ static af_result_t run_init(run_t *r)
     r->U = r->cfg.units_per_device;
     r->units = r->D * r->U;
     r->coeffs = af_scheme_coeffs(&r->cfg);
-    af_result_t rc = check_memory(r);
-    if (rc == AF_OK) {
-        rc = af_placement_init(&r->pl, r->D, r->U, r->B, r->cfg.max_blackout, r->world.size,
-                               r->world.rank);
-    }
-    AF_CHECK(all_ok(r, rc));
-    r->C = r->pl.capacity;
-    r->n_local = (int)af_placement_local_slots(&r->pl);
-    r->slot0 = r->pl.dev_lo * r->U * r->C;
     const af_kernels_ops_t *kops = NULL;
     int use_nccl = 0;
     int cuda_device = -1;
     AF_CHECK(select_backends(r, &kops, &use_nccl, &cuda_device));
+    AF_CHECK(check_memory(r, kops));
+    if (r->world.rank == 0) {
+        /* Said once the scenario is known to fit: bad input stays one line. */
+        fprintf(stderr, "agefence: backends: %s\n", r->backend_why);
+    }
+    AF_CHECK(all_ok(r, af_placement_init(&r->pl, r->D, r->U, r->B, r->cfg.max_blackout,
+                                         r->world.size, r->world.rank)));
+    r->C = r->pl.capacity;
+    r->n_local = (int)af_placement_local_slots(&r->pl);
+    r->slot0 = r->pl.dev_lo * r->U * r->C;
     af_shard_desc_t desc = {
         .n_slots = r->n_local,
         .block_len = (int)r->T,
@@ -594,6 +583,19 @@ out:
     return rc;
 }
 
+/* The memory the ranks held against what the budget said (the largest over the ranks of
+ * each figure), for /final. Collective. */
+static af_result_t memory_measures(run_t *r)
+{
+    double v[AF_NMEM] = {r->mem.startup, r->mem.peak, r->rss_baseline,
+                         (double)af_alloc_bytes_peak(), af_memory_rss_peak()};
+    uint64_t w[AF_NMEM];
+    memcpy(w, v, sizeof w);
+    AF_CHECK(r->fab->ops->allreduce_max_u64(r->fab, w, AF_NMEM));
+    memcpy(r->mem_max, w, sizeof w);
+    return AF_OK;
+}
+
 static af_result_t write_final(run_t *r, const verdict_t *v)
 {
     af_log_t *log = r->log;
@@ -620,6 +622,15 @@ static af_result_t write_final(run_t *r, const verdict_t *v)
     /* Over every rank (each row carries the ranks' cumulative counts, summed). */
     AF_CHECK(af_log_attr_i64(log, "/final", "allocs_after_init", r->totals.allocs_after_init));
     AF_CHECK(af_log_attr_i64(log, "/final", "comms_after_init", r->totals.comms_after_init));
+    /* Memory, the largest over the ranks: the budget of start-up and of the whole run (start-up
+     * and the verdict, beyond what the process held before), what the process held before
+     * start-up, what agefence's allocator held at most, and the peak resident memory. */
+    static const char *const mem_names[AF_NMEM] = {
+        "memory_budget_startup_bytes", "memory_budget_peak_bytes", "rss_before_startup_bytes",
+        "alloc_peak_bytes", "rss_peak_bytes"};
+    for (int i = 0; i < AF_NMEM; ++i) {
+        AF_CHECK(af_log_attr_f64(log, "/final", mem_names[i], r->mem_max[i]));
+    }
     /* Rank 0's (every rank prepares and runs the same step graph). */
     AF_CHECK(af_log_attr_i64(log, "/final", "graph_instantiations", r->k->graph_instantiations));
     AF_CHECK(af_log_attr_i64(log, "/final", "graph_steps", r->k->graph_launches));
@@ -854,6 +865,7 @@ int af_run_in_world(const af_run_opts_t *opts, const af_world_t *world)
 
     verdict_t v = {"completed", AF_EXIT_OK, 0, 0, 0, 0, 0, 0};
     AF_CHECK_GOTO(finish(r, &v), rc, fail);
+    AF_CHECK_GOTO(memory_measures(r), rc, fail);
     if (r->world.rank == 0) {
         if (r->exhausted) {
             v.exit_reason = "capacity_exhausted";

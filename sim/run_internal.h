@@ -12,6 +12,7 @@
 #include "config.h"
 #include "coord.h"
 #include "log.h"
+#include "memory.h"
 #include "metrics.h"
 #include "placement.h"
 #include "straggler.h"
@@ -35,6 +36,9 @@ typedef struct af_payload {
     double phase[AF_NPHASES];
     int64_t count[NCOUNTS];
 } af_payload_t;
+
+/* The memory figures of /final (sim/run.c). */
+#define AF_NMEM 5
 
 /* Transfers of whole blocks (T doubles) between ranks go through host staging in chunks. */
 #define AF_XFER_CHUNK 512
@@ -144,6 +148,13 @@ typedef struct af_run_state {
     int32_t *twin;     /* blocks: DMR twin slot of each block this step, or -1 */
     uint8_t *dmr_mark; /* local slots: AF_DMR_* outcome of the last comparison */
     double *twin_buf;  /* T doubles */
+
+    /* Memory: this rank's budget, its resident memory before start-up, and (after the verdict)
+     * the largest over the ranks of budget startup and peak, baseline, allocator peak and
+     * resident peak, for /final. */
+    af_memory_t mem;
+    double rss_baseline;
+    double mem_max[AF_NMEM];
 
     /* Progress. */
     int64_t tick;       /* executed steps */

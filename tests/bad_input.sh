@@ -94,7 +94,7 @@ case_ graph_mode "--set: backend.graph = 'always' is invalid: expected one of au
 case_ metrics_unwritable "metrics.textfile = '/nonexistent-dir/m.prom': cannot write it" \
   --set metrics.textfile=/nonexistent-dir/m.prom
 # A static capacity that cannot fit in this node's memory is refused up front, with numbers.
-case_ too_big_for_memory "bytes per rank" --set scenario.blocks=900000 \
+case_ too_big_for_memory "bytes on a node" --set scenario.blocks=900000 \
   --set scenario.block_len=4096 --set scenario.devices=64 --set workload.dt=1e-20
 # An unwritable output path is refused before the run starts.
 n=$((n + 1))

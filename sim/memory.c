@@ -1,0 +1,137 @@
+/* agefence memory budget (see memory.h). The sizes follow the allocations of start-up one by
+ * one (sim/placement.c, sim/step.c, sim/recover.c, sim/aging.c, sim/straggler.c, sim/log.c,
+ * sim/run.c) and of the verdict (sim/run.c, sim/reference.c); tests/memory.sh compares the sum
+ * with what the allocator really held and with the process's peak resident memory. */
+#include "memory.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../common/log_schema.h"
+#include "coord.h"
+#include "placement.h"
+#include "run_internal.h"
+
+/* What the MPI fabric holds besides (its request array: fabric/fabric_mpi.c), and the log
+ * writer's own struct (paths and handles: sim/log.c). */
+#define FABRIC_BYTES     (4.0 * AF_FABRIC_MAX_P2P * 8.0)
+#define LOG_STRUCT_BYTES 20480.0
+#define LOG_EVENT_BUFFER 4096.0
+
+/* Blocks placed on `rank`'s devices at start-up. */
+static double blocks_of(int64_t B, int64_t D, int nranks, int rank)
+{
+    int64_t lo = 0;
+    int64_t hi = 0;
+    af_rank_devices(D, nranks, rank, &lo, &hi);
+    return (double)((hi * B) / D - (lo * B) / D);
+}
+
+void af_memory_estimate(const af_config_t *cfg, int nranks, int rank, const af_kernels_ops_t *kops,
+                        af_memory_t *m)
+{
+    memset(m, 0, sizeof *m);
+    const int64_t D = af_config_devices(cfg, nranks);
+    const double U = (double)cfg->units_per_device;
+    const double B = (double)cfg->blocks;
+    const double T = (double)cfg->block_len;
+    const double R = (double)nranks;
+    const double C = (double)af_capacity(cfg->blocks, D, cfg->units_per_device, cfg->max_blackout);
+    const double units = (double)D * U;
+    int64_t lo = 0;
+    int64_t hi = 0;
+    af_rank_devices(D, nranks, rank, &lo, &hi);
+    const double ldev = (double)(hi - lo);
+    const double xlen = 5.0 * B + 1.0 + (cfg->straggler_detect ? (double)D : 0.0);
+    const double flush = (double)cfg->flush_interval;
+    const double chg = sizeof(af_health_change_t);
+    const double mv = sizeof(af_move_t);
+    const double pf = sizeof(af_pfade_t);
+
+    /* Every unit and slot of the fleet: placement (slot_block, unit_load), health (unit_state,
+     * unit_p), the plan (changes, pfade and the broadcast body's share of them), throttling
+     * (unit_base, unit_deg, unit_stamp, slow_list) and the devices' words. */
+    m->fleet = 4.0 * units * C + 4.0 * units + 9.0 * units + 2.0 * chg * units + pf * units +
+               (2.0 * chg + pf) * units + 28.0 * units + 8.0 * (double)D + 8.0 * fmax(ldev, 1.0);
+
+    /* Every block: block_slot, the two exchange vectors, the move list and the body's share of
+     * it, the replica map (rep_rank, rep_off), items and twins. */
+    m->blocks = 4.0 * B + 2.0 * 8.0 * xlen + 2.0 * mv * B + 12.0 * B + 12.0 * B;
+
+    /* The shard: the backend's host memory for its slots, and the DMR marks. */
+    af_shard_desc_t desc;
+    memset(&desc, 0, sizeof desc);
+    desc.n_slots = (int)(ldev * U * C);
+    desc.block_len = (int)cfg->block_len;
+    desc.blocks = (int)cfg->blocks;
+    m->shard = (double)kops->host_bytes(&desc) + (double)desc.n_slots;
+
+    /* The replicas this rank keeps: those of the blocks that start on the rank whose buddy it
+     * is (af_replica_rank is a permutation of the ranks). */
+    double reps = 0;
+    for (int q = 0; q < nranks; ++q) {
+        if (af_replica_rank(q, nranks) == rank) {
+            reps += blocks_of(cfg->blocks, D, nranks, q);
+        }
+    }
+    const double chunk = fmin(B, AF_XFER_CHUNK);
+    m->replicas = 8.0 * fmax(reps, 1.0) * T + 2.0 * 8.0 * chunk * T + 2.0 * 8.0 * T +
+                  sizeof(af_p2p_t) * 2.0 * AF_XFER_CHUNK + 8.0 * AF_XFER_SET +
+                  4.0 * 2.0 * AF_XFER_CHUNK + FABRIC_BYTES + sizeof(af_payload_t) * (flush + 1.0);
+
+    if (rank == 0) {
+        /* The aging model: six doubles, two int32, two int8 and two int64 per unit. */
+        double aging = 74.0 * units;
+        double strag = cfg->straggler_detect ? 57.0 * (double)D + 4.0 * units : 0.0;
+        double log = LOG_STRUCT_BYTES + sizeof(af_step_row_t) * flush +
+                     8.0 * flush * AF_NPHASES * R + 8.0 * flush + 8.0 * flush * R +
+                     sizeof(af_event_row_t) * LOG_EVENT_BUFFER;
+        double gathered = sizeof(af_payload_t) * (flush + 1.0) * R +
+                          sizeof(af_step_row_t) * (flush + 1.0) + 8.0 * AF_NPHASES * R;
+        m->rank0 = aging + strag + log + gathered;
+    }
+    m->startup = m->fleet + m->blocks + m->shard + m->replicas + m->rank0;
+
+    /* The verdict: every rank sends its blocks; rank 0 holds the gathered state and the
+     * reference, and the gather's receive buffer or the reference's work array (one after the
+     * other). */
+    double mine = 8.0 * blocks_of(cfg->blocks, D, nranks, rank) * T;
+    m->verdict = mine + (rank == 0 ? 3.0 * 8.0 * B * T : 0.0);
+    m->peak = m->startup + m->verdict;
+}
+
+/* A "Name:   N kB" line of a /proc file, in bytes; 0 when absent. */
+static double proc_kb(const char *path, const char *name)
+{
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        return 0;
+    }
+    char line[256];
+    double kb = 0;
+    size_t len = strlen(name);
+    while (fgets(line, sizeof line, f) != NULL) {
+        if (strncmp(line, name, len) == 0 && line[len] == ':' &&
+            sscanf(line + len + 1, "%lf", &kb) == 1) {
+            break;
+        }
+    }
+    fclose(f);
+    return kb * 1024.0;
+}
+
+double af_memory_rss_now(void)
+{
+    return proc_kb("/proc/self/status", "VmRSS");
+}
+
+double af_memory_rss_peak(void)
+{
+    return proc_kb("/proc/self/status", "VmHWM");
+}
+
+double af_memory_node_available(void)
+{
+    return proc_kb("/proc/meminfo", "MemAvailable");
+}
