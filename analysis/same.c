@@ -13,8 +13,16 @@
 #define NAME_LEN  96
 #define MAX_SHOWN 5
 
-/* /final attributes that describe the launch or the clock, not the run's result. */
-static const char *const NOT_COMPARED[] = {"end_time", "graph_instantiations", "graph_steps"};
+/* /final attributes that describe the launch, the clock or the machine, not the run's result:
+ * the memory figures are the largest over ranks, so they shrink as ranks are added. */
+static const char *const NOT_COMPARED[] = {"end_time",
+                                           "graph_instantiations",
+                                           "graph_steps",
+                                           "alloc_peak_bytes",
+                                           "memory_budget_startup_bytes",
+                                           "memory_budget_peak_bytes",
+                                           "rss_before_startup_bytes",
+                                           "rss_peak_bytes"};
 
 typedef struct names {
     int n;

@@ -97,7 +97,7 @@ for n in names:
     if not same(off["final/state"][()], on["final/state"][()]):
         fail(f"{n}: /final/state differs")
     for k, v in off["final"].attrs.items():
-        if k in ("end_time", "graph_steps"):
+        if k in ("end_time", "graph_steps") or k.startswith("rss_"):
             continue
         if on["final"].attrs.get(k) != v:
             fail(f"{n}: /final@{k}: {v} (off) vs {on['final'].attrs.get(k)} (on)")
