@@ -522,8 +522,8 @@ static void check_steps_structure(chk_t *c)
         if (c->lf->rows_limit >= 0) {
             /* A run that did not finish: every column holds at least the committed rows. */
             if (len < c->lf->rows_limit) {
-                viol(c, "%s: %lld rows, fewer than the %lld of /steps@committed", path,
-                     (long long)len, (long long)c->lf->rows_limit);
+                viol(c, "%s: %lld rows, fewer than the %lld of /committed", path, (long long)len,
+                     (long long)c->lf->rows_limit);
                 c->steps_ok = 0;
             }
             c->nrows = c->lf->rows_limit;
@@ -546,15 +546,21 @@ static void check_steps_structure(chk_t *c)
     if (c->nrows < 0) {
         c->nrows = 0;
     }
-    /* The commit record (written since crash-consistent logging; checked when present): a
-     * finished run committed every row. */
-    if (H5Aexists_by_name(c->f, "/steps", "committed", H5P_DEFAULT) > 0) {
+    /* The commit record (schema 3: the dataset /committed, required; before: the attribute
+     * /steps@committed, checked when present): a finished run committed every row. */
+    const char *rec = c->lf->schema_version >= 3 ? "/committed" : "/steps@committed";
+    int there = c->lf->schema_version >= 3
+                    ? H5Lexists(c->f, "/committed", H5P_DEFAULT) > 0
+                    : H5Aexists_by_name(c->f, "/steps", "committed", H5P_DEFAULT) > 0;
+    if (!there && c->lf->schema_version >= 3) {
+        viol(c, "/committed: missing (the commit record)");
+    } else if (there) {
         int64_t v[2] = {0, 0};
         if (af_logfile_committed(c->lf, v) != AF_OK) {
-            viol(c, "/steps@committed: expected 2 integers >= 0 (rows, events)");
+            viol(c, "%s: expected 2 integers >= 0 (rows, events)", rec);
         } else if (c->lf->finished && c->steps_ok && v[0] != c->nrows) {
-            viol(c, "/steps@committed: %lld rows, but the finished run's /steps holds %lld",
-                 (long long)v[0], (long long)c->nrows);
+            viol(c, "%s: %lld rows, but the finished run's /steps holds %lld", rec, (long long)v[0],
+                 (long long)c->nrows);
         }
     }
 }
@@ -572,7 +578,7 @@ static void check_ranks(chk_t *c)
         int ok = need_dataset(c, path, WANT_F64, 2, limited ? -1 : c->nrows,
                               c->ranks_ok ? c->ranks : -1, 1, &len);
         if (ok && limited && len < c->nrows) {
-            viol(c, "%s: %lld rows, fewer than the %lld of /steps@committed", path, (long long)len,
+            viol(c, "%s: %lld rows, fewer than the %lld of /committed", path, (long long)len,
                  (long long)c->nrows);
             ok = 0;
         }
@@ -920,13 +926,13 @@ static void check_events(chk_t *c, int cols_ok)
     int okc = af_logfile_committed(c->lf, committed) == AF_OK;
     if (c->lf->events_limit >= 0) {
         if (n < c->lf->events_limit) {
-            viol(c, "/events: %lld rows, fewer than the %lld of /steps@committed", (long long)n,
+            viol(c, "/events: %lld rows, fewer than the %lld of /committed", (long long)n,
                  (long long)c->lf->events_limit);
             return;
         }
         n = c->lf->events_limit;
     } else if (okc && c->lf->finished && committed[1] != n) {
-        viol(c, "/steps@committed: %lld events, but the finished run's /events holds %lld",
+        viol(c, "/committed: %lld events, but the finished run's /events holds %lld",
              (long long)committed[1], (long long)n);
     }
     af_event_row_t *ev = malloc(sizeof(af_event_row_t) * (size_t)(n > 0 ? n : 1));
@@ -1260,6 +1266,14 @@ static void check_final(chk_t *c, int cols_ok)
         if (f_ok[i] && !isfinite(fv[i]) && !lost) {
             viol(c, "/final@%s: %g, expected a finite value", flts[i], fv[i]);
             f_ok[i] = 0;
+        }
+    }
+    /* Events the writer could not log (schema 3): the log is incomplete when any was lost. */
+    if (c->lf->schema_version >= 3 && need_attr(c, "/final", "event_log_errors", WANT_I64)) {
+        int64_t lost = get_i64(c, "/final", "event_log_errors", &ok);
+        if (lost != 0) {
+            viol(c, "/final@event_log_errors: %lld, expected 0 (events missing from /events)",
+                 (long long)lost);
         }
     }
     int leak_ok = need_attr(c, "/final", "nonfinite_leaked_total", WANT_I64);

@@ -53,8 +53,11 @@ def open_log(path):
 
 def committed_rows(f):
     """Rows of /steps and /ranks that count: all of them for a finished run, the commit
-    record's /steps@committed[0] for one that did not finish (sim/log.h)."""
+    record's /committed[0] (/steps@committed[0] before schema 3) for one that did not finish
+    (sim/log.h)."""
     finished = "final" in f and "exit_reason" in f["final"].attrs
+    if not finished and "committed" in f:
+        return int(f["committed"][0])
     if not finished and "steps" in f and "committed" in f["steps"].attrs:
         return int(f["steps"].attrs["committed"][0])
     return None

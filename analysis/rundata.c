@@ -100,6 +100,7 @@ static void load_attrs(af_run_t *run, const af_logfile_t *lf)
     get_i64(lf, "/final", "nonfinite_leaked_total", &run->nonfinite_leaked_total);
     get_i64(lf, "/final", "sdc_undetected_total", &run->sdc_undetected_total);
     get_i64(lf, "/final", "allocs_after_init", &run->allocs_after_init);
+    get_i64(lf, "/final", "event_log_errors", &run->event_log_errors);
     get_i64(lf, "/final", "graph_instantiations", &run->graph_instantiations);
     get_i64(lf, "/final", "graph_steps", &run->graph_steps);
     get_f64(lf, "/final", "mass_initial", &run->mass_initial);

@@ -77,7 +77,8 @@ typedef struct af_run {
     char state_checksum[64];
     char reference_checksum[64];
     af_opt_i64_t exit_code, steps_completed, state_step, bitwise_equal, nonfinite_leaked_total,
-        sdc_undetected_total, allocs_after_init, graph_instantiations, graph_steps;
+        sdc_undetected_total, allocs_after_init, graph_instantiations, graph_steps,
+        event_log_errors;
     af_opt_f64_t mass_initial, mass_final, sim_hours, max_blackout;
 
     /* /calibration (p50 etc. attributes of the raw sample datasets). */

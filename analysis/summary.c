@@ -494,6 +494,8 @@ af_result_t af_summary_figures(const af_summary_t *s, af_figs_t *f)
     count_or_null(f, 0, s->allocs_after_init >= 0, s->allocs_after_init,
                   "recovery.allocs_after_init");
     count_or_null(f, 0, s->comms_after_init >= 0, s->comms_after_init, "recovery.comms_after_init");
+    count_or_null(f, 0, r->have_events, r->nevents, "recovery.events_logged");
+    count_or_null(f, 0, r->event_log_errors.ok, r->event_log_errors.v, "recovery.event_log_errors");
     count_or_null(f, 0, s->units_dead >= 0, s->units_dead, "recovery.units_dead");
     const char *causes[] = {"units_alive", "dead_wearout", "dead_sudden", "dead_scripted"};
     for (int c = 0; c < 4; ++c) {

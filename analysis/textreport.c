@@ -267,6 +267,10 @@ static void recovery_section(const af_summary_t *s, FILE *out)
     }
     fprintf(out, "  after start  %lld allocations, %lld communicators (both must be 0)\n",
             (long long)s->allocs_after_init, (long long)s->comms_after_init);
+    if (s->run->event_log_errors.ok && s->run->event_log_errors.v != 0) {
+        fprintf(out, "  events lost  %lld events the writer could not log: /events is incomplete\n",
+                (long long)s->run->event_log_errors.v);
+    }
 }
 
 static void latency_section(const af_summary_t *s, FILE *out)

@@ -6,7 +6,9 @@
 
 #include <stdint.h>
 
-#define AF_SCHEMA_VERSION 2
+/* 3: the commit record is the dataset /committed (was /steps@committed); /final@event_log_errors
+ * and /steps/unverified_commits. */
+#define AF_SCHEMA_VERSION 3
 
 /* /steps/<name>: one value per step. X(name, type, doc) with type I64 or F64. */
 #define AF_STEP_COLUMNS(X)                                                                         \

@@ -83,6 +83,31 @@ af_result_t af_logfile_open(af_logfile_t *lf, const char *path, char *err, size_
 
 af_result_t af_logfile_committed(const af_logfile_t *lf, int64_t committed[2])
 {
+    if (H5Lexists(lf->file, "/committed", H5P_DEFAULT) > 0) {
+        /* Schema 3: the dataset /committed. */
+        hid_t d = H5Dopen2(lf->file, "/committed", H5P_DEFAULT);
+        if (d < 0) {
+            return AF_ERR_IO;
+        }
+        hid_t t = H5Dget_type(d);
+        hid_t s = H5Dget_space(d);
+        af_result_t rc = AF_ERR_IO;
+        if (t >= 0 && s >= 0 && H5Tget_class(t) == H5T_INTEGER &&
+            H5Sget_simple_extent_ndims(s) == 1 && H5Sget_simple_extent_npoints(s) == 2 &&
+            H5Dread(d, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, committed) >= 0 &&
+            committed[0] >= 0 && committed[1] >= 0) {
+            rc = AF_OK;
+        }
+        if (s >= 0) {
+            H5Sclose(s);
+        }
+        if (t >= 0) {
+            H5Tclose(t);
+        }
+        H5Dclose(d);
+        return rc;
+    }
+    /* Schema 2: the attribute /steps@committed. */
     hid_t a = open_attr(lf, "/steps", "committed");
     if (a < 0) {
         return AF_ERR_IO;

@@ -24,15 +24,15 @@ typedef struct af_logfile {
  * that is not HDF5 (or is truncated), an HDF5 file that is not an agefence log, and a log of a
  * newer schema than this reader knows. A log whose writer was killed is still marked as open
  * for (SWMR) writing: it is opened with SWMR read access. When the run did not finish (no
- * /final@exit_reason), only the rows its commit record (/steps@committed) counts are read:
- * af_logfile_shape, af_logfile_events_count and the readers below see that prefix
- * (sim/log.h, "Crash consistency"). */
+ * /final@exit_reason), only the rows its commit record (/committed; /steps@committed before schema
+ * 3) counts are read: af_logfile_shape, af_logfile_events_count and the readers below see that
+ * prefix (sim/log.h, "Crash consistency"). */
 af_result_t af_logfile_open(af_logfile_t *lf, const char *path, char *err, size_t errlen);
 void af_logfile_close(af_logfile_t *lf);
 
-/* The commit record /steps@committed: {rows of /steps and /ranks, rows of /events} complete at
- * the writer's last flush. AF_ERR_IO when absent (a log written before it existed) or not two
- * integers >= 0. */
+/* The commit record /committed (schema 3; /steps@committed before): {rows of /steps and /ranks,
+ * rows of /events} complete at the writer's last flush. AF_ERR_IO when absent (a log written before
+ * it existed) or not two integers >= 0. */
 af_result_t af_logfile_committed(const af_logfile_t *lf, int64_t committed[2]);
 
 /* Attributes of an object ("/", "/final", ...). AF_ERR_IO when absent or of another kind. */

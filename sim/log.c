@@ -21,14 +21,16 @@ _Static_assert(sizeof(af_step_row_t) == 8 * AF_NCOLUMNS, "step rows are packed 8
 
 struct af_log {
     hid_t file;
-    int plain; /* af_log_create_plain: no run schema, nothing deferred, no crash consistency */
-    int live;  /* after af_log_begin: SWMR appending, and the file is at its path */
+    int plain;  /* af_log_create_plain: no run schema, nothing deferred, no crash consistency */
+    int live;   /* after af_log_begin: SWMR appending, and the file is at its path */
+    int ending; /* after the steps closed: a copy at tmp, opened without SWMR, takes the end */
     char path[4096];
-    char tmp[4112];    /* where a run log is built until af_log_begin: "<path>.tmp" */
-    char trace[4096];  /* AGEFENCE_LOG_TRACE: a file that gets a line per commit */
-    hid_t steps_group; /* holds the commit record, /steps@committed */
-    hid_t final_group; /* /final and /units: anonymous until af_log_close links them */
-    hid_t units_group;
+    char tmp[4112];   /* where a run log is built until af_log_begin, and its end after it */
+    char trace[4096]; /* AGEFENCE_LOG_TRACE: a file that gets a line per commit */
+    hid_t steps_group;
+    hid_t commit;          /* the commit record: the dataset /committed, {rows, events} */
+    int64_t event_fail_at; /* AGEFENCE_DEBUG=eventfail=N: the N-th event cannot be written */
+    int64_t events_seen;
     int nranks;
     int64_t flush_interval;
     int64_t rows_written;
@@ -121,11 +123,11 @@ static void log_free(af_log_t *log)
     if (log->event_type > 0) {
         H5Tclose(log->event_type);
     }
-    hid_t groups[] = {log->steps_group, log->final_group, log->units_group};
-    for (size_t i = 0; i < sizeof groups / sizeof groups[0]; ++i) {
-        if (groups[i] > 0) {
-            H5Gclose(groups[i]);
-        }
+    if (log->commit > 0) {
+        H5Dclose(log->commit);
+    }
+    if (log->steps_group > 0) {
+        H5Gclose(log->steps_group);
     }
     if (log->file > 0) {
         H5Fclose(log->file);
@@ -159,27 +161,41 @@ static af_result_t attr_str(hid_t loc, const char *name, const char *value)
     return AF_OK;
 }
 
-/* The commit record /steps@committed = {rows of /steps and /ranks, rows of /events} that are
- * complete. One attribute of fixed size, rewritten in place: a single write of its object-header
- * chunk, so its two numbers change together. */
+/* The commit record /committed = {rows of /steps and /ranks, rows of /events} that are
+ * complete: the raw data of a dataset of two integers, contiguous and allocated at creation,
+ * rewritten in place (what a SWMR writer may do). 16 bytes in one write, so its two numbers
+ * change together. */
 static af_result_t write_commit_record(af_log_t *log)
 {
     int64_t v[2] = {log->rows_written, log->events_written};
-    hid_t a = -1;
-    if (H5Aexists(log->steps_group, "committed") > 0) {
-        a = H5Aopen(log->steps_group, "committed", H5P_DEFAULT);
+    H5_CHECK(H5Dwrite(log->commit, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, v));
+    return AF_OK;
+}
+
+static af_result_t make_commit_record(af_log_t *log)
+{
+    hsize_t n = 2;
+    hid_t s = H5Screate_simple(1, &n, NULL);
+    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    if (s < 0 || dcpl < 0 || H5Pset_layout(dcpl, H5D_CONTIGUOUS) < 0 ||
+        H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_EARLY) < 0) {
+        log->commit = -1;
     } else {
-        hsize_t n = 2;
-        hid_t s = H5Screate_simple(1, &n, NULL);
-        a = H5Acreate2(log->steps_group, "committed", H5T_STD_I64LE, s, H5P_DEFAULT, H5P_DEFAULT);
+        log->commit =
+            H5Dcreate2(log->file, "/committed", H5T_STD_I64LE, s, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    }
+    if (dcpl >= 0) {
+        H5Pclose(dcpl);
+    }
+    if (s >= 0) {
         H5Sclose(s);
     }
-    herr_t w = a < 0 ? -1 : H5Awrite(a, H5T_NATIVE_INT64, v);
-    if (a >= 0) {
-        H5Aclose(a);
+    H5_CHECK(log->commit);
+    if (log->commit >= 0) {
+        attr_str(log->commit, "doc",
+                 "commit record: rows of /steps and /ranks, rows of /events that are complete");
     }
-    H5_CHECK(w);
-    return AF_OK;
+    return write_commit_record(log);
 }
 
 af_result_t af_log_create(af_log_t **out, const char *path, int nranks, int64_t flush_interval)
@@ -200,6 +216,9 @@ af_result_t af_log_create(af_log_t **out, const char *path, int nranks, int64_t 
     snprintf(log->tmp, sizeof log->tmp, "%s.tmp", path);
     const char *tr = getenv("AGEFENCE_LOG_TRACE");
     snprintf(log->trace, sizeof log->trace, "%s", tr != NULL ? tr : "");
+    const char *dbg = getenv("AGEFENCE_DEBUG");
+    const char *ef = dbg != NULL ? strstr(dbg, "eventfail=") : NULL;
+    log->event_fail_at = ef != NULL ? atoll(ef + strlen("eventfail=")) : -1;
     log->rows = af_alloc(sizeof(af_step_row_t) * (size_t)flush_interval);
     log->phase_buf =
         af_alloc(sizeof(double) * (size_t)flush_interval * AF_NPHASES * (size_t)nranks);
@@ -220,8 +239,7 @@ af_result_t af_log_create(af_log_t **out, const char *path, int nranks, int64_t 
     }
     /* The file is built under "<path>.tmp" and moved to its path by af_log_begin, once it is
      * a readable log (see log.h). The 1.10 file format is the one SWMR writing needs; the root
-     * group's first object-header chunk is sized for all its links, so that linking /final and
-     * /units at the end changes it in place. */
+     * group's first object-header chunk is sized for all its links. */
     fapl = H5Pcreate(H5P_FILE_ACCESS);
     fcpl = H5Pcreate(H5P_FILE_CREATE);
     AF_REQUIRE_GOTO(fapl >= 0 && fcpl >= 0, AF_ERR_HDF5, rc, fail);
@@ -261,8 +279,7 @@ af_result_t af_log_create(af_log_t **out, const char *path, int nranks, int64_t 
     log->steps_group = H5Gcreate2(log->file, "/steps", H5P_DEFAULT, gcpl, H5P_DEFAULT);
     H5Pclose(gcpl);
     AF_REQUIRE_GOTO(log->steps_group >= 0, AF_ERR_HDF5, rc, fail);
-    /* The commit record: one attribute message, so one object-header chunk holds it. */
-    AF_CHECK_GOTO(write_commit_record(log), rc, fail);
+    AF_CHECK_GOTO(make_commit_record(log), rc, fail);
     for (int i = 0; i < AF_NCOLUMNS; ++i) {
         log->col[i] =
             make_extendible(log->steps_group, af_step_column_names[i],
@@ -370,43 +387,113 @@ af_result_t af_log_group(af_log_t *log, const char *path)
     return AF_OK;
 }
 
-/* Where a path of the log lives. /final and /units (and everything under them) are written at
- * the end of a run into anonymous groups, which af_log_close links into the file only once
- * their contents are on disk: *loc is then that group and *rest the path inside it ("." for
- * the group itself). Any other path is the file's own. */
-static af_result_t resolve(af_log_t *log, const char *path, hid_t *loc, const char **rest)
+/* Copies the file at from to to (created or truncated): the log's steps, to take its end. */
+static af_result_t copy_file(const char *from, const char *to)
 {
-    *loc = log->file;
-    *rest = path;
-    if (log->plain) {
-        return AF_OK;
+    int in = open(from, O_RDONLY);
+    int out = in < 0 ? -1 : open(to, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    af_result_t rc = AF_OK;
+    if (in < 0 || out < 0) {
+        af_error_set("%s: cannot copy the log to %s: %s", from, to, strerror(errno));
+        rc = AF_ERR_IO;
     }
-    const char *names[] = {"/final", "/units"};
-    hid_t *groups[] = {&log->final_group, &log->units_group};
-    for (int i = 0; i < 2; ++i) {
-        size_t len = strlen(names[i]);
-        if (strncmp(path, names[i], len) != 0 || (path[len] != '\0' && path[len] != '/')) {
-            continue;
+    char buf[1 << 16];
+    while (rc == AF_OK) {
+        ssize_t n = read(in, buf, sizeof buf);
+        if (n == 0) {
+            break;
         }
-        if (*groups[i] <= 0) {
-            *groups[i] = H5Gcreate_anon(log->file, H5P_DEFAULT, H5P_DEFAULT);
-            H5_CHECK(*groups[i]);
+        ssize_t w = 0;
+        while (n > 0 && w < n) {
+            ssize_t k = write(out, buf + w, (size_t)(n - w));
+            if (k <= 0) {
+                n = -1;
+                break;
+            }
+            w += k;
         }
-        *loc = *groups[i];
-        *rest = path[len] == '\0' || path[len + 1] == '\0' ? "." : path + len + 1;
-        return AF_OK;
+        if (n < 0) {
+            af_error_set("%s: cannot copy the log to %s: %s", from, to, strerror(errno));
+            rc = AF_ERR_IO;
+        }
+    }
+    if (in >= 0) {
+        close(in);
+    }
+    if (out >= 0 && close(out) != 0 && rc == AF_OK) {
+        af_error_set("%s: cannot copy the log to %s: %s", from, to, strerror(errno));
+        rc = AF_ERR_IO;
+    }
+    return rc;
+}
+
+/* The end of a live log (the first write that is not a step row or an event: /units, /final).
+ * HDF5's SWMR writer may only append to and rewrite the raw data of datasets that exist, so
+ * the end is not written in SWMR mode: the steps are flushed and committed, the file closed
+ * (which ends SWMR writing and leaves at the path the log of a run that did not finish, its
+ * steps complete), copied to "<path>.tmp" and opened there as an ordinary HDF5 file. The end is
+ * written into that copy, which af_log_close moves to the path in one rename: a kill at any
+ * moment leaves at the path either the steps without an end or the whole log. */
+static af_result_t end_live(af_log_t *log)
+{
+    AF_CHECK(af_log_flush(log));
+    for (int i = 0; i < AF_NCOLUMNS; ++i) {
+        H5Dclose(log->col[i]);
+        log->col[i] = -1;
+    }
+    for (int i = 0; i < AF_NPHASES; ++i) {
+        H5Dclose(log->phase[i]);
+        log->phase[i] = -1;
+    }
+    H5Dclose(log->events);
+    log->events = -1;
+    H5Dclose(log->commit);
+    log->commit = -1;
+    H5Gclose(log->steps_group);
+    log->steps_group = -1;
+    herr_t c = H5Fclose(log->file);
+    log->file = -1;
+    H5_CHECK(c);
+    trace(log, "steps closed");
+    AF_CHECK(copy_file(log->path, log->tmp));
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    H5_CHECK(fapl);
+    H5Pset_libver_bounds(fapl, H5F_LIBVER_V110, H5F_LIBVER_V110);
+    log->file = H5Fopen(log->tmp, H5F_ACC_RDWR, fapl);
+    H5Pclose(fapl);
+    if (log->file < 0) {
+        af_error_set("%s: cannot open the copy of the log to write its end", log->tmp);
+        unlink(log->tmp);
+        return AF_ERR_IO;
+    }
+    log->ending = 1;
+    return AF_OK;
+}
+
+/* Where a path of the log is written: in the file, after the end of a live log's steps (after
+ * af_log_begin only step rows and events are written in SWMR mode; anything else ends it). */
+static af_result_t writable(af_log_t *log)
+{
+    if (log->live && !log->ending) {
+        AF_CHECK(end_live(log));
     }
     return AF_OK;
 }
 
+/* Opens the object at obj, creating it as a group (with any group above it) when it is not
+ * there. */
 static hid_t open_obj(af_log_t *log, const char *obj)
 {
-    hid_t loc = -1;
-    const char *rest = NULL;
-    if (resolve(log, obj, &loc, &rest) != AF_OK) {
+    if (writable(log) != AF_OK) {
         return -1;
     }
-    return H5Oopen(loc, rest, H5P_DEFAULT);
+    if (strcmp(obj, "/") != 0) {
+        htri_t there = H5Lexists(log->file, obj, H5P_DEFAULT);
+        if (there <= 0 && af_log_group(log, obj) != AF_OK) {
+            return -1;
+        }
+    }
+    return H5Oopen(log->file, obj, H5P_DEFAULT);
 }
 
 af_result_t af_log_attr_str(af_log_t *log, const char *obj, const char *name, const char *value)
@@ -477,9 +564,9 @@ af_result_t af_log_attr_f64(af_log_t *log, const char *obj, const char *name, do
 static af_result_t write_fixed(af_log_t *log, const char *path, hid_t ftype, hid_t mtype,
                                const void *v, size_t n)
 {
-    hid_t loc = -1;
-    const char *rest = NULL;
-    AF_CHECK(resolve(log, path, &loc, &rest));
+    AF_CHECK(writable(log));
+    hid_t loc = log->file;
+    const char *rest = path;
     hsize_t dims[1] = {(hsize_t)n};
     hid_t s = H5Screate_simple(1, dims, NULL);
     hid_t lcpl = H5Pcreate(H5P_LINK_CREATE);
@@ -588,6 +675,10 @@ static af_result_t write_pending(af_log_t *log)
 
 af_result_t af_log_append(af_log_t *log, const af_step_row_t *row, const double *phases)
 {
+    if (log->ending) {
+        af_error_set("%s: a step row after the log's end was begun", log->path);
+        return AF_ERR_INTERNAL;
+    }
     if (log->rows_buffered == log->flush_interval) {
         AF_CHECK(write_pending(log));
     }
@@ -600,6 +691,15 @@ af_result_t af_log_append(af_log_t *log, const af_step_row_t *row, const double 
 
 af_result_t af_log_event(af_log_t *log, const af_event_row_t *ev)
 {
+    if (log->ending) {
+        af_error_set("%s: an event after the log's end was begun", log->path);
+        return AF_ERR_INTERNAL;
+    }
+    if (++log->events_seen == log->event_fail_at) {
+        af_error_set("%s: event %lld not written (AGEFENCE_DEBUG=eventfail)", log->path,
+                     (long long)log->events_seen);
+        return AF_ERR_IO;
+    }
     if (log->events_buffered == AF_EVENT_BUFFER) {
         AF_CHECK(write_pending(log));
     }
@@ -609,11 +709,11 @@ af_result_t af_log_event(af_log_t *log, const af_event_row_t *ev)
 
 af_result_t af_log_flush(af_log_t *log)
 {
-    AF_CHECK(write_pending(log));
-    if (log->plain) {
+    if (log->plain || log->ending) {
         H5_CHECK(H5Fflush(log->file, H5F_SCOPE_GLOBAL));
         return AF_OK;
     }
+    AF_CHECK(write_pending(log));
     /* Two flushes: the rows and events first (SWMR keeps the file consistent while HDF5 writes
      * them, but one dataset may be extended on disk before another), then the commit record
      * that says how many of them are complete, in one write. A SIGKILL anywhere in between
@@ -633,33 +733,6 @@ int64_t af_log_rows(const af_log_t *log)
     return log->rows_written + log->rows_buffered;
 }
 
-/* Links the anonymous /units and /final into the file. Their contents are flushed first, so a
- * link, written in place in the root group's object header (sized for it at creation), is the
- * commit point of its group: a reader sees the group complete or not at all. /final goes last:
- * a run that has it has /units. */
-static af_result_t commit_final(af_log_t *log)
-{
-    if (log->final_group <= 0 && log->units_group <= 0) {
-        return AF_OK;
-    }
-    H5_CHECK(H5Fflush(log->file, H5F_SCOPE_GLOBAL));
-    if (log->units_group > 0) {
-        H5_CHECK(H5Olink(log->units_group, log->file, "units", H5P_DEFAULT, H5P_DEFAULT));
-        H5_CHECK(H5Fflush(log->file, H5F_SCOPE_GLOBAL));
-    }
-    if (log->final_group > 0) {
-        if (log->live) {
-            trace(log, "linking final");
-        }
-        H5_CHECK(H5Olink(log->final_group, log->file, "final", H5P_DEFAULT, H5P_DEFAULT));
-        H5_CHECK(H5Fflush(log->file, H5F_SCOPE_GLOBAL));
-        if (log->live) {
-            trace(log, "final");
-        }
-    }
-    return AF_OK;
-}
-
 af_result_t af_log_close(af_log_t **plog)
 {
     if (plog == NULL || *plog == NULL) {
@@ -667,21 +740,28 @@ af_result_t af_log_close(af_log_t **plog)
     }
     af_log_t *log = *plog;
     af_result_t rc = af_log_flush(log);
-    if (rc == AF_OK && !log->plain) {
-        rc = commit_final(log);
-    }
-    int move = !log->plain && !log->live;
+    int move = !log->plain && (!log->live || log->ending);
+    int ending = log->ending;
     char tmp[sizeof log->tmp];
     char path[sizeof log->path];
+    char trace_path[sizeof log->trace];
     memcpy(tmp, log->tmp, sizeof tmp);
     memcpy(path, log->path, sizeof path);
+    memcpy(trace_path, log->trace, sizeof trace_path);
     log_free(log);
     *plog = NULL;
-    /* A log that never went live (the run failed before its first step) is complete once
-     * closed: it moves to its path then. */
-    if (move && rename(tmp, path) != 0 && rc == AF_OK) {
+    /* A log that never went live (the run failed before its first step), and the end of one
+     * that did (end_live), are complete once closed: they move to the path then, in one
+     * rename. An end that failed is not moved: the path keeps the steps. */
+    if (move && rc != AF_OK) {
+        unlink(tmp);
+    } else if (move && rename(tmp, path) != 0) {
         af_error_set("%s: cannot move the log there from %s: %s", path, tmp, strerror(errno));
         rc = AF_ERR_IO;
+    } else if (move && ending && trace_path[0] != '\0') {
+        af_log_t t = {.file = -1};
+        snprintf(t.trace, sizeof t.trace, "%s", trace_path);
+        trace(&t, "final");
     }
     return rc;
 }
@@ -693,7 +773,8 @@ void af_log_discard(af_log_t **plog)
     }
     af_log_t *log = *plog;
     char name[sizeof log->tmp];
-    snprintf(name, sizeof name, "%s", log->plain || log->live ? log->path : log->tmp);
+    snprintf(name, sizeof name, "%s",
+             log->plain || (log->live && !log->ending) ? log->path : log->tmp);
     log_free(log);
     *plog = NULL;
     unlink(name);

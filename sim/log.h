@@ -11,15 +11,20 @@
  *    orders its writes so that the file on disk is consistent at every moment. A killed
  *    run's file stays marked as open for SWMR writing: readers open it with SWMR read access
  *    (common/logfile.c does so by itself; h5py: swmr=True).
+ *  - In SWMR mode the writer does only what HDF5's SWMR contract allows: it appends rows to
+ *    the extendible datasets /steps/..., /ranks/... and /events, and rewrites the raw data of
+ *    the commit record /committed. Every object (groups, datasets, attributes) is created
+ *    before af_log_begin.
  *  - Each flush writes the rows and events, flushes, then writes the commit record
- *    /steps@committed = {rows, events} and flushes again: a reader of a killed run reads
- *    that many rows of /steps and /ranks and of /events (a dataset may hold more: rows of the
- *    flush under way).
- *  - /final and /units are written at the end into anonymous groups and linked into the
- *    file by af_log_close once their contents are on disk: a killed run has neither.
- * After af_log_begin, attributes may be added only under /final and /units; elsewhere an
- * existing numeric attribute may be rewritten (af_log_attr_i64/f64 rewrite a scalar of the same
- * type in place). Anything else would not be crash-consistent. */
+ *    /committed = {rows, events} and flushes again: a reader of a killed run reads that many
+ *    rows of /steps and /ranks and of /events (a dataset may hold more: rows of the flush
+ *    under way).
+ *  - The end (/units, /final, attributes written after the steps) is not written in SWMR mode:
+ *    the first such write commits the steps and closes the file, which ends SWMR writing,
+ *    copies it to "<path>.tmp" and writes the end there as an ordinary HDF5 file;
+ *    af_log_close moves it to the path in one rename. A run killed before has its steps and
+ *    neither /units nor /final; a stale "<path>.tmp" may remain beside it. After the end
+ *    has begun no step row or event can be added. */
 #ifndef AF_LOG_H
 #define AF_LOG_H
 
@@ -34,8 +39,9 @@ typedef struct af_log af_log_t;
 /* Creates the log under "<path>.tmp" with every group and extendible dataset, and removes any
  * file at path. With AGEFENCE_LOG_TRACE=FILE in the environment, FILE gets one line per step
  * of the log's life, each written once that step is on disk: "begin PATH", "commit ROWS
- * EVENTS", "linking final" (before the flush that links /final), "final", "closed" (a testing
- * aid: tests/crashlog.sh). */
+ * EVENTS", "steps closed" (the steps' file closed, before the end is written), "final" (the end
+ * moved to the path), "closed" (a testing aid: tests/crashlog.sh). With AGEFENCE_DEBUG=
+ * eventfail=N the N-th call of af_log_event fails (tests/checks_fail.sh). */
 af_result_t af_log_create(af_log_t **out, const char *path, int nranks, int64_t flush_interval);
 
 /* Everything written so far is what a killed run keeps besides its rows: starts crash-

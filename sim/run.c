@@ -619,6 +619,7 @@ static af_result_t write_final(run_t *r, const verdict_t *v)
     AF_CHECK(af_log_attr_f64(log, "/final", "max_blackout", r->max_blackout));
     AF_CHECK(af_log_attr_i64(log, "/final", "nonfinite_leaked_total", r->leaked_total));
     AF_CHECK(af_log_attr_i64(log, "/final", "sdc_undetected_total", r->sdc_total));
+    AF_CHECK(af_log_attr_i64(log, "/final", "event_log_errors", r->event_log_errors));
     /* Over every rank (each row carries the ranks' cumulative counts, summed). */
     AF_CHECK(af_log_attr_i64(log, "/final", "allocs_after_init", r->totals.allocs_after_init));
     AF_CHECK(af_log_attr_i64(log, "/final", "comms_after_init", r->totals.comms_after_init));
@@ -691,7 +692,12 @@ static void print_summary(const run_t *r, const verdict_t *v, double wall_s)
            v->mass_final - v->mass0);
     printf("  allocations    %lld after start-up, %lld communicators created (all ranks)\n",
            (long long)r->totals.allocs_after_init, (long long)r->totals.comms_after_init);
-    printf("  log            %s (%lld steps)\n", r->out_path, (long long)r->tick);
+    if (r->event_log_errors > 0) {
+        printf("  log            %s (%lld steps; %lld events LOST, see stderr)\n", r->out_path,
+               (long long)r->tick, (long long)r->event_log_errors);
+    } else {
+        printf("  log            %s (%lld steps)\n", r->out_path, (long long)r->tick);
+    }
     printf("  verdict        %s\n", v->exit_code == 0 ? "PASS" : "FAIL");
 }
 

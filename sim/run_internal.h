@@ -166,6 +166,7 @@ typedef struct af_run_state {
     double max_blackout;
     int64_t leaked_total;
     int64_t sdc_total;
+    int64_t event_log_errors; /* rank 0: events the log could not take (counted, reported) */
 
     /* Step counters known to every rank alike. */
     int64_t n_drain, n_restore, n_retry_moves, n_rollbacks, n_replayed, n_leaked;

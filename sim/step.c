@@ -112,7 +112,16 @@ static void log_event(af_run_state_t *r, const char *kind, int64_t block, int64_
     e.to_unit = to_slot >= 0 ? af_slot_unit(p, to_slot) % p->units : -1;
     e.to_slot = to_slot >= 0 ? to_slot % p->capacity : -1;
     e.detail = detail;
-    (void)af_log_event(r->log, &e);
+    if (af_log_event(r->log, &e) != AF_OK) {
+        /* The run goes on (the steps are still logged); the loss is counted into /final and the
+         * summary, and said once here. */
+        if (r->event_log_errors++ == 0) {
+            fprintf(stderr,
+                    "agefence: rank 0: the log lost an event (step %lld, %s): %s; further losses "
+                    "are counted in /final@event_log_errors\n",
+                    (long long)r->tick, kind, af_error_message());
+        }
+    }
 }
 
 af_result_t af_step_init(af_run_state_t *r)

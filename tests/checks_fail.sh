@@ -6,7 +6,10 @@
 #   2. one communicator created after start-up (commafter=N): /final@comms_after_init = ranks,
 #      and tests/lib.sh's af_clean_run, which every whole-run test calls, fails;
 #   3. two different runs: agefence-report --same (the determinism and property tests'
-#      comparison) exits 1 and names what differs, the final state among it.
+#      comparison) exits 1 and names what differs, the final state among it;
+#   4. an event the log cannot take (eventfail=N): the run says so on stderr and in its summary,
+#      counts it in /final@event_log_errors, /events holds one event fewer than the same run's,
+#      and both af_clean_run and --check fail naming it.
 #   checks_fail.sh AGEFENCE REPORT MPIEXEC WORKDIR FIXTURES
 set -uo pipefail
 here=$(dirname "$0")
@@ -42,4 +45,26 @@ grep -q "^  /final/state: [0-9]* of [0-9]* rows differ" "$work/same.out" ||
   fail "--same failed without naming the state: $(cat "$work/same.out")"
 "$report" --same "$work/a.h5" "$work/a.h5" >/dev/null || fail "--same: a run differs from itself"
 echo "ok   two different runs: --same exit 1, $(grep -c '^  ' "$work/same.out") differences"
+ev=(-c "$fix/small.ini" --set scenario.steps=60)
+"$mpiexec" -n 2 --oversubscribe "$agefence" run -q "${ev[@]}" -o "$work/ev_ok.h5" \
+  >/dev/null 2>&1 || fail "the run without a lost event: exit $?"
+AGEFENCE_DEBUG=eventfail=2 "$mpiexec" -n 2 --oversubscribe "$agefence" run "${ev[@]}" \
+  -o "$work/ev.h5" >"$work/ev.out" 2>&1 || fail "the run that lost an event: exit $?"
+grep -q "the log lost an event" "$work/ev.out" || fail "no stderr line for the lost event"
+grep -q "1 events LOST" "$work/ev.out" || fail "the summary does not count the lost event"
+[ "$("$report" --attr /final event_log_errors "$work/ev.h5")" = 1 ] ||
+  fail "/final@event_log_errors = $("$report" --attr /final event_log_errors "$work/ev.h5")"
+n_ok=$("$report" --json "$work/ev_ok.h5" | sed -n 's/.*"events_logged": *\([0-9]*\).*/\1/p')
+n_ev=$("$report" --json "$work/ev.h5" | sed -n 's/.*"events_logged": *\([0-9]*\).*/\1/p')
+"$report" "$work/ev.h5" >"$work/ev.report" 2>&1
+grep -q "events lost  1 events" "$work/ev.report" ||
+  fail "the report does not say an event was lost"
+[ -n "$n_ok" ] && [ "$n_ev" = $((n_ok - 1)) ] ||
+  fail "/events: ${n_ev:-?} rows with a lost event, ${n_ok:-?} without"
+why=$(af_clean_run "$report" "$work/ev.h5") && fail "af_clean_run passed a run that lost an event"
+case "$why" in *"event_log_errors = 1, expected 0"*) ;; *) fail "af_clean_run said: $why" ;; esac
+"$report" --check "$work/ev.h5" >"$work/ev.check" 2>&1 && fail "--check passed a lost event"
+grep -q "^/final@event_log_errors: 1, expected 0" "$work/ev.check" ||
+  fail "--check failed without naming the lost event: $(cat "$work/ev.check")"
+echo "ok   a lost event: counted ($n_ev of $n_ok events logged), af_clean_run and --check fail"
 echo "PASS: every broken promise was caught"

@@ -10,7 +10,7 @@
 #           preloaded library, counts the writes). A file changes only when it is written, so
 #           killing before each write in turn reaches every state a SIGKILL can leave: the
 #           trials take writes around going live and around commits, writes of the end (while
-#           /units and /final are built; every one of their links and of the close) and random
+#           the steps' file is closed and /units and /final are built in its copy) and random
 #           ones. The steps held must be exactly those of the last commit the writer reported
 #           (AGEFENCE_LOG_TRACE) before it died.
 #   rank0   rank 0 is killed with SIGKILL at a random moment of a run with frequent flushes.
@@ -64,9 +64,9 @@ verify() {
   [ -f "$log" ] || { fail "$name: the log went live, yet there is no $log"; return; }
   "$report" --check "$log" >check.txt 2>&1
   local rc=$?
-  # The flush that links /final writes the root group's object header (the commit point) and
-  # then /final's own header (its link count): a kill between the two leaves a finished run.
-  if grep -q '^final$' "$tr" || { grep -q '^linking final$' "$tr" && [ "$rc" = 0 ]; }; then
+  # The end is written into a copy that one rename moves to the path (the commit point): a
+  # kill between the rename and the "final" line leaves a finished run.
+  if grep -q '^final$' "$tr" || { grep -q '^steps closed$' "$tr" && [ "$rc" = 0 ]; }; then
     [ "$rc" = 0 ] && echo "ok   $name: killed after /final was committed: a valid log" ||
       fail "$name: /final was committed, yet --check says (exit $rc): $(cat check.txt)"
     return
@@ -135,8 +135,8 @@ mode_writes() {
   echo "reference: $writes writes, live after write $begin_w, ${#commit_w[@]} commits," \
     "/final committed by write $final_w"
   # Kill points: around going live; around two commits; the end: every third write while
-  # /units and /final are built (between the commit of the last rows and the close's, which
-  # repeats it), and every write from there on (the links, the close); random ones up to n.
+  # the last rows are written (up to their commit), and every write from there on (closing the
+  # steps' file, /units and /final in its copy, its close); random ones up to n.
   local -a at=($((begin_w)) $((begin_w + 1)) $((begin_w + 2)))
   local last=$((${#commit_w[@]} - 1)) c w
   for c in 1 $((last / 2)); do

@@ -126,6 +126,9 @@ kinds = [k.decode() for k in f["events"]["kind"][:]]
 for kind in ("fade", "death", "sudden", "drain", "restore", "retry", "rollback", "capacity", "slow",
              "straggler"):
     same("recovery.events." + kind, get("recovery.events." + kind), kinds.count(kind))
+same("recovery.events_logged", get("recovery.events_logged"), len(kinds))
+same("recovery.event_log_errors", get("recovery.event_log_errors"),
+     int(final["event_log_errors"]))
 
 # latency
 for phase, v in ranks.items():

@@ -51,9 +51,9 @@ with h5py.File(path, "r") as f:
             rows = f[group][name].shape[0]
             if rows != done:
                 bad.append(f"/{group}/{name} has {rows} rows")
-    committed = [int(x) for x in f["steps"].attrs["committed"]]
+    committed = [int(x) for x in f["committed"][()]]
     if committed[0] != done:
-        bad.append(f"/steps@committed counts {committed[0]} rows")
+        bad.append(f"/committed counts {committed[0]} rows")
 for b in bad:
     print(f"FAIL: {b}, steps_completed = {done}")
 print(f"{len(bad)} dataset(s) off")

@@ -231,6 +231,7 @@ static void write_log(const char *path, defect_t defect)
                {"state_step", NROWS},
                {"nonfinite_leaked_total", 0},
                {"sdc_undetected_total", tot.sdc_undetected},
+               {"event_log_errors", 0},
                {"allocs_after_init", 0},
                {"corrupt_injected_total", tot.corrupt_injected},
                {"corrupt_detected_total", tot.corrupt_detected},

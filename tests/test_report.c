@@ -434,6 +434,7 @@ static void write_log(const char *path)
                {"bitwise_equal", 1},
                {"nonfinite_leaked_total", tot.nonfinite_leaked},
                {"sdc_undetected_total", tot.sdc_undetected},
+               {"event_log_errors", 0},
                {"allocs_after_init", 0},
                {"corrupt_injected_total", tot.corrupt_injected},
                {"corrupt_detected_total", tot.corrupt_detected},
