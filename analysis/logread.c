@@ -754,6 +754,16 @@ static void check_steps_contents(chk_t *c)
         }
     }
     rv_report(c, &rv, "/steps/corrupt_detected");
+    rv_init(&rv);
+    for (int64_t i = 0; i < n; ++i) {
+        if (I(unverified_commits)[i] < 0 ||
+            (I(unverified_commits)[i] > 0 && I(fading_units)[i] == 0 && i > 0 &&
+             I(fading_units)[i - 1] == 0)) {
+            rv_hit(&rv, i, "%lld, expected >= 0 and 0 when no unit was FADING",
+                   (long long)I(unverified_commits)[i]);
+        }
+    }
+    rv_report(c, &rv, "/steps/unverified_commits");
     if (c->fleet_ok) {
         rv_init(&rv);
         for (int64_t i = 0; i < n; ++i) {
@@ -1372,6 +1382,7 @@ static void check_final(chk_t *c, int cols_ok)
                   {"retried_total", AF_COL_retried},
                   {"nonfinite_leaked_total", AF_COL_nonfinite_leaked},
                   {"sdc_undetected_total", AF_COL_sdc_undetected},
+                  {"unverified_commits_total", AF_COL_unverified_commits},
                   {"moves_drain_total", AF_COL_moves_drain},
                   {"moves_restore_total", AF_COL_moves_restore},
                   {"moves_retry_total", AF_COL_moves_retry},

@@ -225,6 +225,11 @@ static void containment_section(const af_summary_t *s, FILE *out)
             T(sdc_undetected), numg(b1, sizeof b1, 0, s->sdc_per_step),
             pct(b2, sizeof b2, s->undetected_per_injected),
             s->tot[AF_COL_sdc_undetected] ? "  <-- SILENT DATA CORRUPTION" : "");
+    fprintf(out,
+            "  unverified commits    %9lld  block results of FADING units committed without a "
+            "DMR twin%s\n",
+            T(unverified_commits),
+            s->tot[AF_COL_unverified_commits] ? "  <-- NOT CHECKED BY DMR" : "");
 #undef T
 }
 
@@ -343,11 +348,18 @@ static void worst_section(const af_summary_t *s, FILE *out)
                 (long long)ws->rank, ws->phase >= 0 ? af_phase_name(ws->phase) : "?",
                 us(b2, sizeof b2, ws->phase_us), pct(b3, sizeof b3, ws->blackout_frac));
         /* What happened: the row's non-zero counters and the step's events. */
-        static const int cols[] = {
-            AF_COL_corrupt_injected, AF_COL_corrupt_detected, AF_COL_fenced,
-            AF_COL_retried,          AF_COL_nonfinite_leaked, AF_COL_sdc_undetected,
-            AF_COL_moves_drain,      AF_COL_moves_restore,    AF_COL_moves_retry,
-            AF_COL_rollbacks,        AF_COL_replayed_steps};
+        static const int cols[] = {AF_COL_corrupt_injected,
+                                   AF_COL_corrupt_detected,
+                                   AF_COL_fenced,
+                                   AF_COL_retried,
+                                   AF_COL_nonfinite_leaked,
+                                   AF_COL_sdc_undetected,
+                                   AF_COL_unverified_commits,
+                                   AF_COL_moves_drain,
+                                   AF_COL_moves_restore,
+                                   AF_COL_moves_retry,
+                                   AF_COL_rollbacks,
+                                   AF_COL_replayed_steps};
         char line[512];
         size_t at = 0;
         for (size_t k = 0; k < sizeof cols / sizeof cols[0]; ++k) {

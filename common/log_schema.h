@@ -29,6 +29,8 @@
     X(retried, I64, "blocks recomputed on a healthy unit within the step")                         \
     X(nonfinite_leaked, I64, "non-finite values committed to state (must be 0)")                   \
     X(sdc_undetected, I64, "finite corruptions committed (silent data corruption)")                \
+    X(unverified_commits, I64,                                                                     \
+      "blocks of FADING units committed without a DMR twin (detect = dmr, no room for one)")       \
     X(moves_drain, I64, "blocks moved off FADING units")                                           \
     X(moves_restore, I64, "blocks restored from replicas after a death")                           \
     X(moves_retry, I64, "blocks re-homed after being fenced")                                      \

@@ -659,7 +659,7 @@ static void put_final(fdp_t *f, hid_t file, const shape_t *s, double *buf)
         "corrupt_injected_total", "corrupt_detected_total", "fenced_total",
         "retried_total",          "nonfinite_leaked_total", "sdc_undetected_total",
         "moves_drain_total",      "moves_restore_total",    "moves_retry_total",
-        "rollbacks_total",        "replayed_steps_total"};
+        "rollbacks_total",        "replayed_steps_total",   "unverified_commits_total"};
     for (size_t i = 0; i < sizeof totals / sizeof totals[0]; ++i) {
         put_i64(f, g, totals[i], 0);
     }

@@ -645,6 +645,7 @@ static af_result_t write_final(run_t *r, const verdict_t *v)
     AF_CHECK(af_log_attr_i64(log, "/final", "corrupt_detected_total", tot->corrupt_detected));
     AF_CHECK(af_log_attr_i64(log, "/final", "fenced_total", tot->fenced));
     AF_CHECK(af_log_attr_i64(log, "/final", "retried_total", tot->retried));
+    AF_CHECK(af_log_attr_i64(log, "/final", "unverified_commits_total", tot->unverified_commits));
     AF_CHECK(af_log_attr_i64(log, "/final", "moves_drain_total", tot->moves_drain));
     AF_CHECK(af_log_attr_i64(log, "/final", "moves_restore_total", tot->moves_restore));
     AF_CHECK(af_log_attr_i64(log, "/final", "moves_retry_total", tot->moves_retry));
@@ -680,6 +681,12 @@ static void print_summary(const run_t *r, const verdict_t *v, double wall_s)
            "retried; %lld NaN/Inf leaked, %lld finite undetected\n",
            (long long)t->corrupt_injected, (long long)t->corrupt_detected, (long long)t->fenced,
            (long long)t->retried, (long long)r->leaked_total, (long long)r->sdc_total);
+    if (r->cfg.detect == AF_DETECT_DMR) {
+        printf("  unverified     %lld block results of FADING units committed without a DMR "
+               "twin (no room for one)%s\n",
+               (long long)t->unverified_commits,
+               t->unverified_commits > 0 ? ": DMR did not check them" : "");
+    }
     printf("  recovery       %lld drains, %lld restores, %lld retry moves, %lld rollbacks\n",
            (long long)t->moves_drain, (long long)t->moves_restore, (long long)t->moves_retry,
            (long long)t->rollbacks);

@@ -24,6 +24,7 @@ enum {
     CNT_FENCED,
     CNT_RETRIED,
     CNT_SDC,
+    CNT_UNVERIFIED,
     CNT_ALLOCS,
     CNT_COMMS,
     NCOUNTS

@@ -652,6 +652,12 @@ static af_result_t contain(af_run_state_t *r, int flags, int verify)
         } else {
             k->commit[s] = 1;
             r->mine.count[CNT_SDC] += k->injected[s]; /* finite corruption got through */
+            /* DMR promises a twin for every block of a FADING unit; with no room left for one
+             * (af_dmr_begin) the block is committed unchecked: counted, never hidden. */
+            if (r->cfg.detect == AF_DETECT_DMR && k->slot_mode[s] == AF_MODE_FADING &&
+                r->twin[k->slot_block[s]] < 0) {
+                r->mine.count[CNT_UNVERIFIED]++;
+            }
         }
         if (verify && backend != k->commit[s]) {
             disagree++;
@@ -992,6 +998,7 @@ static af_result_t write_rows(af_run_state_t *r, int64_t n)
             row->fenced += p->count[CNT_FENCED];
             row->retried += p->count[CNT_RETRIED];
             row->sdc_undetected += p->count[CNT_SDC];
+            row->unverified_commits += p->count[CNT_UNVERIFIED];
             row->allocs_after_init += p->count[CNT_ALLOCS];
             row->comms_after_init += p->count[CNT_COMMS];
             for (int ph = 0; ph < AF_NPHASES; ++ph) {
@@ -1003,6 +1010,7 @@ static af_result_t write_rows(af_run_state_t *r, int64_t n)
         r->totals.corrupt_detected += row->corrupt_detected;
         r->totals.fenced += row->fenced;
         r->totals.retried += row->retried;
+        r->totals.unverified_commits += row->unverified_commits;
         r->totals.moves_drain += row->moves_drain;
         r->totals.moves_restore += row->moves_restore;
         r->totals.moves_retry += row->moves_retry;

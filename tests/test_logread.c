@@ -232,6 +232,7 @@ static void write_log(const char *path, defect_t defect)
                {"nonfinite_leaked_total", 0},
                {"sdc_undetected_total", tot.sdc_undetected},
                {"event_log_errors", 0},
+               {"unverified_commits_total", tot.unverified_commits},
                {"allocs_after_init", 0},
                {"corrupt_injected_total", tot.corrupt_injected},
                {"corrupt_detected_total", tot.corrupt_detected},
