@@ -5,11 +5,17 @@
 #   2. 100,000 devices x 8 units on 2 ranks: the budget of the whole run (start-up and the
 #      final verdict) plus what the process held before start-up is the peak resident memory,
 #      within 20%;
+#      In a sanitizer build (BUILD = sanitized) resident memory is not the program's: ASan adds
+#      shadow memory, redzones around every allocation and a quarantine of up to 256 MB of freed
+#      memory (measured: 780 MB resident against 609 MB uninstrumented). There the same run's
+#      start-up budget is compared with the allocator's peak instead, within 2%; the resident
+#      comparison is made by the uninstrumented build of the same suite (scripts/test.sh).
 #   3. a node with less memory than the budget (AGEFENCE_DEBUG=memavail=BYTES) refuses the run
 #      before allocating: exit 2, one line with the bytes needed and available, no log.
-#   memory.sh AGEFENCE REPORT MPIEXEC WORKDIR
+#   memory.sh AGEFENCE REPORT MPIEXEC WORKDIR BUILD    (BUILD: plain | sanitized)
 set -uo pipefail
-agefence=$1 report=$2 mpiexec=$3 work=$4
+agefence=$1 report=$2 mpiexec=$3 work=$4 build=$5
+case "$build" in plain|sanitized) ;; *) echo "FAIL: BUILD = '$build', expected plain or sanitized"; exit 1 ;; esac
 rm -rf "$work" && mkdir -p "$work"
 fail() { echo "FAIL: $*"; exit 1; }
 attr() { "$report" --attr /final "$1" "$2"; }
@@ -29,14 +35,23 @@ big=(--set scenario.devices=100000 --set scenario.units_per_device=8 --set scena
      --set aging.sim_hours_per_step=1)
 "$mpiexec" -n 2 --oversubscribe "$agefence" run -q -o "$work/big.h5" "${big[@]}" \
   >"$work/big.out" 2>&1 || fail "10^5 devices: exit $?: $(tail -3 "$work/big.out")"
-peak=$(attr memory_budget_peak_bytes "$work/big.h5")
-before=$(attr rss_before_startup_bytes "$work/big.h5")
-rss=$(attr rss_peak_bytes "$work/big.h5")
-est=$(awk -v a="$peak" -v b="$before" 'BEGIN { printf "%.0f", a + b }')
-within "$est" "$rss" 0.20 ||
-  fail "10^5 devices: budget $peak + $before before start-up = $est bytes, resident peak $rss"
-echo "ok   10^5 devices x 8 units: budget $peak + $before before start-up = $est bytes per rank;" \
-  "resident peak $rss bytes ($(awk -v a="$est" -v b="$rss" 'BEGIN { printf "%+.1f%%", 100 * (a - b) / b }'))"
+if [ "$build" = sanitized ]; then
+  budget=$(attr memory_budget_startup_bytes "$work/big.h5")
+  held=$(attr alloc_peak_bytes "$work/big.h5")
+  within "$budget" "$held" 0.02 ||
+    fail "10^5 devices (sanitized build): start-up budget $budget bytes, allocator peak $held"
+  echo "ok   10^5 devices x 8 units (sanitized build): start-up budget $budget bytes, allocator" \
+    "peak $held bytes; resident memory is compared in the uninstrumented build"
+else
+  peak=$(attr memory_budget_peak_bytes "$work/big.h5")
+  before=$(attr rss_before_startup_bytes "$work/big.h5")
+  rss=$(attr rss_peak_bytes "$work/big.h5")
+  est=$(awk -v a="$peak" -v b="$before" 'BEGIN { printf "%.0f", a + b }')
+  within "$est" "$rss" 0.20 ||
+    fail "10^5 devices: budget $peak + $before before start-up = $est bytes, resident peak $rss"
+  echo "ok   10^5 devices x 8 units: budget $peak + $before before start-up = $est bytes per rank;" \
+    "resident peak $rss bytes ($(awk -v a="$est" -v b="$rss" 'BEGIN { printf "%+.1f%%", 100 * (a - b) / b }'))"
+fi
 
 log=$work/small_node.h5
 AGEFENCE_DEBUG=memavail=1000000 "$mpiexec" -n 2 --oversubscribe "$agefence" run -q -o "$log" \
