@@ -29,7 +29,7 @@ static void need_message(af_result_t rc, const char *err, const char *what)
     }
 }
 
-static void exercise(const af_config_t *cfg, char *err)
+static void exercise(af_config_t *cfg, char *err)
 {
     for (int nranks = 1; nranks <= 4; ++nranks) {
         err[0] = '\0';

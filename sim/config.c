@@ -22,8 +22,8 @@ typedef struct key_def {
     size_t size; /* T_STR: buffer size */
     double min;
     double max;
-    const char *choices; /* T_ENUM: "a|b|c", value = index */
-    const char *def;     /* built-in default, as text */
+    const char *choices; /* T_ENUM: "a|b|c", value = index; T_REAL: "auto" also accepted */
+    const char *def;     /* built-in default, as text: what configs/default.ini gives */
     const char *unit;
     const char *doc;
 } key_def_t;
@@ -34,14 +34,19 @@ typedef struct key_def {
 #define AF_MAX_LINE  199
 #define AF_MAX_VALUE 180
 #define BIG          9.0e15
+#define AF_STR_(x)   #x
+#define AF_STR(x)    AF_STR_(x)
 
-/* Every key of a scenario. Order is the order of `agefence config` output. */
+/* Every key of a scenario. Order is the order of `agefence config` output. Each default is the
+ * value configs/default.ini gives the key (workload.dt excepted: auto here, 2e-9 there), so a
+ * scenario file inherits what the embedded default scenario shows; the test
+ * config_empty_equals_default holds the two together. */
 static const key_def_t KEYS[] = {
     {"scenario", "name", T_STR, OFF(name), AF_NAME_LEN, 0, 0, NULL, "default", "",
      "scenario name, copied into the log"},
     {"scenario", "seed", T_INT, OFF(seed), 0, 0, BIG, NULL, "20261129", "",
      "seed of every random draw (lifetimes, sudden failures, corruption)"},
-    {"scenario", "steps", T_INT, OFF(steps), 0, 1, 1e9, NULL, "2000", "steps", "time steps to run"},
+    {"scenario", "steps", T_INT, OFF(steps), 0, 1, 1e9, NULL, "1850", "steps", "time steps to run"},
     {"scenario", "devices", T_INT, OFF(devices), 0, 0, 1e7, NULL, "8", "devices",
      "fleet size D (0: one device per rank); ranks split it in contiguous ranges"},
     {"scenario", "units_per_device", T_INT, OFF(units_per_device), 0, 1, 4096, NULL, "16", "units",
@@ -50,12 +55,14 @@ static const key_def_t KEYS[] = {
      "blocks B of the global problem (never reshaped)"},
     {"scenario", "block_len", T_INT, OFF(block_len), 0, 3, 1 << 24, NULL, "256", "cells",
      "cells T per block"},
-    {"scenario", "max_blackout", T_REAL, OFF(max_blackout), 0, 0.0, 0.95, NULL, "0.85", "fraction",
+    {"scenario", "max_blackout", T_REAL, OFF(max_blackout), 0, 0.0, 0.95, NULL, "0.9", "fraction",
      "largest fraction of dead units the static capacity is sized for"},
     {"workload", "nu", T_REAL, OFF(nu), 0, 1e-12, 1e6, NULL, "0.05", "length^2/time",
      "viscosity of Burgers' equation on the unit periodic domain"},
-    {"workload", "dt", T_REAL, OFF(dt), 0, 1e-300, 1e6, NULL, "2e-9", "time",
-     "time step (checked against the explicit scheme's stability limits)"},
+    {"workload", "dt", T_REAL, OFF(dt), 0, 1e-300, 1e6, "auto", "auto", "time",
+     "time step; a number is checked against the explicit scheme's stability limit "
+     "min(0.5*dx^2/nu, 2*nu/umax^2); auto: " AF_STR(AF_DT_AUTO_FRACTION) " x that limit for the "
+                                                                         "configured fleet"},
     {"workload", "amplitude", T_REAL, OFF(amplitude), 0, -1e6, 1e6, NULL, "1.0", "",
      "initial condition u0(x) = offset + amplitude * sin(2 pi x)"},
     {"workload", "offset", T_REAL, OFF(offset), 0, -1e6, 1e6, NULL, "0.5", "", "see amplitude"},
@@ -71,7 +78,7 @@ static const key_def_t KEYS[] = {
      "HDF5 log written by rank 0 (-o overrides)"},
     {"log", "flush_interval", T_INT, OFF(flush_interval), 0, 1, 1e9, NULL, "500", "steps",
      "steps between flushes of the log to disk"},
-    {"aging", "sim_hours_per_step", T_REAL, OFF(sim_hours_per_step), 0, 0.0, 1e9, NULL, "30",
+    {"aging", "sim_hours_per_step", T_REAL, OFF(sim_hours_per_step), 0, 0.0, 1e9, NULL, "100",
      "hours", "time compression: simulated hours of service per step"},
     {"aging", "weibull_shape", T_REAL, OFF(weibull_shape), 0, 0.1, 20, NULL, "3.0", "",
      "Weibull shape k of unit lifetimes (k > 1: wear-out, hazard rising with age)"},
@@ -79,7 +86,7 @@ static const key_def_t KEYS[] = {
      "hours", "Weibull scale eta at the reference temperature (characteristic life)"},
     {"aging", "fade_window", T_REAL, OFF(fade_window), 0, 0.0, 0.9, NULL, "0.05", "fraction",
      "precursor window w: FADING from age (1-w)*lifetime until death"},
-    {"aging", "p_max", T_REAL, OFF(p_max), 0, 0.0, 1.0, NULL, "2e-4", "per element",
+    {"aging", "p_max", T_REAL, OFF(p_max), 0, 0.0, 1.0, NULL, "1e-3", "per element",
      "corruption probability per output element reached at the end of the fade window"},
     {"aging", "sudden_rate_per_hour", T_REAL, OFF(sudden_rate_per_hour), 0, 0.0, 1.0, NULL, "1e-7",
      "1/hour", "rate of sudden (exponential, no precursor) unit deaths"},
@@ -95,11 +102,11 @@ static const key_def_t KEYS[] = {
      "spread of per-unit temperature offsets (uniform in [0, value])"},
     {"aging", "load_delta_k", T_REAL, OFF(load_delta_k), 0, 0.0, 200, NULL, "30", "K",
      "temperature rise of a fully loaded unit (load = occupied-slot fraction)"},
-    {"recovery", "max_moves_per_step", T_INT, OFF(max_moves_per_step), 0, 1, 65536, NULL, "8",
+    {"recovery", "max_moves_per_step", T_INT, OFF(max_moves_per_step), 0, 1, 65536, NULL, "2",
      "moves", "drain moves planned per step at most (restores and retries are not capped)"},
     {"recovery", "replica_interval", T_INT, OFF(replica_interval), 0, 1, 1e9, NULL, "20", "steps",
      "steps between refreshes of every block's replica on a buddy device"},
-    {"recovery", "detect", T_ENUM, OFF(detect), 0, 0, 0, "finite|dmr", "finite", "",
+    {"recovery", "detect", T_ENUM, OFF(detect), 0, 0, 0, "finite|dmr", "dmr", "",
      "finite: fence non-finite outputs; dmr: also recompute FADING units' blocks on a healthy "
      "buddy and compare bitwise"},
     {"recovery", "drain", T_ENUM, OFF(drain), 0, 0, 0, "off|on", "on", "",
@@ -162,6 +169,9 @@ typedef struct parse_ctx {
     size_t errlen;
     int failed;
 } parse_ctx_t;
+
+/* The origin of the embedded default scenario's text: "default.ini (embedded):LINE" in where[]. */
+#define EMBEDDED_ORIGIN "default.ini (embedded)"
 
 static void ctx_fail(parse_ctx_t *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void ctx_where(const parse_ctx_t *c, char *out, size_t n);
@@ -253,7 +263,8 @@ static void range_text(const key_def_t *k, char *out, size_t n)
             snprintf(out, n, "an integer in [%.0f, %.0f]", k->min, k->max);
         }
     } else if (k->type == T_REAL) {
-        snprintf(out, n, "a number in [%g, %g]", k->min, k->max);
+        snprintf(out, n, "%s%sa number in [%g, %g]", k->choices ? k->choices : "",
+                 k->choices ? " or " : "", k->min, k->max);
     } else if (k->type == T_ENUM) {
         snprintf(out, n, "one of %s", k->choices);
     } else {
@@ -322,7 +333,10 @@ static int set_value(parse_ctx_t *c, int ki, const char *value)
     }
     case T_REAL: {
         double x = 0;
-        if (!parse_real(value, &x) || x < k->min || x > k->max) {
+        if (k->choices != NULL && enum_index(k->choices, value) >= 0) {
+            /* `auto`: NaN (which parse_real never yields) until resolve_auto() replaces it. */
+            x = NAN;
+        } else if (!parse_real(value, &x) || x < k->min || x > k->max) {
             ctx_fail(c, "%s.%s = '%s' is invalid: expected %s", k->section, k->key, value, range);
             return 0;
         }
@@ -570,6 +584,18 @@ static af_result_t event_complete(const af_config_t *cfg, const char *origin, ch
     return AF_OK;
 }
 
+/* Gives every `auto` value its number, once all the keys it depends on are known. */
+static void resolve_auto(af_config_t *cfg)
+{
+    cfg->dt_auto = isnan(cfg->dt) ? 1 : 0;
+    if (cfg->dt_auto) {
+        const key_def_t *k = &KEYS[find_key("workload", "dt")];
+        double dt = AF_DT_AUTO_FRACTION * af_config_dt_limit(cfg);
+        /* Within the key's range, so that the printed number reads back. */
+        cfg->dt = dt < k->min ? k->min : dt > k->max ? k->max : dt;
+    }
+}
+
 static af_result_t parse_text(af_config_t *cfg, const char *text, const char *origin, char *err,
                               size_t errlen)
 {
@@ -600,7 +626,11 @@ af_result_t af_config_parse_text(af_config_t *cfg, const char *text, const char 
                                  size_t errlen)
 {
     set_defaults(cfg);
-    return parse_text(cfg, text, origin, err, errlen);
+    af_result_t rc = parse_text(cfg, text, origin, err, errlen);
+    if (rc == AF_OK) {
+        resolve_auto(cfg);
+    }
+    return rc;
 }
 
 static char *read_file(const char *path, char *err, size_t errlen)
@@ -664,7 +694,7 @@ af_result_t af_config_load(af_config_t *cfg, const char *file, const char *const
     set_defaults(cfg);
     af_result_t rc;
     if (file == NULL) {
-        rc = parse_text(cfg, af_default_ini, "default.ini (embedded)", err, errlen);
+        rc = parse_text(cfg, af_default_ini, EMBEDDED_ORIGIN, err, errlen);
     } else {
         char *text = read_file(file, err, errlen);
         if (text == NULL) {
@@ -710,7 +740,11 @@ af_result_t af_config_load(af_config_t *cfg, const char *file, const char *const
             return AF_ERR_USAGE;
         }
     }
-    return event_complete(cfg, "--set", err, errlen);
+    rc = event_complete(cfg, "--set", err, errlen);
+    if (rc == AF_OK) {
+        resolve_auto(cfg);
+    }
+    return rc;
 }
 
 int64_t af_config_devices(const af_config_t *cfg, int nranks)
@@ -723,13 +757,30 @@ double af_config_dx(const af_config_t *cfg)
     return 1.0 / ((double)cfg->blocks * (double)cfg->block_len);
 }
 
+double af_config_dt_limit(const af_config_t *cfg)
+{
+    double dx = af_config_dx(cfg);
+    double limit = 0.5 * dx * dx / cfg->nu;
+    double umax = fabs(cfg->offset) + fabs(cfg->amplitude);
+    if (umax > 0 && 2.0 * cfg->nu / (umax * umax) < limit) {
+        limit = 2.0 * cfg->nu / (umax * umax);
+    }
+    return limit;
+}
+
+/* Whether an event's step comes from the embedded default scenario's own text. */
+static int step_from_embedded_default(const af_event_cfg_t *e)
+{
+    return strncmp(e->where[0], EMBEDDED_ORIGIN ":", strlen(EMBEDDED_ORIGIN ":")) == 0;
+}
+
 static const char *where(const af_config_t *cfg, const char *section, const char *key)
 {
     int ki = find_key(section, key);
     return (ki >= 0 && cfg->where[ki][0]) ? cfg->where[ki] : "default";
 }
 
-af_result_t af_config_validate(const af_config_t *cfg, int nranks, char *err, size_t errlen)
+af_result_t af_config_validate(af_config_t *cfg, int nranks, char *err, size_t errlen)
 {
     int64_t D = af_config_devices(cfg, nranks);
     if (D < nranks) {
@@ -782,8 +833,18 @@ af_result_t af_config_validate(const af_config_t *cfg, int nranks, char *err, si
                  where(cfg, "backend", "graph"));
         return AF_ERR_USAGE;
     }
+    int skip[AF_MAX_EVENTS] = {0};
+    int nskip = 0;
     for (int i = 0; i < cfg->n_events; ++i) {
         const af_event_cfg_t *e = &cfg->events[i];
+        /* The embedded default scenario shortened by --set scenario.steps: its own events past
+         * the new end are not the user's mistake; they are skipped (a user's file keeps the
+         * error below). */
+        if (e->step > cfg->steps && step_from_embedded_default(e)) {
+            skip[i] = 1;
+            nskip++;
+            continue;
+        }
         if (e->device >= D) {
             snprintf(err, errlen,
                      "%s: event.%d.device = %lld is outside the fleet: expected 0..%lld",
@@ -804,6 +865,22 @@ af_result_t af_config_validate(const af_config_t *cfg, int nranks, char *err, si
                      e->where[0], e->index, (long long)e->step, (long long)cfg->steps);
             return AF_ERR_USAGE;
         }
+    }
+    if (nskip > 0) {
+        int kept = 0;
+        for (int i = 0; i < cfg->n_events; ++i) {
+            const af_event_cfg_t *e = &cfg->events[i];
+            if (skip[i]) {
+                fprintf(stderr,
+                        "agefence: note: %s: event.%d (step %lld) of the embedded default "
+                        "scenario is after the last step (scenario.steps = %lld, %s): skipped\n",
+                        e->where[0], e->index, (long long)e->step, (long long)cfg->steps,
+                        where(cfg, "scenario", "steps"));
+            } else {
+                cfg->events[kept++] = *e;
+            }
+        }
+        cfg->n_events = kept;
     }
     return AF_OK;
 }
@@ -844,6 +921,12 @@ size_t af_config_format(const af_config_t *cfg, char *out, size_t size)
         case T_REAL: {
             double v;
             memcpy(&v, base + k->offset, sizeof v);
+            if (k->offset == OFF(dt) && cfg->dt_auto) {
+                /* The number, so that the printed scenario runs as is; the comment says where it
+                 * came from. */
+                EMIT("# dt = auto: %g x the stability limit %.17g\n", AF_DT_AUTO_FRACTION,
+                     af_config_dt_limit(cfg));
+            }
             EMIT("%s = %.17g\n", k->key, v);
             break;
         }

@@ -13,6 +13,10 @@
 #define AF_NAME_LEN   64
 #define AF_PATH_LEN   512
 
+/* workload.dt = auto: this fraction of the explicit scheme's stability limit,
+ * min(0.5*dx^2/nu, 2*nu/umax^2), for the configured fleet (af_config_dt_limit). */
+#define AF_DT_AUTO_FRACTION 0.8
+
 enum { AF_BACKEND_AUTO = 0, AF_BACKEND_CPU = 1, AF_BACKEND_CUDA = 2 };
 enum { AF_FABRIC_AUTO = 0, AF_FABRIC_MPI = 1, AF_FABRIC_NCCL = 2 };
 enum { AF_GRAPH_AUTO = 0, AF_GRAPH_ON = 1, AF_GRAPH_OFF = 2 };
@@ -97,6 +101,9 @@ typedef struct af_config {
     /* [event.N] */
     int n_events;
     af_event_cfg_t events[AF_MAX_EVENTS];
+    /* workload.dt was `auto`: dt holds the value it resolved to (AF_DT_AUTO_FRACTION of
+     * af_config_dt_limit), which af_config_format prints with a comment saying so. */
+    int dt_auto;
 
     /* Where each key's value came from ("FILE:LINE", "--set", "default"), for error messages;
      * indexed like the key table. */
@@ -106,20 +113,25 @@ typedef struct af_config {
 /* The embedded default scenario (configs/default.ini, compiled in). */
 extern const char af_default_ini[];
 
-/* Loads a scenario: the built-in key defaults, then `file` (or the embedded default scenario
- * when file is NULL), then each "section.key=value" of sets[] in order. Checks each value's type
- * and range on the way. On error returns AF_ERR_USAGE with one line in err naming the file, line,
- * key and allowed range. */
+/* Loads a scenario: the built-in key defaults (the values configs/default.ini gives, except
+ * workload.dt = auto and the events), then `file` (or the embedded default scenario when file is
+ * NULL), then each "section.key=value" of sets[] in order. Checks each value's type and range on
+ * the way, and resolves workload.dt = auto last. On error returns AF_ERR_USAGE with one line in
+ * err naming the file, line, key and allowed range. */
 af_result_t af_config_load(af_config_t *cfg, const char *file, const char *const *sets, int nsets,
                            char *err, size_t errlen);
 
-/* Parses INI text over the key defaults (tests, and `agefence config` output read back). */
+/* Parses INI text over the key defaults (tests, and `agefence config` output read back), and
+ * resolves workload.dt = auto. */
 af_result_t af_config_parse_text(af_config_t *cfg, const char *text, const char *origin, char *err,
                                  size_t errlen);
 
 /* Cross-key checks that need the launch: devices vs ranks, blocks vs devices, stability of the
- * time step, events inside the fleet. */
-af_result_t af_config_validate(const af_config_t *cfg, int nranks, char *err, size_t errlen);
+ * time step, events inside the fleet and the run. An event after the last step is an error,
+ * except an event of the embedded default scenario (its text unchanged by --set): when
+ * scenario.steps shortens that scenario, such events are removed from cfg, with one note line
+ * on stderr each, once every check has passed. */
+af_result_t af_config_validate(af_config_t *cfg, int nranks, char *err, size_t errlen);
 
 /* Writes the fully resolved scenario as INI (every key, events last). Returns the length that
  * the whole text needs, like snprintf. */
@@ -128,6 +140,9 @@ size_t af_config_format(const af_config_t *cfg, char *out, size_t size);
 /* Derived values. */
 int64_t af_config_devices(const af_config_t *cfg, int nranks); /* resolves devices = 0 */
 double af_config_dx(const af_config_t *cfg);
+/* The largest stable dt: min(0.5*dx^2/nu, 2*nu/umax^2), umax = |offset| + |amplitude| (the
+ * diffusion limit alone when umax = 0). */
+double af_config_dt_limit(const af_config_t *cfg);
 const char *af_backend_name(int compute);
 const char *af_fabric_name(int fabric);
 

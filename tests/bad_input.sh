@@ -55,6 +55,7 @@ printf '[scenario]\nsteps = 10\n[workload]\ndt = 1e-3\n' >unstable.ini
 printf '[scenario]\nsteps = 10\ndevices = 2\n' >devices.ini
 printf '[scenario]\nsteps = 10\ndevices = 8\nblocks = 4\n' >blocks.ini
 printf '[scenario]\nsteps = 10\n[event.1]\nstep = 3\naction = kill\ndevice = 99\nunits = 0-1\n' >event.ini
+printf '[scenario]\nsteps = 100\n[event.1]\nstep = 300\naction = kill\ndevice = 3\nunits = 0-3\n' >event_after_end.ini
 printf 'this is not ini\n' >garbage.ini
 chmod 000 garbage.ini 2>/dev/null
 printf '[scenario]\nsteps = 10\n' >unreadable.ini
@@ -70,6 +71,15 @@ case_ unstable "unstable.ini:4: workload.dt = 0.001 violates the diffusion stabi
 case_ devices_lt_ranks "devices.ini:3: scenario.devices = 2 is smaller than the 3 ranks" -c devices.ini
 case_ blocks_lt_devices "blocks.ini:4: scenario.blocks = 4 is smaller than the fleet of 8 devices" -c blocks.ini
 case_ event_device "event.ini:6: event.1.device = 99 is outside the fleet" -c event.ini
+# An event after the last step: an error in a user's file, even a copy of the default scenario,
+# and through --set (only the embedded default scenario's own events are skipped instead).
+case_ event_after_end "event_after_end.ini:4: event.1.step = 300 is after the last step: expected 1..100" \
+  -c event_after_end.ini
+case_ default_copy_after_end "default.ini:53: event.1.step = 300 is after the last step: expected 1..100" \
+  -c "$fixtures/../../configs/default.ini" --set scenario.steps=100
+case_ set_event_after_end "--set: event.2.step = 200 is after the last step: expected 1..100" \
+  --set scenario.steps=100 --set event.2.step=200 --set event.2.action=kill \
+  --set event.2.device=0 --set event.2.units=0
 case_ missing_file "nosuch.ini: cannot open the scenario file" -c nosuch.ini
 if [ "$(id -u)" != 0 ]; then
   case_ unreadable_file "unreadable.ini: cannot open the scenario file" -c unreadable.ini

@@ -494,6 +494,110 @@ static void test_unstable_time_step_names_stability_and_the_limit(void **state)
     assert_int_equal(af_config_validate(&cfg_a, 1, err, sizeof err), AF_OK);
 }
 
+/* 16,384 devices, one 64-cell block each: dx = 1/1048576, and with nu = 0.05 the diffusion limit
+ * 0.5 dx^2 / nu = 9.09e-12 is the stability limit. */
+#define FLEET_16K "[scenario]\ndevices = 16384\nblocks = 16384\nblock_len = 64\n"
+
+static void test_dt_auto_is_the_fraction_of_the_stability_limit(void **state)
+{
+    (void)state;
+    const double dx = 1.0 / 1048576.0;
+    const double limit = 0.5 * dx * dx / 0.05;
+    const char *texts[] = {FLEET_16K, FLEET_16K "[workload]\ndt = auto\n"};
+    for (int i = 0; i < 2; ++i) {
+        assert_int_equal(af_config_parse_text(&cfg_a, texts[i], "fleet.ini", err, sizeof err),
+                         AF_OK);
+        assert_int_equal(cfg_a.dt_auto, 1);
+        assert_true(af_config_dt_limit(&cfg_a) == limit);
+        assert_true(cfg_a.dt == AF_DT_AUTO_FRACTION * limit);
+        assert_true(cfg_a.dt <= limit);
+        assert_int_equal(af_config_validate(&cfg_a, 4, err, sizeof err), AF_OK);
+        /* Printed as the number (with a comment), which reads back to the same scenario. */
+        static char t1[16384];
+        af_config_format(&cfg_a, t1, sizeof t1);
+        assert_non_null(strstr(t1, "\n# dt = auto: 0.8 x the stability limit "));
+        assert_int_equal(af_config_parse_text(&cfg_b, t1, "printed", err, sizeof err), AF_OK);
+        assert_int_equal(cfg_b.dt_auto, 0);
+        assert_memory_equal(&cfg_b.dt, &cfg_a.dt, sizeof(double));
+        assert_memory_equal(&cfg_a, &cfg_b, offsetof(af_config_t, n_events));
+    }
+    /* A fleet whose limit is the advection one: 16 cells, nu = 0.01, umax = 1.5. */
+    const char *adv = "[scenario]\ndevices = 1\nblocks = 4\nblock_len = 4\n[workload]\nnu = 0.01\n";
+    assert_int_equal(af_config_parse_text(&cfg_a, adv, "adv.ini", err, sizeof err), AF_OK);
+    assert_true(af_config_dt_limit(&cfg_a) == 2.0 * 0.01 / (1.5 * 1.5));
+    assert_true(cfg_a.dt == AF_DT_AUTO_FRACTION * (2.0 * 0.01 / (1.5 * 1.5)));
+    assert_int_equal(af_config_validate(&cfg_a, 1, err, sizeof err), AF_OK);
+    /* An explicit number stays what it says, and a later auto wins over it. */
+    const char *sets[] = {"workload.dt=3e-12"};
+    char path[64];
+    write_temp_ini(FLEET_16K, path, sizeof path);
+    assert_int_equal(af_config_load(&cfg_a, path, sets, 1, err, sizeof err), AF_OK);
+    assert_int_equal(cfg_a.dt_auto, 0);
+    assert_true(cfg_a.dt == 3e-12);
+    const char *back[] = {"workload.dt=3e-12", "workload.dt=auto"};
+    assert_int_equal(af_config_load(&cfg_a, path, back, 2, err, sizeof err), AF_OK);
+    unlink(path);
+    assert_int_equal(cfg_a.dt_auto, 1);
+    assert_true(cfg_a.dt == AF_DT_AUTO_FRACTION * limit);
+}
+
+static void test_explicit_dt_above_the_limit_keeps_its_error(void **state)
+{
+    (void)state;
+    char path[64];
+    assert_int_equal(load_text_file(FLEET_16K "[workload]\ndt = 1e-11\n", path, sizeof path),
+                     AF_OK);
+    err[0] = '\0';
+    assert_int_equal(af_config_validate(&cfg_a, 1, err, sizeof err), AF_ERR_USAGE);
+    assert_one_line_with(err, file_line(path, 6), "workload.dt = 1e-11", "diffusion stability",
+                         "expected dt <= 9.09495e-12", NULL);
+    /* Neither a number nor auto. */
+    const char *sets[] = {"workload.dt=fast"};
+    assert_int_equal(af_config_load(&cfg_a, NULL, sets, 1, err, sizeof err), AF_ERR_USAGE);
+    assert_one_line_with(err, "--set", "workload.dt = 'fast'", "auto or a number in [1e-300, ",
+                         NULL);
+}
+
+static void test_embedded_default_events_after_a_shortened_end_are_skipped(void **state)
+{
+    (void)state;
+    const char *sets[] = {"scenario.steps=100"};
+    assert_int_equal(af_config_load(&cfg_a, NULL, sets, 1, err, sizeof err), AF_OK);
+    assert_int_equal(cfg_a.n_events, 1);
+    assert_int_equal(af_config_validate(&cfg_a, 2, err, sizeof err), AF_OK);
+    assert_int_equal(cfg_a.n_events, 0);
+    static char t1[16384];
+    af_config_format(&cfg_a, t1, sizeof t1);
+    assert_null(strstr(t1, "[event."));
+    /* At the event's own step it stays. */
+    const char *at[] = {"scenario.steps=300"};
+    assert_int_equal(af_config_load(&cfg_a, NULL, at, 1, err, sizeof err), AF_OK);
+    assert_int_equal(af_config_validate(&cfg_a, 2, err, sizeof err), AF_OK);
+    assert_int_equal(cfg_a.n_events, 1);
+    assert_int_equal(cfg_a.events[0].step, 300);
+}
+
+static void test_events_after_the_last_step_of_a_file_or_a_set_are_errors(void **state)
+{
+    (void)state;
+    char path[64];
+    const char *text = "[scenario]\nsteps = 100\n\n"
+                       "[event.1]\nstep = 300\naction = kill\ndevice = 3\nunits = 0-3\n";
+    assert_int_equal(load_text_file(text, path, sizeof path), AF_OK);
+    err[0] = '\0';
+    assert_int_equal(af_config_validate(&cfg_a, 1, err, sizeof err), AF_ERR_USAGE);
+    assert_one_line_with(err, file_line(path, 5), "event.1.step = 300", "after the last step",
+                         "1..100", NULL);
+    assert_int_equal(cfg_a.n_events, 1);
+
+    /* The embedded default's event moved by --set is the user's: an error. */
+    const char *moved[] = {"scenario.steps=100", "event.1.step=200"};
+    assert_int_equal(af_config_load(&cfg_a, NULL, moved, 2, err, sizeof err), AF_OK);
+    err[0] = '\0';
+    assert_int_equal(af_config_validate(&cfg_a, 1, err, sizeof err), AF_ERR_USAGE);
+    assert_one_line_with(err, "--set", "event.1.step = 200", "after the last step", NULL);
+}
+
 static void test_event_on_a_device_outside_the_fleet_fails_validation(void **state)
 {
     (void)state;
@@ -558,6 +662,10 @@ int main(void)
         cmocka_unit_test(test_fewer_devices_than_ranks_fails_validation_with_file_and_line),
         cmocka_unit_test(test_fewer_blocks_than_devices_fails_validation),
         cmocka_unit_test(test_unstable_time_step_names_stability_and_the_limit),
+        cmocka_unit_test(test_dt_auto_is_the_fraction_of_the_stability_limit),
+        cmocka_unit_test(test_explicit_dt_above_the_limit_keeps_its_error),
+        cmocka_unit_test(test_embedded_default_events_after_a_shortened_end_are_skipped),
+        cmocka_unit_test(test_events_after_the_last_step_of_a_file_or_a_set_are_errors),
         cmocka_unit_test(test_event_on_a_device_outside_the_fleet_fails_validation),
         cmocka_unit_test(test_missing_scenario_file_names_the_path),
         cmocka_unit_test(test_malformed_set_without_equals_names_set_and_the_argument),
