@@ -203,5 +203,9 @@ void af_kernels_destroy(af_kernels_t **k);
 
 /* Host helpers shared by the CPU backend and the reference: the diagnostics of T values. */
 void af_block_diag(const double *u, int len, double *mass, double *energy);
+/* One step of one block on the host, exactly as every backend computes it: un[i] from u[i-1],
+ * u[i], u[i+1] (af_burgers_cell), with ul and ur the neighbours' edge cells. The driver
+ * replays a lost block from its replica with it. */
+void af_block_update(const double *u, double *un, int len, double ul, double ur, af_coeffs_t k);
 
 #endif

@@ -260,6 +260,11 @@ AF_HOT static void cpu_slot_update(const double *restrict u, double *restrict un
     un[T - 1] = af_burgers_cell(u[T - 2], u[T - 1], ur, kc);
 }
 
+void af_block_update(const double *u, double *un, int len, double ul, double ur, af_coeffs_t k)
+{
+    cpu_slot_update(u, un, len, ul, ur, k);
+}
+
 #if defined(__FINITE_MATH_ONLY__) && __FINITE_MATH_ONLY__
 #error "kernels_cpu.c counts NaN/Inf with v - v != 0: never build it with -ffinite-math-only"
 #endif
