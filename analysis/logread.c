@@ -722,6 +722,23 @@ static void check_steps_contents(chk_t *c)
         }
     }
     rv_report(c, &rv, "/steps/replayed_steps");
+    /* A block replayed alone was restored in that step, by a step that rolled nothing back,
+     * and recomputed at least one step of its own. */
+    rv_init(&rv);
+    for (int64_t i = 0; i < n; ++i) {
+        int64_t rb = I(replayed_blocks)[i];
+        int64_t rbs = I(replayed_block_steps)[i];
+        if (rb > I(moves_restore)[i]) {
+            rv_hit(&rv, i, "%lld replayed blocks, but %lld restores", (long long)rb,
+                   (long long)I(moves_restore)[i]);
+        } else if (rb > 0 && I(rollbacks)[i] > 0) {
+            rv_hit(&rv, i, "%lld replayed blocks in a step that rolled back", (long long)rb);
+        } else if (rbs < rb || (rb == 0 && rbs != 0)) {
+            rv_hit(&rv, i, "%lld block-steps for %lld replayed blocks", (long long)rbs,
+                   (long long)rb);
+        }
+    }
+    rv_report(c, &rv, "/steps/replayed_blocks");
     rv_init(&rv);
     for (int64_t i = 0; i < n; ++i) {
         double h = F(sim_hours)[i];
@@ -951,9 +968,9 @@ static void check_events(chk_t *c, int cols_ok)
         viol(c, "/events: unreadable");
         return;
     }
-    static const char *const kinds[] = {"fade",     "death", "sudden",   "drain",
-                                        "restore",  "retry", "rollback", "replica",
-                                        "capacity", "slow",  "straggler"};
+    static const char *const kinds[] = {"fade",     "death", "sudden",    "drain",
+                                        "restore",  "retry", "rollback",  "replica",
+                                        "capacity", "slow",  "straggler", "replica_lost"};
     enum { NK = sizeof kinds / sizeof kinds[0] };
     int64_t count[NK] = {0};
     char known[160] = "";
@@ -1387,7 +1404,9 @@ static void check_final(chk_t *c, int cols_ok)
                   {"moves_restore_total", AF_COL_moves_restore},
                   {"moves_retry_total", AF_COL_moves_retry},
                   {"rollbacks_total", AF_COL_rollbacks},
-                  {"replayed_steps_total", AF_COL_replayed_steps}};
+                  {"replayed_steps_total", AF_COL_replayed_steps},
+                  {"replayed_blocks_total", AF_COL_replayed_blocks},
+                  {"replayed_block_steps_total", AF_COL_replayed_block_steps}};
     for (size_t i = 0; i < sizeof totals / sizeof totals[0]; ++i) {
         if (strcmp(totals[i].name, "nonfinite_leaked_total") == 0
                 ? leak_ok

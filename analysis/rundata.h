@@ -26,7 +26,8 @@
     X(replica)                                                                                     \
     X(capacity)                                                                                    \
     X(slow)                                                                                        \
-    X(straggler)
+    X(straggler)                                                                                   \
+    X(replica_lost)
 enum {
 #define AF_X(name) AF_EV_##name,
     AF_EVENT_KINDS(AF_X)

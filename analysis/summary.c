@@ -242,7 +242,16 @@ af_result_t af_summary_compute(af_summary_t *s, const af_run_t *run)
     for (int k = 0; k < 4; ++k) {
         have_moves &= run->icol[move_cols[k]] != NULL;
     }
-    s->lost_work_frac = ratio(TOT(replayed_steps), (double)n);
+    /* Lost work in block-steps: a rollback recomputes every block for each replayed step, a
+     * local replay one block for each of its steps. Without the block count (an old or damaged
+     * log), the steps alone. */
+    if (run->blocks.ok && run->blocks.v > 0) {
+        double B = (double)run->blocks.v;
+        s->lost_work_frac = ratio(
+            (double)TOT(replayed_steps) * B + (double)TOT(replayed_block_steps), (double)n * B);
+    } else {
+        s->lost_work_frac = ratio(TOT(replayed_steps), (double)n);
+    }
 #undef TOT
     s->units_dead = -1;
     if (run->unit_cause != NULL) {
@@ -482,7 +491,9 @@ af_result_t af_summary_figures(const af_summary_t *s, af_figs_t *f)
                {"restores", AF_COL_moves_restore},
                {"retry_moves", AF_COL_moves_retry},
                {"rollbacks", AF_COL_rollbacks},
-               {"replayed_steps", AF_COL_replayed_steps}};
+               {"replayed_steps", AF_COL_replayed_steps},
+               {"replayed_blocks", AF_COL_replayed_blocks},
+               {"replayed_block_steps", AF_COL_replayed_block_steps}};
     for (size_t k = 0; k < sizeof rec / sizeof rec[0]; ++k) {
         snprintf(key, sizeof key, "recovery.%s", rec[k].key);
         count_or_null(f, 0, s->tot_ok[rec[k].col], s->tot[rec[k].col], key);

@@ -85,9 +85,11 @@ typedef struct af_summary {
     int64_t steps_with_corruption;        /* rows with corrupt_injected > 0 (-1 unknown) */
 
     /* recovery */
-    int64_t moves_total;             /* drains + restores + retry moves (-1: beyond 64 bits) */
-    int64_t steps_with_moves;        /* rows with any of the moves or rollbacks > 0 (-1 unknown) */
-    double lost_work_frac;           /* replayed_steps / steps executed */
+    int64_t moves_total;      /* drains + restores + retry moves (-1: beyond 64 bits) */
+    int64_t steps_with_moves; /* rows with any of the moves or rollbacks > 0 (-1 unknown) */
+    /* The block-steps computed again, (replayed_steps x blocks + replayed_block_steps), over
+     * the executed ones, steps executed x blocks. */
+    double lost_work_frac;
     int64_t units_dead;              /* by /units/cause (-1 unknown) */
     int64_t dead_by_cause[4];        /* 0 alive, 1 wear-out, 2 sudden, 3 scripted */
     int64_t events[AF_NEVENT_KINDS]; /* /events by kind (all -1 when /events is absent) */

@@ -243,10 +243,12 @@ static void recovery_section(const af_summary_t *s, FILE *out)
             "%lld steps\n",
             T(moves_drain), T(moves_restore), T(moves_retry), (long long)s->moves_total,
             (long long)s->steps_with_moves, (long long)s->steps_executed);
+    fprintf(out, "  rollbacks    %lld, replaying %lld steps of every block\n", T(rollbacks),
+            T(replayed_steps));
     fprintf(out,
-            "  rollbacks    %lld, replaying %lld steps (%s of the executed steps were lost "
-            "work)\n",
-            T(rollbacks), T(replayed_steps), pct(b1, sizeof b1, s->lost_work_frac));
+            "  replays      %lld blocks replayed alone from older replicas, %lld block-steps "
+            "(lost work in all: %s of the executed block-steps)\n",
+            T(replayed_blocks), T(replayed_block_steps), pct(b1, sizeof b1, s->lost_work_frac));
 #undef T
     if (s->units_dead >= 0) {
         fprintf(out,

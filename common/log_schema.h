@@ -7,8 +7,10 @@
 #include <stdint.h>
 
 /* 3: the commit record is the dataset /committed (was /steps@committed); /final@event_log_errors
- * and /steps/unverified_commits. */
-#define AF_SCHEMA_VERSION 3
+ * and /steps/unverified_commits. 4: /steps/replayed_blocks and replayed_block_steps (blocks
+ * replayed alone from their replicas), the replica_lost event, and a restore's detail is the
+ * logical step its data comes from. */
+#define AF_SCHEMA_VERSION 4
 
 /* /steps/<name>: one value per step. X(name, type, doc) with type I64 or F64. */
 #define AF_STEP_COLUMNS(X)                                                                         \
@@ -34,8 +36,14 @@
     X(moves_drain, I64, "blocks moved off FADING units")                                           \
     X(moves_restore, I64, "blocks restored from replicas after a death")                           \
     X(moves_retry, I64, "blocks re-homed after being fenced")                                      \
-    X(rollbacks, I64, "coordinated rollbacks to the replica step")                                 \
+    X(rollbacks, I64,                                                                              \
+      "coordinated rollbacks of every block to the replica step (or, a block lost with its "       \
+      "replica, to step 0)")                                                                       \
     X(replayed_steps, I64, "steps recomputed because of a rollback (lost work)")                   \
+    X(replayed_blocks, I64,                                                                        \
+      "blocks restored from an older replica and replayed alone to the committed step "            \
+      "(recovery.replay = local)")                                                                 \
+    X(replayed_block_steps, I64, "block-steps those replays recomputed (lost work, per block)")    \
     X(allocs_after_init, I64, "allocations after start-up, cumulative over ranks (must be 0)")     \
     X(comms_after_init, I64, "communicators created after start-up (must be 0)")
 
@@ -86,7 +94,7 @@ enum {
 };
 
 /* One /events row. kind is one of "fade", "death", "sudden", "drain", "restore", "retry",
- * "rollback", "replica", "capacity", "slow", "straggler". */
+ * "rollback", "replica", "capacity", "slow", "straggler", "replica_lost". */
 typedef struct af_event_row {
     int64_t step;
     char kind[16];

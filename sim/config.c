@@ -111,6 +111,10 @@ static const key_def_t KEYS[] = {
      "buddy and compare bitwise"},
     {"recovery", "drain", T_ENUM, OFF(drain), 0, 0, 0, "off|on", "on", "",
      "move blocks off FADING units before they die"},
+    {"recovery", "replay", T_ENUM, OFF(replay), 0, 0, 0, "local|global", "local", "",
+     "a block restored from a replica older than the committed state: local replays that block "
+     "alone from its replica and the neighbour edges logged beside it; global rolls every block "
+     "back to the replica step"},
     {"throttle", "slowdown", T_REAL, OFF(throttle_slowdown), 0, 0.0, 1000, NULL, "1.0", "",
      "a FADING unit at degradation d (0 at fade, 1 at death) runs 1 + slowdown*d^exponent times "
      "as long as nominal"},
@@ -429,10 +433,12 @@ static int set_event(parse_ctx_t *c, int n, const char *key, const char *value)
         e->step = x;
         e->set_mask |= 1;
     } else if (strcmp(key, "action") == 0) {
-        int a = enum_index("kill|fade|slow", value);
+        int a = enum_index("kill|fade|slow|lose_replicas", value);
         if (a < 0) {
-            ctx_fail(c, "event.%d.action = '%s' is invalid: expected one of kill|fade|slow", n,
-                     value);
+            ctx_fail(c,
+                     "event.%d.action = '%s' is invalid: expected one of "
+                     "kill|fade|slow|lose_replicas",
+                     n, value);
             return 0;
         }
         e->action = a;
@@ -946,7 +952,7 @@ size_t af_config_format(const af_config_t *cfg, char *out, size_t size)
     memcpy(ev, cfg->events, sizeof(af_event_cfg_t) * (size_t)cfg->n_events);
     qsort(ev, (size_t)cfg->n_events, sizeof ev[0], cmp_events);
     for (int i = 0; i < cfg->n_events; ++i) {
-        static const char *const actions[] = {"kill", "fade", "slow"};
+        static const char *const actions[] = {"kill", "fade", "slow", "lose_replicas"};
         EMIT("\n[event.%d]\nstep = %lld\naction = %s\ndevice = %lld\nunits = %lld-%lld\n",
              ev[i].index, (long long)ev[i].step, actions[ev[i].action], (long long)ev[i].device,
              (long long)ev[i].unit_lo, (long long)ev[i].unit_hi);
@@ -984,8 +990,8 @@ void af_config_print_keys(void)
     }
     printf("[event.N]  (scripted failures, any number up to %d)\n", AF_MAX_EVENTS);
     printf("  step                   steps        step at which the event happens (>= 1)\n");
-    printf("  action                 -            kill (death, memory lost), fade (precursor) or "
-           "slow (throttled)\n");
+    printf("  action                 -            kill (death, memory lost), fade (precursor), "
+           "slow (throttled) or lose_replicas (the replicas of the blocks the units hold)\n");
     printf("  device                 -            device index in the fleet (0..devices-1)\n");
     printf("  units                  -            a unit or an inclusive range A-B\n");
     printf("  factor                 x            slow only: the units run factor times as long "

@@ -21,11 +21,13 @@ enum { AF_BACKEND_AUTO = 0, AF_BACKEND_CPU = 1, AF_BACKEND_CUDA = 2 };
 enum { AF_FABRIC_AUTO = 0, AF_FABRIC_MPI = 1, AF_FABRIC_NCCL = 2 };
 enum { AF_GRAPH_AUTO = 0, AF_GRAPH_ON = 1, AF_GRAPH_OFF = 2 };
 enum { AF_DETECT_FINITE = 0, AF_DETECT_DMR = 1 };
-enum { AF_EVENT_KILL = 0, AF_EVENT_FADE = 1, AF_EVENT_SLOW = 2 };
+enum { AF_EVENT_KILL = 0, AF_EVENT_FADE = 1, AF_EVENT_SLOW = 2, AF_EVENT_LOSE_REPLICAS = 3 };
+enum { AF_REPLAY_LOCAL = 0, AF_REPLAY_GLOBAL = 1 };
 enum { AF_PACING_OFF = 0, AF_PACING_EWMA = 1 };
 
-/* A scripted event: at `step`, units [unit_lo, unit_hi] of `device` die, start fading, or
- * (slow) run `factor` times as long as nominal from then on (1 restores the nominal speed). */
+/* A scripted event: at `step`, units [unit_lo, unit_hi] of `device` die, start fading, (slow)
+ * run `factor` times as long as nominal from then on (1 restores the nominal speed), or
+ * (lose_replicas) lose the replicas of the blocks they hold at that step. */
 typedef struct af_event_cfg {
     int64_t step;
     int action; /* AF_EVENT_* */
@@ -78,6 +80,7 @@ typedef struct af_config {
     int64_t replica_interval;
     int detect;
     int drain;
+    int replay; /* AF_REPLAY_*: how a block restored from an older replica catches up */
     /* [throttle] */
     double throttle_slowdown;
     double throttle_exponent;

@@ -28,6 +28,8 @@ typedef struct af_plan_header {
     int64_t n_changes;   /* health changes that follow */
     int64_t n_moves;     /* moves that follow */
     int64_t rollback_to; /* -1, or the logical step every block rolls back to */
+    int64_t restart;     /* 1: a block and its replica were lost together: every block restarts
+                            from the initial state (rollback_to = 0) */
     int64_t exhausted;   /* 1: some block has no live slot left (capacity exhausted) */
     int64_t stop;        /* reserved */
     int64_t fading;      /* units FADING after the changes */

@@ -56,8 +56,8 @@ void af_memory_estimate(const af_config_t *cfg, int nranks, int rank, const af_k
                (2.0 * chg + pf) * units + 28.0 * units + 8.0 * (double)D + 8.0 * fmax(ldev, 1.0);
 
     /* Every block: block_slot, the two exchange vectors, the move list and the body's share of
-     * it, the replica map (rep_rank, rep_off), items and twins. */
-    m->blocks = 4.0 * B + 2.0 * 8.0 * xlen + 2.0 * mv * B + 12.0 * B + 12.0 * B;
+     * it, the replica map (rep_rank, rep_off, rep_step), items and twins. */
+    m->blocks = 4.0 * B + 2.0 * 8.0 * xlen + 2.0 * mv * B + 20.0 * B + 12.0 * B;
 
     /* The shard: the backend's host memory for its slots, and the DMR marks. */
     af_shard_desc_t desc;
@@ -76,7 +76,13 @@ void af_memory_estimate(const af_config_t *cfg, int nranks, int rank, const af_k
         }
     }
     const double chunk = fmin(B, AF_XFER_CHUNK);
-    m->replicas = 8.0 * fmax(reps, 1.0) * T + 2.0 * 8.0 * chunk * T + 2.0 * 8.0 * T +
+    /* With recovery.replay = local, beside each replica: two edge words per logical step since
+     * the refresh, the replica's block, and one more block buffer for the replay. */
+    const double edge_log =
+        cfg->replay == AF_REPLAY_LOCAL
+            ? fmax(reps, 1.0) * (16.0 * (double)cfg->replica_interval + 4.0) + 8.0 * T
+            : 0.0;
+    m->replicas = 8.0 * fmax(reps, 1.0) * T + edge_log + 2.0 * 8.0 * chunk * T + 2.0 * 8.0 * T +
                   sizeof(af_p2p_t) * 2.0 * AF_XFER_CHUNK + 8.0 * AF_XFER_SET +
                   4.0 * 2.0 * AF_XFER_CHUNK + FABRIC_BYTES + sizeof(af_payload_t) * (flush + 1.0);
 

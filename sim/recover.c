@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "../common/af_alloc.h"
+#include "reference.h"
 #include "run_internal.h"
 
 static int rank_of_slot(const af_run_state_t *r, int64_t g)
@@ -222,11 +223,28 @@ af_result_t af_replicas_init(af_run_state_t *r)
     }
     r->n_reps = count[r->world.rank];
     af_free(count);
-    r->rep_store =
-        af_alloc(sizeof(double) * (size_t)(r->n_reps > 0 ? r->n_reps : 1) * (size_t)r->T);
-    if (r->rep_store == NULL) {
+    size_t nrep = (size_t)(r->n_reps > 0 ? r->n_reps : 1);
+    r->rep_store = af_alloc(sizeof(double) * nrep * (size_t)r->T);
+    r->rep_step = af_alloc(sizeof(int64_t) * (size_t)r->B);
+    if (r->rep_store == NULL || r->rep_step == NULL) {
         af_error_set("cannot allocate %lld replicas", (long long)r->n_reps);
         return AF_ERR_NOMEM;
+    }
+    if (r->cfg.replay == AF_REPLAY_LOCAL) {
+        /* The replicas' neighbour-edge logs: replica_interval steps of two words each. */
+        r->rep_log = af_alloc(sizeof(uint64_t) * 2 * nrep * (size_t)r->cfg.replica_interval);
+        r->rep_blocks = af_alloc(sizeof(int32_t) * nrep);
+        r->replay_buf = af_alloc(sizeof(double) * (size_t)r->T);
+        if (r->rep_log == NULL || r->rep_blocks == NULL || r->replay_buf == NULL) {
+            af_error_set("cannot allocate the edge logs of %lld replicas (%lld steps each)",
+                         (long long)r->n_reps, (long long)r->cfg.replica_interval);
+            return AF_ERR_NOMEM;
+        }
+        for (int64_t b = 0; b < r->B; ++b) {
+            if (r->rep_rank[b] == r->world.rank) {
+                r->rep_blocks[r->rep_off[b]] = (int32_t)b;
+            }
+        }
     }
     return AF_OK;
 }
@@ -256,6 +274,64 @@ af_result_t af_replicas_refresh(af_run_state_t *r)
     static const xfer_ops_t ops = {refresh_ranks, refresh_read, store_write, NULL, NULL, NULL};
     AF_CHECK(transfer(r, r->B, &ops, NULL));
     r->replica_step = r->state_step;
+    for (int64_t b = 0; b < r->B; ++b) {
+        r->rep_step[b] = r->state_step;
+    }
+    r->n_lost = 0;
+    return AF_OK;
+}
+
+void af_replicas_log_edges(af_run_state_t *r)
+{
+    if (r->rep_log == NULL) {
+        return;
+    }
+    const int64_t B = r->B;
+    const size_t at = (size_t)(r->state_step % r->cfg.replica_interval);
+    const size_t I = (size_t)r->cfg.replica_interval;
+    for (int64_t i = 0; i < r->n_reps; ++i) {
+        int64_t b = r->rep_blocks[i];
+        uint64_t *e = r->rep_log + ((size_t)i * I + at) * 2;
+        e[0] = r->xchg_prev[2 * ((b + B - 1) % B) + 1]; /* left neighbour's right edge */
+        e[1] = r->xchg_prev[2 * ((b + 1) % B)];         /* right neighbour's left edge */
+    }
+}
+
+/* Items of a re-take: the blocks in r->items. */
+static void retake_ranks(af_run_state_t *r, void *ctx, int64_t i, int *src, int *dst)
+{
+    refresh_ranks(r, ctx, r->items[i], src, dst);
+}
+
+static af_result_t retake_read(af_run_state_t *r, void *ctx, int64_t i, double *buf)
+{
+    return refresh_read(r, ctx, r->items[i], buf);
+}
+
+static af_result_t retake_write(af_run_state_t *r, void *ctx, int64_t i, const double *buf)
+{
+    return store_write(r, ctx, r->items[i], buf);
+}
+
+af_result_t af_replicas_retake(af_run_state_t *r, int64_t *n_retaken)
+{
+    *n_retaken = 0;
+    if (r->n_lost == 0 || r->cfg.replay != AF_REPLAY_LOCAL) {
+        return AF_OK;
+    }
+    int64_t n = 0;
+    for (int64_t b = 0; b < r->B; ++b) {
+        if (r->rep_step[b] < 0) {
+            r->items[n++] = b;
+        }
+    }
+    static const xfer_ops_t ops = {retake_ranks, retake_read, retake_write, NULL, NULL, NULL};
+    AF_CHECK(transfer(r, n, &ops, NULL));
+    for (int64_t i = 0; i < n; ++i) {
+        r->rep_step[r->items[i]] = r->state_step;
+    }
+    r->n_lost = 0;
+    *n_retaken = n;
     return AF_OK;
 }
 
@@ -289,6 +365,49 @@ af_result_t af_rollback(af_run_state_t *r)
     return AF_OK;
 }
 
+af_result_t af_restart(af_run_state_t *r)
+{
+    for (int s = 0; s < r->n_local; ++s) {
+        int32_t b = r->pl.slot_block[r->slot0 + s];
+        if (b >= 0 && r->k->slot_mode[s] != AF_MODE_DEAD) {
+            af_initial_cells(&r->cfg, (int64_t)b * r->T, r->T, r->cellbuf);
+            AF_CHECK(r->k->ops->write_slot(r->k, s, r->cellbuf));
+        }
+    }
+    r->n_replayed += r->state_step;
+    r->n_rollbacks++;
+    r->state_step = 0;
+    return AF_OK;
+}
+
+/* Block b's state at the committed step, from its replica (this rank keeps it): the replica
+ * itself when it is that recent, else the replica replayed step by step with the neighbour
+ * edges logged beside it, in the backends' arithmetic (af_block_update), so the bits are those
+ * the block would have had had it never been lost. */
+static af_result_t replica_state(af_run_state_t *r, int64_t b, double *buf)
+{
+    AF_CHECK(store_read(r, NULL, b, buf));
+    int64_t from = r->rep_step[b];
+    if (from >= r->state_step || r->rep_log == NULL) {
+        return AF_OK;
+    }
+    const size_t I = (size_t)r->cfg.replica_interval;
+    const uint64_t *log = r->rep_log + (size_t)r->rep_off[b] * I * 2;
+    double *cur = buf;
+    double *next = r->replay_buf;
+    for (int64_t s = from; s < r->state_step; ++s) {
+        const uint64_t *e = log + (size_t)(s % r->cfg.replica_interval) * 2;
+        af_block_update(cur, next, (int)r->T, af_double(e[0]), af_double(e[1]), r->coeffs);
+        double *t = cur;
+        cur = next;
+        next = t;
+    }
+    if (cur != buf) {
+        memcpy(buf, cur, sizeof(double) * (size_t)r->T);
+    }
+    return AF_OK;
+}
+
 /* ---- moves ----------------------------------------------------------------------------------- */
 
 typedef struct move_ctx {
@@ -317,7 +436,7 @@ static af_result_t move_read(af_run_state_t *r, void *vctx, int64_t i, double *b
     const move_ctx_t *c = vctx;
     const af_move_t *m = &c->moves[i];
     if (m->kind == AF_MOVE_RESTORE) {
-        return store_read(r, NULL, m->block, buf);
+        return replica_state(r, m->block, buf);
     }
     return r->k->ops->read_slot(r->k, local_of(r, m->from_slot), buf);
 }
@@ -333,7 +452,7 @@ static af_result_t move_local(af_run_state_t *r, void *vctx, int64_t i)
     const move_ctx_t *c = vctx;
     const af_move_t *m = &c->moves[i];
     if (m->kind == AF_MOVE_RESTORE) {
-        AF_CHECK(store_read(r, NULL, m->block, r->cellbuf));
+        AF_CHECK(replica_state(r, m->block, r->cellbuf));
         return r->k->ops->write_slot(r->k, local_of(r, m->to_slot), r->cellbuf);
     }
     return r->k->ops->copy_slot(r->k, local_of(r, m->from_slot), local_of(r, m->to_slot));

@@ -227,7 +227,9 @@ static af_result_t load_initial_state(run_t *r)
      * replicas (logical step 0). */
     AF_CHECK(af_exchange(r));
     AF_CHECK(af_exchange_swap(r));
-    return af_replicas_refresh(r);
+    AF_CHECK(af_replicas_refresh(r));
+    af_replicas_log_edges(r);
+    return AF_OK;
 }
 
 /* Backend selection (sim/backend.c) on every rank, then an agreement: every rank must run the
@@ -651,6 +653,9 @@ static af_result_t write_final(run_t *r, const verdict_t *v)
     AF_CHECK(af_log_attr_i64(log, "/final", "moves_retry_total", tot->moves_retry));
     AF_CHECK(af_log_attr_i64(log, "/final", "rollbacks_total", tot->rollbacks));
     AF_CHECK(af_log_attr_i64(log, "/final", "replayed_steps_total", tot->replayed_steps));
+    AF_CHECK(af_log_attr_i64(log, "/final", "replayed_blocks_total", tot->replayed_blocks));
+    AF_CHECK(
+        af_log_attr_i64(log, "/final", "replayed_block_steps_total", tot->replayed_block_steps));
     char t[64];
     iso_time(t, sizeof t);
     AF_CHECK(af_log_attr_str(log, "/final", "end_time", t));
@@ -687,9 +692,11 @@ static void print_summary(const run_t *r, const verdict_t *v, double wall_s)
                (long long)t->unverified_commits,
                t->unverified_commits > 0 ? ": DMR did not check them" : "");
     }
-    printf("  recovery       %lld drains, %lld restores, %lld retry moves, %lld rollbacks\n",
-           (long long)t->moves_drain, (long long)t->moves_restore, (long long)t->moves_retry,
-           (long long)t->rollbacks);
+    printf("  recovery       %lld drains, %lld restores (%lld replayed alone, %lld block-steps), "
+           "%lld retry moves, %lld rollbacks (replay=%s)\n",
+           (long long)t->moves_drain, (long long)t->moves_restore, (long long)t->replayed_blocks,
+           (long long)t->replayed_block_steps, (long long)t->moves_retry, (long long)t->rollbacks,
+           r->cfg.replay == AF_REPLAY_LOCAL ? "local" : "global");
     printf("  exit reason    %s\n", v->exit_reason);
     printf("  final state    %s the serial fault-free reference (checksum %016llx, reference "
            "%016llx)\n",

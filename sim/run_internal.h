@@ -130,13 +130,25 @@ typedef struct af_run_state {
     int metrics_on;
     int64_t flushed_step; /* rank 0: the last step whose row was written */
     int64_t run_drains, run_restores, run_retry_moves, run_rollbacks, run_replayed;
+    int64_t run_replayed_blocks;
 
     /* Replicas: block b's copy lives in the host memory of rank rep_rank[b] at rep_off[b]. */
     int32_t *rep_rank; /* blocks */
     int64_t *rep_off;  /* blocks */
     double *rep_store; /* my replicas x T */
     int64_t n_reps;
-    int64_t replica_step; /* logical step the replicas hold */
+    int64_t replica_step; /* logical step of the last refresh of every replica */
+    /* Every rank: the logical step block b's replica holds (the last refresh, or a later
+     * re-take after a loss), or -1 while it is lost (a lose_replicas event). */
+    int64_t *rep_step; /* blocks */
+    int64_t n_lost;    /* blocks whose replica is lost */
+    /* recovery.replay = local: beside each replica its rank keeps the two neighbour edges the
+     * block read at every logical step since (left neighbour's right edge, right neighbour's
+     * left edge): entry (s % replica_interval) holds those of state s, so the block alone can
+     * be replayed from its replica to the committed state. my replicas x interval x 2. */
+    uint64_t *rep_log;
+    int32_t *rep_blocks; /* my replicas: the block of each (rep_off's inverse) */
+    double *replay_buf;  /* T doubles: the other half of a replay's two buffers */
 
     /* Transfers. */
     double *stage_send; /* AF_XFER_CHUNK x T */
@@ -171,6 +183,7 @@ typedef struct af_run_state {
 
     /* Step counters known to every rank alike. */
     int64_t n_drain, n_restore, n_retry_moves, n_rollbacks, n_replayed, n_leaked;
+    int64_t n_replayed_blocks, n_replayed_block_steps, n_replicas_lost, n_replicas_retaken;
 
     /* Log. */
     af_payload_t mine;   /* this step's payload */
@@ -207,7 +220,17 @@ af_result_t af_step_log(af_run_state_t *r, int final);
 void af_slot_control(af_run_state_t *r, int64_t g);
 af_result_t af_replicas_init(af_run_state_t *r);
 af_result_t af_replicas_refresh(af_run_state_t *r);
+/* recovery.replay = local, after every committed step: the neighbour edges of the committed
+ * state (xchg_prev) into the log beside each replica this rank keeps. */
+void af_replicas_log_edges(af_run_state_t *r);
+/* recovery.replay = local: takes the replicas of live blocks whose replica is lost again from
+ * their committed state (after the step's commit). Returns the number re-taken. */
+af_result_t af_replicas_retake(af_run_state_t *r, int64_t *n_retaken);
+/* Every block back to its replica step (recovery.replay = global). */
 af_result_t af_rollback(af_run_state_t *r);
+/* Every block back to the initial state, logical step 0: what is left when a block and its
+ * replica were lost together. Refreshes every replica. */
+af_result_t af_restart(af_run_state_t *r);
 af_result_t af_apply_moves(af_run_state_t *r, const af_move_t *moves, int64_t n, int restore_data);
 /* Twins for the blocks on FADING units: all blocks, or only those of a retry round's moves. */
 af_result_t af_dmr_begin(af_run_state_t *r, const af_move_t *only, int64_t n_only,

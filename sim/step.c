@@ -237,6 +237,14 @@ void af_step_destroy(af_run_state_t *r)
     af_free(r->rep_rank);
     af_free(r->rep_off);
     af_free(r->rep_store);
+    af_free(r->rep_step);
+    af_free(r->rep_log);
+    af_free(r->rep_blocks);
+    af_free(r->replay_buf);
+    r->rep_store = r->replay_buf = NULL;
+    r->rep_step = NULL;
+    r->rep_log = NULL;
+    r->rep_blocks = NULL;
     af_free(r->stage_send);
     af_free(r->stage_recv);
     af_free(r->p2p);
@@ -354,13 +362,26 @@ static void plan(af_run_state_t *r)
                                    r->cfg.drain, r->cfg.max_moves_per_step - drains, r->moves + nm,
                                    &exhausted);
     }
-    int any_restore = 0;
+    /* A restore from a replica older than the committed state would mix steps. With
+     * recovery.replay = local the block alone is replayed from its replica and the edges logged
+     * beside it (sim/recover.c); with global every block rolls back to the replica step. A
+     * block whose replica was lost with it leaves only the initial state: every block
+     * restarts from step 0 (so does a global rollback while some live block's replica is
+     * lost, since that block would have nothing to roll back to). */
+    int any_stale = 0;
+    int any_lost = 0;
     for (int64_t i = 0; i < nm; ++i) {
-        any_restore |= r->moves[i].kind == AF_MOVE_RESTORE;
+        if (r->moves[i].kind == AF_MOVE_RESTORE) {
+            int64_t rs = r->rep_step[r->moves[i].block];
+            any_lost |= rs < 0;
+            any_stale |= rs >= 0 && rs != r->state_step;
+        }
     }
-    /* A restore from a replica older than the committed state would mix steps: roll every
-     * block back to the replica step instead, and replay. */
-    if (any_restore && r->replica_step != r->state_step && !exhausted) {
+    int global = r->cfg.replay == AF_REPLAY_GLOBAL;
+    if (!exhausted && (any_lost || (global && any_stale && r->n_lost > 0))) {
+        h->rollback_to = 0;
+        h->restart = 1;
+    } else if (!exhausted && global && any_stale) {
         h->rollback_to = r->replica_step;
     }
     r->n_pfade = 0;
@@ -395,11 +416,17 @@ static void plan(af_run_state_t *r)
         log_event(r, kind, -1, g, -1, c->cause);
     }
     for (int64_t i = 0; i < nm; ++i) {
+        /* A drain's detail is -1; a restore's the logical step its data comes from (its
+         * replica's, or the rollback's), -1 when the replica is lost. */
         const af_move_t *m = &r->moves[i];
-        log_event(r, m->kind == AF_MOVE_DRAIN ? "drain" : "restore", m->block, m->from_slot,
-                  m->to_slot, h->rollback_to);
+        int restore = m->kind == AF_MOVE_RESTORE;
+        log_event(r, restore ? "restore" : "drain", m->block, m->from_slot, m->to_slot,
+                  !restore              ? -1
+                  : h->rollback_to >= 0 ? h->rollback_to
+                                        : r->rep_step[m->block]);
     }
     if (h->rollback_to >= 0) {
+        /* The detail: the logical steps lost (a restart loses them all). */
         log_event(r, "rollback", -1, -1, -1, r->state_step - h->rollback_to);
     }
     if (exhausted) {
@@ -710,6 +737,33 @@ static void slow_events(af_run_state_t *r)
     }
 }
 
+/* Every rank, at the start of an executed step: the lose_replicas events of the step. The
+ * replicas of the blocks the named units hold now are lost (rep_step = -1), on every rank's
+ * copy of the tables alike, before the coordinator plans; rank 0 logs a replica_lost event per
+ * block (detail: the logical step the replica held). */
+static void lose_replicas(af_run_state_t *r)
+{
+    for (int i = 0; i < r->cfg.n_events; ++i) {
+        const af_event_cfg_t *e = &r->cfg.events[i];
+        if (e->action != AF_EVENT_LOSE_REPLICAS || e->step != r->tick) {
+            continue;
+        }
+        for (int64_t k = e->unit_lo; k <= e->unit_hi; ++k) {
+            for (int64_t c = 0; c < r->C; ++c) {
+                int64_t g = (e->device * r->U + k) * r->C + c;
+                int32_t b = r->pl.slot_block[g];
+                if (b < 0 || r->rep_step[b] < 0) {
+                    continue;
+                }
+                log_event(r, "replica_lost", b, g, -1, r->rep_step[b]);
+                r->rep_step[b] = -1;
+                r->n_lost++;
+                r->n_replicas_lost++;
+            }
+        }
+    }
+}
+
 /* One local unit's modelled extra time: its blocks at its slowdown. */
 static void add_unit_delay(af_run_state_t *r, int64_t u, double deg, double block_us)
 {
@@ -796,10 +850,13 @@ af_result_t af_step(af_run_state_t *r, int *stop)
     af_kernels_t *k = r->k;
     memset(&r->mine, 0, sizeof r->mine);
     r->n_drain = r->n_restore = r->n_retry_moves = r->n_rollbacks = r->n_replayed = 0;
+    r->n_replayed_blocks = r->n_replayed_block_steps = 0;
+    r->n_replicas_lost = r->n_replicas_retaken = 0;
     r->tick++;
     AF_CHECK(debug_break_promise(r));
     double t0 = af_now_us();
     slow_events(r);
+    lose_replicas(r);
 
     /* 1. Coordinator. */
     if (r->world.rank == 0) {
@@ -808,8 +865,15 @@ af_result_t af_step(af_run_state_t *r, int *stop)
     AF_CHECK(broadcast_plan(r));
     AF_CHECK(apply_plan(r));
     for (int64_t i = 0; i < r->plan.n_moves; ++i) {
-        r->n_drain += r->moves[i].kind == AF_MOVE_DRAIN;
-        r->n_restore += r->moves[i].kind == AF_MOVE_RESTORE;
+        const af_move_t *m = &r->moves[i];
+        r->n_drain += m->kind == AF_MOVE_DRAIN;
+        r->n_restore += m->kind == AF_MOVE_RESTORE;
+        /* Restores from older replicas that no rollback covers: replayed alone. */
+        int64_t rs = m->kind == AF_MOVE_RESTORE ? r->rep_step[m->block] : -1;
+        if (r->plan.rollback_to < 0 && rs >= 0 && rs < r->state_step) {
+            r->n_replayed_blocks++;
+            r->n_replayed_block_steps += r->state_step - rs;
+        }
     }
     debug_scan(r, "plan");
     double t1 = af_now_us();
@@ -831,7 +895,7 @@ af_result_t af_step(af_run_state_t *r, int *stop)
     double t_halo = 0.0;
     double t_halo_rollback = 0.0;
     if (rollback) {
-        AF_CHECK(af_rollback(r));
+        AF_CHECK(r->plan.restart ? af_restart(r) : af_rollback(r));
         double th = af_now_us();
         for (int s = 0; s < r->n_local; ++s) {
             k->commit[s] = 1;
@@ -841,6 +905,11 @@ af_result_t af_step(af_run_state_t *r, int *stop)
         AF_CHECK(af_exchange_swap(r));
         t_halo_rollback = af_now_us() - th;
         t_halo += t_halo_rollback;
+        if (r->plan.restart) {
+            /* Every replica (the lost ones too) holds step 0 again, with its edges. */
+            AF_CHECK(af_replicas_refresh(r));
+            af_replicas_log_edges(r);
+        }
     }
     debug_scan(r, "moves");
     double t2 = af_now_us();
@@ -950,9 +1019,19 @@ af_result_t af_step(af_run_state_t *r, int *stop)
     }
     double t5 = af_now_us();
 
-    /* 5. Replicas. */
-    if (!r->exhausted && r->state_step % r->cfg.replica_interval == 0) {
-        AF_CHECK(af_replicas_refresh(r));
+    /* 5. Replicas: the periodic refresh, lost replicas taken again (replay = local), and the
+     * neighbour edges of the committed state beside each replica. */
+    if (!r->exhausted) {
+        if (r->state_step % r->cfg.replica_interval == 0) {
+            AF_CHECK(af_replicas_refresh(r));
+        } else {
+            AF_CHECK(af_replicas_retake(r, &r->n_replicas_retaken));
+            for (int64_t i = 0; i < r->n_replicas_retaken; ++i) {
+                int64_t b = r->items[i];
+                log_event(r, "replica", b, r->pl.block_slot[b], -1, r->state_step);
+            }
+        }
+        af_replicas_log_edges(r);
     }
     double t6 = af_now_us();
 
@@ -1016,6 +1095,8 @@ static af_result_t write_rows(af_run_state_t *r, int64_t n)
         r->totals.moves_retry += row->moves_retry;
         r->totals.rollbacks += row->rollbacks;
         r->totals.replayed_steps += row->replayed_steps;
+        r->totals.replayed_blocks += row->replayed_blocks;
+        r->totals.replayed_block_steps += row->replayed_block_steps;
         /* Cumulative per rank, summed over the ranks: the last row holds the run's totals. */
         r->totals.allocs_after_init = row->allocs_after_init;
         r->totals.comms_after_init = row->comms_after_init;
@@ -1062,6 +1143,8 @@ af_result_t af_step_log(af_run_state_t *r, int final)
             row->retried = r->n_retry_moves;
             row->rollbacks = r->n_rollbacks;
             row->replayed_steps = r->n_replayed;
+            row->replayed_blocks = r->n_replayed_blocks;
+            row->replayed_block_steps = r->n_replayed_block_steps;
             row->nonfinite_leaked = r->n_leaked;
         }
         r->n_batch++;

@@ -242,7 +242,9 @@ static void write_log(const char *path, defect_t defect)
                {"moves_restore_total", 0},
                {"moves_retry_total", 0},
                {"rollbacks_total", 0},
-               {"replayed_steps_total", 0}};
+               {"replayed_steps_total", 0},
+               {"replayed_blocks_total", 0},
+               {"replayed_block_steps_total", 0}};
     for (size_t i = 0; i < sizeof fin / sizeof fin[0]; ++i) {
         assert_int_equal(af_log_attr_i64(log, "/final", fin[i].name, fin[i].v), AF_OK);
     }

@@ -445,7 +445,9 @@ static void write_log(const char *path)
                {"moves_restore_total", tot.moves_restore},
                {"moves_retry_total", tot.moves_retry},
                {"rollbacks_total", tot.rollbacks},
-               {"replayed_steps_total", tot.replayed_steps}};
+               {"replayed_steps_total", tot.replayed_steps},
+               {"replayed_blocks_total", tot.replayed_blocks},
+               {"replayed_block_steps_total", tot.replayed_block_steps}};
     for (size_t i = 0; i < sizeof fin / sizeof fin[0]; ++i) {
         assert_int_equal(af_log_attr_i64(log, "/final", fin[i].name, fin[i].v), AF_OK);
     }
