@@ -4,7 +4,8 @@
     layers.py SOURCE_DIR BUILD_DIR
 
 Parts and what each may use (README, "Layout"):
-    common    (result codes, allocator, clock, order statistics, log schema and reader): nothing
+    common    (result codes, allocator, clock, order statistics, reproducible sums, log schema
+              and reader): nothing
     fabric    common                  kernels   common
     sim       fabric, kernels, common (the driver)
     bench     sim, fabric, kernels, common (the benchmarks of `agefence bench`)
