@@ -24,6 +24,10 @@ static const char *const NOT_COMPARED[] = {"end_time",
                                            "rss_before_startup_bytes",
                                            "rss_peak_bytes"};
 
+/* /steps columns that describe the launch rather than the run: the bytes the ranks sent each
+ * other follow where the blocks live, which the number of ranks decides. */
+static const char *const STEPS_NOT_COMPARED[] = {"halo_bytes"};
+
 typedef struct names {
     int n;
     char name[MAX_NAMES][NAME_LEN];
@@ -335,6 +339,13 @@ static void compare_group(diffs_t *d, const af_logfile_t *la, const af_logfile_t
     both(&na, &nb, &all);
     for (int i = 0; i < all.n; ++i) {
         char path[NAME_LEN + 16];
+        int skip = 0;
+        for (size_t k = 0; k < sizeof STEPS_NOT_COMPARED / sizeof STEPS_NOT_COMPARED[0]; ++k) {
+            skip |= strcmp(group, "/steps") == 0 && strcmp(all.name[i], STEPS_NOT_COMPARED[k]) == 0;
+        }
+        if (skip) {
+            continue;
+        }
         snprintf(path, sizeof path, "%s/%s", group, all.name[i]);
         compare_dataset(d, (hid_t)la->file, (hid_t)lb->file, path, limited ? la->rows_limit : -1,
                         limited ? lb->rows_limit : -1);

@@ -9,7 +9,7 @@
 /* 3: the commit record is the dataset /committed (was /steps@committed); /final@event_log_errors
  * and /steps/unverified_commits. 4: /steps/replayed_blocks and replayed_block_steps (blocks
  * replayed alone from their replicas), the replica_lost event, and a restore's detail is the
- * logical step its data comes from. */
+ * logical step its data comes from; /steps/halo_bytes, and mass and energy are exact sums. */
 #define AF_SCHEMA_VERSION 4
 
 /* /steps/<name>: one value per step. X(name, type, doc) with type I64 or F64. */
@@ -17,8 +17,8 @@
     X(step, I64, "executed step number, from 1, contiguous (replays after a rollback count)")      \
     X(state_step, I64, "logical step of the committed state after this executed step")             \
     X(sim_hours, F64, "simulated hours of service at the end of the step")                         \
-    X(mass, F64, "sum of u*dx after the step, reduced in logical block order")                     \
-    X(energy, F64, "sum of u^2/2*dx after the step, reduced in logical block order")               \
+    X(mass, F64, "sum of u*dx after the step: the blocks' masses summed exactly, rounded once")    \
+    X(energy, F64, "sum of u^2/2*dx after the step, summed like mass")                             \
     X(healthy_units, I64, "units HEALTHY after the step")                                          \
     X(fading_units, I64, "units FADING after the step")                                            \
     X(dead_units, I64, "units DEAD after the step")                                                \
@@ -44,6 +44,9 @@
       "blocks restored from an older replica and replayed alone to the committed step "            \
       "(recovery.replay = local)")                                                                 \
     X(replayed_block_steps, I64, "block-steps those replays recomputed (lost work, per block)")    \
+    X(halo_bytes, I64,                                                                             \
+      "bytes the ranks sent each other in the step's halos (neighbour edges, the figures' "        \
+      "all-reduce, fenced lists), over all ranks")                                                 \
     X(allocs_after_init, I64, "allocations after start-up, cumulative over ranks (must be 0)")     \
     X(comms_after_init, I64, "communicators created after start-up (must be 0)")
 

@@ -42,6 +42,12 @@ typedef struct af_fabric_ops {
     /* As gather, with a byte count per rank known to root (counts[] only read on root). */
     af_result_t (*gatherv)(af_fabric_t *f, const void *send, size_t bytes, void *recv,
                            const size_t *counts, int root);
+    /* Every rank gets every rank's n int32 values (n may differ between ranks, and be 0),
+     * rank-major, in recv (at most cap values) and their number in *total. AF_ERR_INTERNAL on
+     * every rank when the total exceeds cap or INT_MAX. Host fabric only (NULL for nccl): the
+     * driver's lists of blocks (the fenced ones of a step) are host data. */
+    af_result_t (*allgatherv_i32)(af_fabric_t *f, const int32_t *send, size_t n, int32_t *recv,
+                                  size_t cap, size_t *total);
     /* Posts every transfer of the batch at once and waits for all, so any order of sends and
      * receives is deadlock-free. Not collective: only the ranks named in the batch take part.
      * At most AF_FABRIC_MAX_P2P entries. */

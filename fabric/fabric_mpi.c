@@ -26,6 +26,9 @@ typedef struct af_mpi {
     MPI_Comm comm;
     MPI_Request *reqs; /* AF_MPI_PIECES_MAX, allocated at creation */
     size_t *offs;      /* size: where each rank's bytes start in a gather's receive buffer */
+    int64_t *ns;       /* size: each rank's count in an all-gather */
+    int *counts;       /* size: the same as MPI's ints, and their displacements */
+    int *displs;
 } af_mpi_t;
 
 #define AF_MPI_CHECK(call)                                                                         \
@@ -149,6 +152,34 @@ static af_result_t mpi_gatherv(af_fabric_t *f, const void *send, size_t bytes, v
     return gather_pieces(f, send, bytes, recv, counts, root);
 }
 
+/* Two collectives: the counts (an all-gather of one int64 each), then the values, whose total
+ * is known to fit an int (checked on every rank alike, so all return the same code). */
+static af_result_t mpi_allgatherv_i32(af_fabric_t *f, const int32_t *send, size_t n, int32_t *recv,
+                                      size_t cap, size_t *total)
+{
+    af_mpi_t *m = f->impl;
+    int64_t mine = (int64_t)n;
+    AF_MPI_CHECK(MPI_Allgather(&mine, 1, MPI_INT64_T, m->ns, 1, MPI_INT64_T, m->comm));
+    int64_t sum = 0;
+    for (int r = 0; r < f->size; ++r) {
+        if (m->ns[r] < 0 || sum > INT_MAX - m->ns[r]) {
+            af_error_set("fabric: an all-gather of more than %d values", INT_MAX);
+            return AF_ERR_INTERNAL;
+        }
+        m->counts[r] = (int)m->ns[r];
+        m->displs[r] = (int)sum;
+        sum += m->ns[r];
+    }
+    if ((size_t)sum > cap) {
+        af_error_set("fabric: an all-gather of %lld values into room for %zu", (long long)sum, cap);
+        return AF_ERR_INTERNAL;
+    }
+    AF_MPI_CHECK(MPI_Allgatherv(send, (int)n, MPI_INT32_T, recv, m->counts, m->displs, MPI_INT32_T,
+                                m->comm));
+    *total = (size_t)sum;
+    return AF_OK;
+}
+
 static af_result_t mpi_exchange(af_fabric_t *f, const af_p2p_t *ops, int n)
 {
     af_mpi_t *m = f->impl;
@@ -200,6 +231,9 @@ static void mpi_destroy(af_fabric_t *f)
         }
         af_free(m->reqs);
         af_free(m->offs);
+        af_free(m->ns);
+        af_free(m->counts);
+        af_free(m->displs);
         af_free(m);
     }
     af_free(f);
@@ -213,6 +247,7 @@ static const af_fabric_ops_t af_fabric_mpi_ops = {
     .bcast = mpi_bcast,
     .gather = mpi_gather,
     .gatherv = mpi_gatherv,
+    .allgatherv_i32 = mpi_allgatherv_i32,
     .exchange = mpi_exchange,
     .barrier = mpi_barrier,
     .destroy = mpi_destroy,
@@ -239,7 +274,10 @@ af_result_t af_fabric_mpi_create(af_fabric_t **out)
     MPI_Comm_size(m->comm, &f->size);
     m->reqs = af_alloc(sizeof(MPI_Request) * AF_MPI_PIECES_MAX);
     m->offs = af_alloc(sizeof(size_t) * (size_t)f->size);
-    AF_REQUIRE_GOTO(m->reqs && m->offs, AF_ERR_NOMEM, rc, fail);
+    m->ns = af_alloc(sizeof(int64_t) * (size_t)f->size);
+    m->counts = af_alloc(sizeof(int) * (size_t)f->size);
+    m->displs = af_alloc(sizeof(int) * (size_t)f->size);
+    AF_REQUIRE_GOTO(m->reqs && m->offs && m->ns && m->counts && m->displs, AF_ERR_NOMEM, rc, fail);
     *out = f;
     return AF_OK;
 fail:
@@ -272,7 +310,10 @@ af_result_t af_fabric_mpi_split(af_fabric_t *f, int color, int key, af_fabric_t 
     MPI_Comm_size(m->comm, &n->size);
     m->reqs = af_alloc(sizeof(MPI_Request) * AF_MPI_PIECES_MAX);
     m->offs = af_alloc(sizeof(size_t) * (size_t)n->size);
-    AF_REQUIRE_GOTO(m->reqs && m->offs, AF_ERR_NOMEM, rc, fail);
+    m->ns = af_alloc(sizeof(int64_t) * (size_t)n->size);
+    m->counts = af_alloc(sizeof(int) * (size_t)n->size);
+    m->displs = af_alloc(sizeof(int) * (size_t)n->size);
+    AF_REQUIRE_GOTO(m->reqs && m->offs && m->ns && m->counts && m->displs, AF_ERR_NOMEM, rc, fail);
     *out = n;
     return AF_OK;
 fail:

@@ -114,6 +114,10 @@ typedef struct af_kernels_ops {
      * the step's result was fenced; bits 1..: non-finite values in the committed buffer);
      * every other entry of xchg is zeroed (flags too). */
     af_result_t (*pack)(af_kernels_t *k, uint64_t *xchg);
+    /* As pack, but the entries of blocks not published by this shard (and the flags) are left
+     * as they were: what the driver's neighbour halo needs, whose cost then follows the
+     * shard's slots, not the fleet's blocks. NULL when the backend has only pack. */
+    af_result_t (*pack_owned)(af_kernels_t *k, uint64_t *xchg);
     /* The masked Burgers step over the full static grid: every occupied, non-dead slot reads
      * its committed buffer and its neighbours' edges from xchg and writes the other buffer;
      * FADING slots get fault injection keyed by (seed, step, block, element), SHADOW slots with

@@ -222,12 +222,12 @@ static af_result_t cpu_read_slot(af_kernels_t *k, int slot, double *host)
     return AF_OK;
 }
 
-static af_result_t cpu_pack(af_kernels_t *k, uint64_t *xchg)
+/* The entries of every published slot's block: its edges, diagnostics and status word. */
+static void cpu_pack_slots(af_kernels_t *k, uint64_t *xchg)
 {
     af_cpu_t *c = k->impl;
     const int B = k->desc.blocks;
     const int T = k->desc.block_len;
-    memset(xchg, 0, sizeof(uint64_t) * af_xchg_len(B));
     for (int s = 0; s < k->desc.n_slots; ++s) {
         int b = k->slot_block[s];
         if (b < 0 || k->slot_mode[s] == AF_MODE_DEAD || k->slot_mode[s] == AF_MODE_SHADOW) {
@@ -241,6 +241,18 @@ static af_result_t cpu_pack(af_kernels_t *k, uint64_t *xchg)
         xchg[3 * (size_t)B + (size_t)b] = af_bits(d[1]);
         xchg[4 * (size_t)B + (size_t)b] = (k->commit[s] ? 0U : 1U) | ((uint64_t)d[2] << 1);
     }
+}
+
+static af_result_t cpu_pack(af_kernels_t *k, uint64_t *xchg)
+{
+    memset(xchg, 0, sizeof(uint64_t) * af_xchg_len(k->desc.blocks));
+    cpu_pack_slots(k, xchg);
+    return AF_OK;
+}
+
+static af_result_t cpu_pack_owned(af_kernels_t *k, uint64_t *xchg)
+{
+    cpu_pack_slots(k, xchg);
     return AF_OK;
 }
 
@@ -447,6 +459,7 @@ const af_kernels_ops_t af_kernels_cpu = {
     .write_slot = cpu_write_slot,
     .read_slot = cpu_read_slot,
     .pack = cpu_pack,
+    .pack_owned = cpu_pack_owned,
     .compute = cpu_compute,
     .download_results = cpu_download_results,
     .commit = cpu_commit,

@@ -927,6 +927,7 @@ static const af_kernels_ops_t af_kernels_cuda_table = {
     .write_slot = cuda_write_slot,
     .read_slot = cuda_read_slot,
     .pack = cuda_pack,
+    .pack_owned = nullptr, /* the device exchange is combined whole (sim/halo.c) */
     .compute = cuda_compute,
     .download_results = cuda_download_results,
     .commit = cuda_commit,

@@ -16,6 +16,7 @@
 /* What the MPI fabric holds besides (its request array: fabric/fabric_mpi.c), and the log
  * writer's own struct (paths and handles: sim/log.c). */
 #define FABRIC_BYTES     (4.0 * AF_FABRIC_MAX_P2P * 8.0)
+#define FABRIC_PER_RANK  24.0 /* its offsets and all-gather counts, per rank of the launch */
 #define LOG_STRUCT_BYTES 20480.0
 #define LOG_EVENT_BUFFER 4096.0
 
@@ -84,7 +85,8 @@ void af_memory_estimate(const af_config_t *cfg, int nranks, int rank, const af_k
             : 0.0;
     m->replicas = 8.0 * fmax(reps, 1.0) * T + edge_log + 2.0 * 8.0 * chunk * T + 2.0 * 8.0 * T +
                   sizeof(af_p2p_t) * 2.0 * AF_XFER_CHUNK + 8.0 * AF_XFER_SET +
-                  4.0 * 2.0 * AF_XFER_CHUNK + FABRIC_BYTES + sizeof(af_payload_t) * (flush + 1.0);
+                  4.0 * 2.0 * AF_XFER_CHUNK + FABRIC_BYTES + FABRIC_PER_RANK * R +
+                  sizeof(af_payload_t) * (flush + 1.0);
 
     if (rank == 0) {
         /* The aging model: six doubles, two int32, two int8 and two int64 per unit. */

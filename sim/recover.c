@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "../common/af_alloc.h"
+#include "backend.h"
 #include "reference.h"
 #include "run_internal.h"
 
@@ -34,7 +35,15 @@ typedef struct xfer_ops {
      * none). A batch is applied in list order: an item that reads or overwrites a slot an
      * earlier item of the same chunk writes or reads starts a new chunk (see transfer()). */
     void (*touches)(af_run_state_t *r, void *ctx, int64_t i, int64_t *reads, int64_t *writes);
+    /* Optional: whether item i takes a block to where it will be computed, so that its read-set
+     * (the two neighbour edges of the state the next compute reads) must go with it: CARRY_NONE,
+     * CARRY_XCHG (the source rank has them in its exchange, as the block's computing rank
+     * always does) or CARRY_LOG (from the edge log beside the block's replica); *block is the
+     * block. */
+    int (*carries)(af_run_state_t *r, void *ctx, int64_t i, int64_t *block);
 } xfer_ops_t;
+
+enum { CARRY_NONE = 0, CARRY_XCHG = 1, CARRY_LOG = 2 };
 
 /* The fabric that reaches the slots' memory: the device fabric (nccl) for device slots, the
  * host fabric for host slots (cpu backend); NULL when only staging can (cuda over mpi). */
@@ -115,6 +124,8 @@ static int64_t chunk_end(af_run_state_t *r, int64_t n, const xfer_ops_t *ops, vo
     return end;
 }
 
+static af_result_t carry_edges(af_run_state_t *r, int64_t n, const xfer_ops_t *ops, void *ctx);
+
 static af_result_t transfer(af_run_state_t *r, int64_t n, const xfer_ops_t *ops, void *ctx)
 {
     const int me = r->world.rank;
@@ -185,6 +196,117 @@ static af_result_t transfer(af_run_state_t *r, int64_t n, const xfer_ops_t *ops,
             }
         }
     }
+    return carry_edges(r, n, ops, ctx);
+}
+
+/* The edge log entry of logical step s beside replica i of this rank (the log keeps
+ * rep_log_depth steps: replica_interval with replay = local, the newest one with global). */
+static uint64_t *log_entry(const af_run_state_t *r, int64_t i, int64_t s)
+{
+    return r->rep_log + ((size_t)i * (size_t)r->rep_log_depth + (size_t)(s % r->rep_log_depth)) * 2;
+}
+
+/* Block b's read-set into this rank's exchange (and its device mirror, where the kernels read
+ * one): the right edge of b - 1 and the left edge of b + 1. */
+static af_result_t put_read_set(af_run_state_t *r, int64_t b, uint64_t left, uint64_t right)
+{
+    const int64_t B = r->B;
+    size_t il = (size_t)(2 * ((b + B - 1) % B) + 1);
+    size_t ir = (size_t)(2 * ((b + 1) % B));
+    r->xchg_prev[il] = left;
+    r->xchg_prev[ir] = right;
+    if (r->dxchg_prev != NULL) {
+        AF_CHECK(af_buf_copy(r->dxchg_prev + il, AF_MEM_DEVICE, &left, AF_MEM_HOST, sizeof left));
+        AF_CHECK(af_buf_copy(r->dxchg_prev + ir, AF_MEM_DEVICE, &right, AF_MEM_HOST, sizeof right));
+    }
+    return AF_OK;
+}
+
+/* The read-set of block b as this rank has it: from its exchange, or from the log beside b's
+ * replica (which this rank keeps), at the committed step. */
+static void get_read_set(const af_run_state_t *r, int how, int64_t b, uint64_t *left,
+                         uint64_t *right)
+{
+    const int64_t B = r->B;
+    if (how == CARRY_LOG) {
+        const uint64_t *e = log_entry(r, r->rep_off[b], r->state_step);
+        *left = e[0];
+        *right = e[1];
+    } else {
+        *left = r->xchg_prev[2 * ((b + B - 1) % B) + 1];
+        *right = r->xchg_prev[2 * ((b + 1) % B)];
+    }
+}
+
+/* After a batch of transfers: the blocks that changed rank take their read-sets with them, in
+ * triples (block, left, right), one message per pair of ranks and chunk. Without it the new
+ * rank would compute with edges it never received: the neighbour halo delivers each block's
+ * read-set to the rank that published the block, and only there. Not needed where the
+ * exchange is combined whole (nccl) or on one rank. */
+static af_result_t carry_edges(af_run_state_t *r, int64_t n, const xfer_ops_t *ops, void *ctx)
+{
+    const int me = r->world.rank;
+    const int R = r->world.size;
+    if (ops->carries == NULL || r->nccl != NULL || R == 1) {
+        return AF_OK;
+    }
+    int64_t *cs = r->halo_count;
+    int64_t *cr = r->halo_count2;
+    for (int64_t c0 = 0; c0 < n; c0 += AF_XFER_CHUNK) {
+        int64_t c1 = c0 + AF_XFER_CHUNK < n ? c0 + AF_XFER_CHUNK : n;
+        memset(cs, 0, sizeof(int64_t) * (size_t)R);
+        memset(cr, 0, sizeof(int64_t) * (size_t)R);
+        for (int64_t i = c0; i < c1; ++i) {
+            int64_t b = -1;
+            int src = 0;
+            int dst = 0;
+            int how = ops->carries(r, ctx, i, &b);
+            ops->ranks(r, ctx, i, &src, &dst);
+            if (how == CARRY_NONE || src < 0 || dst < 0) {
+                continue;
+            }
+            if (src == me && dst == me) {
+                if (how == CARRY_LOG) {
+                    uint64_t left = 0;
+                    uint64_t right = 0;
+                    get_read_set(r, how, b, &left, &right);
+                    AF_CHECK(put_read_set(r, b, left, right));
+                }
+                continue;
+            }
+            cs[dst] += src == me;
+            cr[src] += dst == me;
+        }
+        int64_t at = 0;
+        for (int q = 0; q < R; ++q) {
+            r->halo_at[q] = at;
+            at += cs[q];
+        }
+        for (int64_t i = c0; i < c1; ++i) {
+            int64_t b = -1;
+            int src = 0;
+            int dst = 0;
+            int how = ops->carries(r, ctx, i, &b);
+            ops->ranks(r, ctx, i, &src, &dst);
+            if (how == CARRY_NONE || src != me || dst < 0 || dst == me) {
+                continue;
+            }
+            uint64_t *t = r->carry_send + 3 * r->halo_at[dst]++;
+            t[0] = (uint64_t)b;
+            get_read_set(r, how, b, &t[1], &t[2]);
+        }
+        int64_t got = 0;
+        AF_CHECK(af_halo_post(r, r->carry_send, cs, r->carry_recv, cr, 3, &got));
+        for (int64_t i = 0; i < got; ++i) {
+            const uint64_t *t = r->carry_recv + 3 * i;
+            if (t[0] >= (uint64_t)r->B) {
+                af_error_set("carry: a read-set for block %llu of %lld", (unsigned long long)t[0],
+                             (long long)r->B);
+                return AF_ERR_INTERNAL;
+            }
+            AF_CHECK(put_read_set(r, (int64_t)t[0], t[1], t[2]));
+        }
+    }
     return AF_OK;
 }
 
@@ -230,20 +352,25 @@ af_result_t af_replicas_init(af_run_state_t *r)
         af_error_set("cannot allocate %lld replicas", (long long)r->n_reps);
         return AF_ERR_NOMEM;
     }
-    if (r->cfg.replay == AF_REPLAY_LOCAL) {
-        /* The replicas' neighbour-edge logs: replica_interval steps of two words each. */
-        r->rep_log = af_alloc(sizeof(uint64_t) * 2 * nrep * (size_t)r->cfg.replica_interval);
-        r->rep_blocks = af_alloc(sizeof(int32_t) * nrep);
-        r->replay_buf = af_alloc(sizeof(double) * (size_t)r->T);
-        if (r->rep_log == NULL || r->rep_blocks == NULL || r->replay_buf == NULL) {
-            af_error_set("cannot allocate the edge logs of %lld replicas (%lld steps each)",
-                         (long long)r->n_reps, (long long)r->cfg.replica_interval);
-            return AF_ERR_NOMEM;
-        }
-        for (int64_t b = 0; b < r->B; ++b) {
-            if (r->rep_rank[b] == r->world.rank) {
-                r->rep_blocks[r->rep_off[b]] = (int32_t)b;
-            }
+    /* Beside each replica, its block's read-sets: replica_interval steps of two words with
+     * replay = local (to replay from), the newest with global (what a restored block's new
+     * rank needs before its first compute). */
+    r->rep_log_depth = r->cfg.replay == AF_REPLAY_LOCAL ? r->cfg.replica_interval : 1;
+    r->rep_log = af_alloc(sizeof(uint64_t) * 2 * nrep * (size_t)r->rep_log_depth);
+    r->rep_blocks = af_alloc(sizeof(int32_t) * nrep);
+    r->replay_buf = af_alloc(sizeof(double) * (size_t)r->T);
+    r->rep_edges_in = af_alloc(sizeof(uint64_t) * 3 * nrep);
+    r->carry_send = af_alloc(sizeof(uint64_t) * 3 * AF_XFER_CHUNK);
+    r->carry_recv = af_alloc(sizeof(uint64_t) * 3 * AF_XFER_CHUNK);
+    if (r->rep_log == NULL || r->rep_blocks == NULL || r->replay_buf == NULL ||
+        r->rep_edges_in == NULL || r->carry_send == NULL || r->carry_recv == NULL) {
+        af_error_set("cannot allocate the edge logs of %lld replicas (%lld steps each)",
+                     (long long)r->n_reps, (long long)r->rep_log_depth);
+        return AF_ERR_NOMEM;
+    }
+    for (int64_t b = 0; b < r->B; ++b) {
+        if (r->rep_rank[b] == r->world.rank) {
+            r->rep_blocks[r->rep_off[b]] = (int32_t)b;
         }
     }
     return AF_OK;
@@ -271,7 +398,8 @@ static af_result_t store_write(af_run_state_t *r, void *ctx, int64_t b, const do
 
 af_result_t af_replicas_refresh(af_run_state_t *r)
 {
-    static const xfer_ops_t ops = {refresh_ranks, refresh_read, store_write, NULL, NULL, NULL};
+    static const xfer_ops_t ops = {refresh_ranks, refresh_read, store_write, NULL,
+                                   NULL,          NULL,         NULL};
     AF_CHECK(transfer(r, r->B, &ops, NULL));
     r->replica_step = r->state_step;
     for (int64_t b = 0; b < r->B; ++b) {
@@ -281,20 +409,77 @@ af_result_t af_replicas_refresh(af_run_state_t *r)
     return AF_OK;
 }
 
-void af_replicas_log_edges(af_run_state_t *r)
+/* Whether local slot s publishes its block (its unit is live and it is no twin). */
+static int slot_published(const af_run_state_t *r, int s)
 {
-    if (r->rep_log == NULL) {
-        return;
+    const af_kernels_t *k = r->k;
+    return k->slot_block[s] >= 0 && k->slot_mode[s] != AF_MODE_DEAD &&
+           k->slot_mode[s] != AF_MODE_SHADOW;
+}
+
+af_result_t af_replicas_log_edges(af_run_state_t *r)
+{
+    const int me = r->world.rank;
+    const int R = r->world.size;
+    const int64_t s = r->state_step;
+    if (r->nccl != NULL || R == 1) {
+        /* Every edge is in this rank's exchange. */
+        for (int64_t i = 0; i < r->n_reps; ++i) {
+            uint64_t *e = log_entry(r, i, s);
+            get_read_set(r, CARRY_XCHG, r->rep_blocks[i], &e[0], &e[1]);
+        }
+        return AF_OK;
     }
-    const int64_t B = r->B;
-    const size_t at = (size_t)(r->state_step % r->cfg.replica_interval);
-    const size_t I = (size_t)r->cfg.replica_interval;
+    /* The rank that computes a block has its read-set: it sends (block, left, right) to the
+     * block's replica rank, which expects one triple per replica whose block lives elsewhere. */
+    int64_t *cs = r->halo_count;
+    int64_t *cr = r->halo_count2;
+    memset(cs, 0, sizeof(int64_t) * (size_t)R);
+    memset(cr, 0, sizeof(int64_t) * (size_t)R);
+    for (int sl = 0; sl < r->n_local; ++sl) {
+        if (slot_published(r, sl)) {
+            int q = r->rep_rank[r->k->slot_block[sl]];
+            cs[q] += q != me;
+        }
+    }
     for (int64_t i = 0; i < r->n_reps; ++i) {
-        int64_t b = r->rep_blocks[i];
-        uint64_t *e = r->rep_log + ((size_t)i * I + at) * 2;
-        e[0] = r->xchg_prev[2 * ((b + B - 1) % B) + 1]; /* left neighbour's right edge */
-        e[1] = r->xchg_prev[2 * ((b + 1) % B)];         /* right neighbour's left edge */
+        int q = rank_of_slot(r, r->pl.block_slot[r->rep_blocks[i]]);
+        cr[q] += q != me;
     }
+    int64_t at = 0;
+    for (int q = 0; q < R; ++q) {
+        r->halo_at[q] = at;
+        at += cs[q];
+    }
+    for (int sl = 0; sl < r->n_local; ++sl) {
+        if (!slot_published(r, sl)) {
+            continue;
+        }
+        int64_t b = r->k->slot_block[sl];
+        int q = r->rep_rank[b];
+        if (q == me) {
+            uint64_t *e = log_entry(r, r->rep_off[b], s);
+            get_read_set(r, CARRY_XCHG, b, &e[0], &e[1]);
+            continue;
+        }
+        uint64_t *t = r->halo_send + 3 * r->halo_at[q]++;
+        t[0] = (uint64_t)b;
+        get_read_set(r, CARRY_XCHG, b, &t[1], &t[2]);
+    }
+    int64_t got = 0;
+    AF_CHECK(af_halo_post(r, r->halo_send, cs, r->rep_edges_in, cr, 3, &got));
+    for (int64_t i = 0; i < got; ++i) {
+        const uint64_t *t = r->rep_edges_in + 3 * i;
+        if (t[0] >= (uint64_t)r->B || r->rep_rank[t[0]] != me) {
+            af_error_set("replicas: read-set of block %llu, whose replica is not kept here",
+                         (unsigned long long)t[0]);
+            return AF_ERR_INTERNAL;
+        }
+        uint64_t *e = log_entry(r, r->rep_off[t[0]], s);
+        e[0] = t[1];
+        e[1] = t[2];
+    }
+    return AF_OK;
 }
 
 /* Items of a re-take: the blocks in r->items. */
@@ -325,7 +510,7 @@ af_result_t af_replicas_retake(af_run_state_t *r, int64_t *n_retaken)
             r->items[n++] = b;
         }
     }
-    static const xfer_ops_t ops = {retake_ranks, retake_read, retake_write, NULL, NULL, NULL};
+    static const xfer_ops_t ops = {retake_ranks, retake_read, retake_write, NULL, NULL, NULL, NULL};
     AF_CHECK(transfer(r, n, &ops, NULL));
     for (int64_t i = 0; i < n; ++i) {
         r->rep_step[r->items[i]] = r->state_step;
@@ -357,7 +542,8 @@ static af_result_t rollback_write(af_run_state_t *r, void *ctx, int64_t b, const
 
 af_result_t af_rollback(af_run_state_t *r)
 {
-    static const xfer_ops_t ops = {rollback_ranks, store_read, rollback_write, NULL, NULL, NULL};
+    static const xfer_ops_t ops = {rollback_ranks, store_read, rollback_write, NULL, NULL,
+                                   NULL,           NULL};
     AF_CHECK(transfer(r, r->B, &ops, NULL));
     r->n_replayed += r->state_step - r->replica_step;
     r->n_rollbacks++;
@@ -388,15 +574,13 @@ static af_result_t replica_state(af_run_state_t *r, int64_t b, double *buf)
 {
     AF_CHECK(store_read(r, NULL, b, buf));
     int64_t from = r->rep_step[b];
-    if (from >= r->state_step || r->rep_log == NULL) {
+    if (from >= r->state_step || r->cfg.replay != AF_REPLAY_LOCAL) {
         return AF_OK;
     }
-    const size_t I = (size_t)r->cfg.replica_interval;
-    const uint64_t *log = r->rep_log + (size_t)r->rep_off[b] * I * 2;
     double *cur = buf;
     double *next = r->replay_buf;
     for (int64_t s = from; s < r->state_step; ++s) {
-        const uint64_t *e = log + (size_t)(s % r->cfg.replica_interval) * 2;
+        const uint64_t *e = log_entry(r, r->rep_off[b], s);
         af_block_update(cur, next, (int)r->T, af_double(e[0]), af_double(e[1]), r->coeffs);
         double *t = cur;
         cur = next;
@@ -481,10 +665,25 @@ static void move_touches(af_run_state_t *r, void *vctx, int64_t i, int64_t *read
     *writes = restore && !c->restore_data ? -1 : m->to_slot;
 }
 
+/* A drain or retry takes its read-set from the block's rank; a restore with data from the log
+ * beside its replica. A restore without data (a rollback follows, and an exchange of the
+ * rolled-back state) takes nothing. */
+static int move_carries(af_run_state_t *r, void *vctx, int64_t i, int64_t *block)
+{
+    (void)r;
+    const move_ctx_t *c = vctx;
+    const af_move_t *m = &c->moves[i];
+    *block = m->block;
+    if (m->kind == AF_MOVE_RESTORE) {
+        return c->restore_data ? CARRY_LOG : CARRY_NONE;
+    }
+    return CARRY_XCHG;
+}
+
 af_result_t af_apply_moves(af_run_state_t *r, const af_move_t *moves, int64_t n, int restore_data)
 {
-    static const xfer_ops_t ops = {move_ranks, move_read,  move_write,
-                                   move_local, move_slots, move_touches};
+    static const xfer_ops_t ops = {move_ranks, move_read,    move_write,  move_local,
+                                   move_slots, move_touches, move_carries};
     move_ctx_t ctx = {moves, restore_data};
     AF_CHECK(transfer(r, n, &ops, &ctx));
     for (int64_t i = 0; i < n; ++i) {
@@ -541,6 +740,14 @@ static void twin_in_touches(af_run_state_t *r, void *ctx, int64_t i, int64_t *re
     twin_in_slots(r, ctx, i, reads, writes);
 }
 
+/* A twin computes its primary's block: the read-set goes from the primary's rank. */
+static int twin_in_carries(af_run_state_t *r, void *ctx, int64_t i, int64_t *block)
+{
+    (void)ctx;
+    *block = r->items[i];
+    return CARRY_XCHG;
+}
+
 /* A twin's home: the least-loaded HEALTHY unit with room (own device first); failing that,
  * another FADING unit than the primary's, whose independent corruption draws still make a
  * mismatch visible. */
@@ -570,8 +777,8 @@ af_result_t af_dmr_begin(af_run_state_t *r, const af_move_t *only, int64_t n_onl
         r->twin[b] = t;
         r->items[n++] = b;
     }
-    static const xfer_ops_t ops = {twin_in_ranks, twin_in_read,  twin_in_write,
-                                   twin_in_local, twin_in_slots, twin_in_touches};
+    static const xfer_ops_t ops = {twin_in_ranks, twin_in_read,    twin_in_write,  twin_in_local,
+                                   twin_in_slots, twin_in_touches, twin_in_carries};
     AF_CHECK(transfer(r, n, &ops, NULL));
     for (int64_t i = 0; i < n; ++i) {
         int64_t t = r->twin[r->items[i]];
@@ -620,7 +827,8 @@ static af_result_t twin_out_write(af_run_state_t *r, void *ctx, int64_t i, const
 
 af_result_t af_dmr_end(af_run_state_t *r, int64_t n)
 {
-    static const xfer_ops_t ops = {twin_out_ranks, twin_out_read, twin_out_write, NULL, NULL, NULL};
+    static const xfer_ops_t ops = {twin_out_ranks, twin_out_read, twin_out_write, NULL, NULL,
+                                   NULL,           NULL};
     AF_CHECK(transfer(r, n, &ops, NULL));
     for (int64_t i = 0; i < n; ++i) {
         int64_t t = r->twin[r->items[i]];
@@ -640,10 +848,8 @@ af_result_t af_dmr_end(af_run_state_t *r, int64_t n)
 af_result_t af_retry_fenced(af_run_state_t *r, int64_t *n_retried)
 {
     int64_t n = 0;
-    for (int64_t b = 0; b < r->B; ++b) {
-        if ((r->xchg_cur[4 * r->B + b] & 1U) == 0) {
-            continue;
-        }
+    for (int64_t i = 0; i < r->n_fenced; ++i) {
+        int32_t b = r->fenced[i];
         int32_t from = r->pl.block_slot[b];
         int64_t dev = af_slot_device(&r->pl, from);
         /* A healthy unit; with no healthy room left, another FADING unit than the one that

@@ -228,7 +228,7 @@ static af_result_t load_initial_state(run_t *r)
     AF_CHECK(af_exchange(r));
     AF_CHECK(af_exchange_swap(r));
     AF_CHECK(af_replicas_refresh(r));
-    af_replicas_log_edges(r);
+    AF_CHECK(af_replicas_log_edges(r));
     return AF_OK;
 }
 

@@ -1,6 +1,8 @@
 /* agefence run driver internals, shared by run.c (start-up, the loop, the verdict), step.c (one
- * step) and recover.c (data movement: slot control, moves, replicas, rollback, DMR twins,
- * retries). Calls go one way: run.c -> step.c -> recover.c (tests/layers.py checks it). */
+ * step), recover.c (data movement: slot control, moves, replicas, rollback, DMR twins,
+ * retries) and halo.c (what crosses ranks each step, and the fleet's figures). Calls go one
+ * way: run.c -> step.c -> recover.c -> halo.c, run.c and step.c also calling halo.c
+ * (tests/layers.py checks there is no cycle). */
 #ifndef AF_RUN_INTERNAL_H
 #define AF_RUN_INTERNAL_H
 
@@ -27,6 +29,7 @@ enum {
     CNT_UNVERIFIED,
     CNT_ALLOCS,
     CNT_COMMS,
+    CNT_HALO_BYTES, /* bytes this rank sent in the step's halos (edges, figures, fenced lists) */
     NCOUNTS
 };
 
@@ -81,6 +84,27 @@ typedef struct af_run_state {
     uint64_t *dxchg_prev;
     uint64_t *dxchg_cur;
     af_fabric_t *nccl; /* the device fabric for the halo (nccl), or NULL */
+    /* The halo (sim/halo.c): buffers for the neighbour edges of the blocks a rank can hold
+     * (halo_blocks = min(B, local slots)), counts and offsets per rank, the fenced blocks of
+     * this rank and (sorted) of every rank, and the figures' words. */
+    int64_t halo_blocks;
+    uint64_t *halo_send; /* 4 x halo_blocks words: (index, bits) pairs by peer */
+    uint64_t *halo_recv;
+    int64_t *halo_count;  /* ranks */
+    int64_t *halo_count2; /* ranks */
+    int64_t *halo_at;     /* ranks */
+    af_p2p_t *halo_p2p;   /* 2 x ranks */
+    int32_t *fenced_mine;
+    int32_t *fenced; /* B */
+    int64_t n_fenced;
+    int64_t *sum_words;
+    /* What the last exchange found over the fleet: the committed state's mass and energy
+     * (exact sums, the same bits on any number of ranks), its NaN/Inf values, and whether a
+     * rank was asked to stop (stop_mine: this rank's flag for the next exchange). */
+    double mass_now, energy_now;
+    int64_t leaked_now;
+    int64_t stop_mine;
+    int stop_now;
     char backend_why[200];
     /* The step graph (backend.graph): steady-state steps run as the backend's graph_run. While
      * it is on, the device exchange buffers stay where the graph was captured: a swap copies
@@ -147,8 +171,13 @@ typedef struct af_run_state {
      * left edge): entry (s % replica_interval) holds those of state s, so the block alone can
      * be replayed from its replica to the committed state. my replicas x interval x 2. */
     uint64_t *rep_log;
-    int32_t *rep_blocks; /* my replicas: the block of each (rep_off's inverse) */
-    double *replay_buf;  /* T doubles: the other half of a replay's two buffers */
+    int64_t rep_log_depth;  /* logical steps the log keeps: replica_interval (local) or 1 */
+    int32_t *rep_blocks;    /* my replicas: the block of each (rep_off's inverse) */
+    double *replay_buf;     /* T doubles: the other half of a replay's two buffers */
+    uint64_t *rep_edges_in; /* my replicas x 3: the read-sets their blocks' ranks send */
+    /* A batch's read-sets that go with blocks to other ranks: AF_XFER_CHUNK triples each way. */
+    uint64_t *carry_send;
+    uint64_t *carry_recv;
 
     /* Transfers. */
     double *stage_send; /* AF_XFER_CHUNK x T */
@@ -200,13 +229,27 @@ typedef struct af_run_state {
     int progress;
 } af_run_state_t;
 
-/* step.c */
-af_result_t af_step_init(af_run_state_t *r);
-/* Packs the committed state's halo, diagnostics, status and stop flag into xchg_cur and
- * combines it across ranks (through the device fabric when there is one). */
+/* halo.c */
+af_result_t af_halo_init(af_run_state_t *r);
+void af_halo_destroy(af_run_state_t *r);
+/* Packs the committed state's edges, diagnostics and status into xchg_cur and completes it:
+ * each published block's neighbours' edges from their ranks (or, over nccl, the whole vector
+ * combined on the device), and the fleet's figures (mass_now, energy_now, leaked_now,
+ * stop_now, the sorted fenced list). Collective. */
 af_result_t af_exchange(af_run_state_t *r);
+/* The same completion after the backend's step graph packed xchg_cur itself (and, with nccl,
+ * combined it); stop_flag is the flag word the graph was given. Collective. */
+af_result_t af_halo_after_graph(af_run_state_t *r, uint64_t stop_flag);
+/* Posts, to every rank q, send's cs[q] items (in rank order) and receives cr[q] items from
+ * it into recv (in rank order), items of `words` words; *got is the items received. One
+ * batch of point-to-point transfers (not collective). */
+af_result_t af_halo_post(af_run_state_t *r, uint64_t *send, const int64_t *cs, uint64_t *recv,
+                         const int64_t *cr, int words, int64_t *got);
 /* xchg_prev <-> xchg_cur, and their device mirrors (a copy while the step graph is on). */
 af_result_t af_exchange_swap(af_run_state_t *r);
+
+/* step.c */
+af_result_t af_step_init(af_run_state_t *r);
 /* Decides backend.graph for this run and, when on, prepares the backend's step graph over the
  * exchange buffers (start-up only; sets graph_on and graph_why). */
 af_result_t af_step_graph_init(af_run_state_t *r);
@@ -220,9 +263,10 @@ af_result_t af_step_log(af_run_state_t *r, int final);
 void af_slot_control(af_run_state_t *r, int64_t g);
 af_result_t af_replicas_init(af_run_state_t *r);
 af_result_t af_replicas_refresh(af_run_state_t *r);
-/* recovery.replay = local, after every committed step: the neighbour edges of the committed
- * state (xchg_prev) into the log beside each replica this rank keeps. */
-void af_replicas_log_edges(af_run_state_t *r);
+/* After every committed step: the read-set of each block at the committed state (the two
+ * neighbour edges its next step reads) into the log beside its replica, sent there by the
+ * block's rank. Collective. */
+af_result_t af_replicas_log_edges(af_run_state_t *r);
 /* recovery.replay = local: takes the replicas of live blocks whose replica is lost again from
  * their committed state (after the step's commit). Returns the number re-taken. */
 af_result_t af_replicas_retake(af_run_state_t *r, int64_t *n_retaken);

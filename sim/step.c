@@ -213,12 +213,14 @@ af_result_t af_step_init(af_run_state_t *r)
     if (r->world.rank == 0) {
         AF_CHECK(af_aging_init(&r->aging, &r->cfg, r->D));
     }
+    AF_CHECK(af_halo_init(r));
     AF_CHECK(af_replicas_init(r));
     return AF_OK;
 }
 
 void af_step_destroy(af_run_state_t *r)
 {
+    af_halo_destroy(r);
     af_free(r->xchg_prev);
     af_free(r->xchg_cur);
     if (r->dxchg_prev != NULL) {
@@ -241,6 +243,10 @@ void af_step_destroy(af_run_state_t *r)
     af_free(r->rep_log);
     af_free(r->rep_blocks);
     af_free(r->replay_buf);
+    af_free(r->rep_edges_in);
+    af_free(r->carry_send);
+    af_free(r->carry_recv);
+    r->rep_edges_in = r->carry_send = r->carry_recv = NULL;
     r->rep_store = r->replay_buf = NULL;
     r->rep_step = NULL;
     r->rep_log = NULL;
@@ -505,66 +511,6 @@ static af_result_t apply_plan(af_run_state_t *r)
     return AF_OK;
 }
 
-/* The exact all-reduce of xchg_cur over the host fabric, and the result back into the device
- * mirror when there is one (the mpi fabric with the cuda backend). */
-static af_result_t reduce_on_host(af_run_state_t *r)
-{
-    AF_CHECK(r->fab->ops->allreduce_max_u64(r->fab, r->xchg_cur, r->xlen));
-    if (r->dxchg_cur == NULL) {
-        return AF_OK;
-    }
-    return af_buf_copy(r->dxchg_cur, AF_MEM_DEVICE, r->xchg_cur, AF_MEM_HOST,
-                       sizeof(uint64_t) * r->xlen);
-}
-
-af_result_t af_exchange(af_run_state_t *r)
-{
-    const size_t len = r->xlen;
-    const size_t tail = len - af_xchg_len((int)r->B);
-    const uint64_t flag = af_stop_flag() ? 1 : 0;
-    if (r->dxchg_cur == NULL) {
-        AF_CHECK(r->k->ops->pack(r->k, r->xchg_cur));
-        r->xchg_cur[5 * r->B + AF_XCHG_STOP] = flag;
-        if (tail > 0) {
-            memcpy(r->xchg_cur + af_xchg_len((int)r->B), r->dev_words, tail * sizeof(uint64_t));
-        }
-        return reduce_on_host(r);
-    }
-    /* Device-resident exchange: pack there, set the flag there, combine over nccl on the
-     * device (or stage through the host for mpi), and keep a host copy for the coordinator. */
-    AF_CHECK(r->k->ops->pack(r->k, r->dxchg_cur));
-    AF_CHECK(af_buf_copy(r->dxchg_cur + 5 * r->B + AF_XCHG_STOP, AF_MEM_DEVICE, &flag, AF_MEM_HOST,
-                         sizeof flag));
-    if (tail > 0) {
-        AF_CHECK(af_buf_copy(r->dxchg_cur + af_xchg_len((int)r->B), AF_MEM_DEVICE, r->dev_words,
-                             AF_MEM_HOST, tail * sizeof(uint64_t)));
-    }
-    if (r->nccl != NULL) {
-        AF_CHECK(r->nccl->ops->allreduce_max_u64(r->nccl, r->dxchg_cur, len));
-        return af_buf_copy(r->xchg_cur, AF_MEM_HOST, r->dxchg_cur, AF_MEM_DEVICE,
-                           len * sizeof(uint64_t));
-    }
-    AF_CHECK(
-        af_buf_copy(r->xchg_cur, AF_MEM_HOST, r->dxchg_cur, AF_MEM_DEVICE, len * sizeof(uint64_t)));
-    return reduce_on_host(r);
-}
-
-af_result_t af_exchange_swap(af_run_state_t *r)
-{
-    uint64_t *t = r->xchg_prev;
-    r->xchg_prev = r->xchg_cur;
-    r->xchg_cur = t;
-    if (r->dxchg_prev != NULL && r->graph_on) {
-        /* The step graph reads and writes these two buffers, wherever the step is. */
-        return af_buf_copy(r->dxchg_prev, AF_MEM_DEVICE, r->dxchg_cur, AF_MEM_DEVICE,
-                           sizeof(uint64_t) * r->xlen);
-    }
-    t = r->dxchg_prev;
-    r->dxchg_prev = r->dxchg_cur;
-    r->dxchg_cur = t;
-    return AF_OK;
-}
-
 af_result_t af_step_graph_init(af_run_state_t *r)
 {
     r->graph_on = 0;
@@ -632,16 +578,6 @@ af_result_t af_step_graph_init(af_run_state_t *r)
 static const uint64_t *kernel_xchg(const af_run_state_t *r)
 {
     return r->dxchg_prev != NULL ? r->dxchg_prev : r->xchg_prev;
-}
-
-static int any_fenced(const af_run_state_t *r)
-{
-    for (int64_t b = 0; b < r->B; ++b) {
-        if ((r->xchg_cur[4 * r->B + b] & 1U) != 0) {
-            return 1;
-        }
-    }
-    return 0;
 }
 
 /* Containment after a compute pass over `flags`' slots: commit what is clean, count the rest.
@@ -720,7 +656,7 @@ static af_result_t graph_step(af_run_state_t *r, double *t_kernel)
     r->mine.phase[AF_PHASE_throttle_us] = throttle(r, af_now_us() - tc);
     AF_CHECK(contain(r, 0, 1));
     *t_kernel = af_now_us();
-    return r->gio.reduce == NULL ? reduce_on_host(r) : AF_OK;
+    return af_halo_after_graph(r, flags[AF_XCHG_STOP]);
 }
 
 /* Every rank: the slow events of this executed step set their units' base slowdown. */
@@ -908,7 +844,7 @@ af_result_t af_step(af_run_state_t *r, int *stop)
         if (r->plan.restart) {
             /* Every replica (the lost ones too) holds step 0 again, with its edges. */
             AF_CHECK(af_replicas_refresh(r));
-            af_replicas_log_edges(r);
+            AF_CHECK(af_replicas_log_edges(r));
         }
     }
     debug_scan(r, "moves");
@@ -947,7 +883,7 @@ af_result_t af_step(af_run_state_t *r, int *stop)
     /* Fenced blocks are retried within the step. */
     double t4 = af_now_us();
     double t_retry = 0.0;
-    for (int round = 0; any_fenced(r); ++round) {
+    for (int round = 0; r->n_fenced > 0; ++round) {
         if (round == AF_MAX_RETRY_ROUNDS) {
             /* Only FADING units were left to retry on, and they kept failing. */
             r->exhausted = 1;
@@ -1003,13 +939,9 @@ af_result_t af_step(af_run_state_t *r, int *stop)
     }
     /* An independent containment check: the owners count the NaN/Inf values of every committed
      * buffer when it is written, whatever the commit decision was. */
-    r->n_leaked = 0;
-    for (int64_t b = 0; b < r->B; ++b) {
-        int64_t bad = (int64_t)(r->xchg_cur[4 * r->B + b] >> 1);
-        r->n_leaked += bad;
-    }
+    r->n_leaked = r->leaked_now;
     r->leaked_total += r->n_leaked;
-    if (r->xchg_cur[5 * r->B + AF_XCHG_STOP] != 0) {
+    if (r->stop_now) {
         *stop = 1;
         r->stop_signal = 1;
     }
@@ -1031,7 +963,7 @@ af_result_t af_step(af_run_state_t *r, int *stop)
                 log_event(r, "replica", b, r->pl.block_slot[b], -1, r->state_step);
             }
         }
-        af_replicas_log_edges(r);
+        AF_CHECK(af_replicas_log_edges(r));
     }
     double t6 = af_now_us();
 
@@ -1046,20 +978,6 @@ af_result_t af_step(af_run_state_t *r, int *stop)
         *stop = 1;
     }
     return AF_OK;
-}
-
-/* Sums the logical-order block diagnostics of the last exchange into mass and energy. */
-static void diag_from_xchg(const af_run_state_t *r, double *mass, double *energy)
-{
-    double dx = af_config_dx(&r->cfg);
-    double m = 0.0;
-    double e = 0.0;
-    for (int64_t b = 0; b < r->B; ++b) {
-        m += af_double(r->xchg_prev[2 * r->B + b]);
-        e += af_double(r->xchg_prev[3 * r->B + b]);
-    }
-    *mass = m * dx;
-    *energy = e * dx;
 }
 
 /* Rank 0: the rows of `n` buffered steps get every rank's counters and phase times (gathered
@@ -1079,6 +997,7 @@ static af_result_t write_rows(af_run_state_t *r, int64_t n)
             row->sdc_undetected += p->count[CNT_SDC];
             row->unverified_commits += p->count[CNT_UNVERIFIED];
             row->allocs_after_init += p->count[CNT_ALLOCS];
+            row->halo_bytes += p->count[CNT_HALO_BYTES];
             row->comms_after_init += p->count[CNT_COMMS];
             for (int ph = 0; ph < AF_NPHASES; ++ph) {
                 r->phases[ph * R + q] = p->phase[ph];
@@ -1130,7 +1049,8 @@ af_result_t af_step_log(af_run_state_t *r, int final)
             row->step = r->tick;
             row->state_step = r->state_step;
             row->sim_hours = r->sim_hours;
-            diag_from_xchg(r, &row->mass, &row->energy);
+            row->mass = r->mass_now;
+            row->energy = r->energy_now;
             row->dead_units = r->plan.dead;
             row->fading_units = r->plan.fading;
             row->straggler_units = r->straggler_healthy;
