@@ -50,11 +50,13 @@ void af_memory_estimate(const af_config_t *cfg, int nranks, int rank, const af_k
     const double mv = sizeof(af_move_t);
     const double pf = sizeof(af_pfade_t);
 
-    /* Every unit and slot of the fleet: placement (slot_block, unit_load), health (unit_state,
-     * unit_p), the plan (changes, pfade and the broadcast body's share of them), throttling
-     * (unit_base, unit_deg, unit_stamp, slow_list) and the devices' words. */
-    m->fleet = 4.0 * units * C + 4.0 * units + 9.0 * units + 2.0 * chg * units + pf * units +
-               (2.0 * chg + pf) * units + 28.0 * units + 8.0 * (double)D + 8.0 * fmax(ldev, 1.0);
+    /* Every unit and slot of the fleet: placement (slot_block, unit_load, the list of changed
+     * units and its marks), health (unit_state, unit_p), the plan (changes, pfade and the
+     * broadcast body's share of them), throttling (unit_base, unit_deg, unit_stamp, slow_list)
+     * and the devices' words. */
+    m->fleet = 4.0 * units * C + 4.0 * units + 5.0 * units + 9.0 * units + 2.0 * chg * units +
+               pf * units + (2.0 * chg + pf) * units + 28.0 * units + 8.0 * (double)D +
+               8.0 * fmax(ldev, 1.0);
 
     /* Every block: block_slot, the two exchange vectors, the move list and the body's share of
      * it, the replica map (rep_rank, rep_off, rep_step), items and twins. */

@@ -46,9 +46,14 @@ void af_placement_destroy(af_placement_t *p)
     af_free(p->block_slot);
     af_free(p->slot_block);
     af_free(p->unit_load);
+    af_free(p->changed);
+    af_free(p->changed_mark);
     p->block_slot = NULL;
     p->slot_block = NULL;
     p->unit_load = NULL;
+    p->changed = NULL;
+    p->changed_mark = NULL;
+    p->n_changed = 0;
 }
 
 af_result_t af_placement_init(af_placement_t *p, int64_t devices, int64_t units, int64_t blocks,
@@ -69,7 +74,10 @@ af_result_t af_placement_init(af_placement_t *p, int64_t devices, int64_t units,
     p->block_slot = af_alloc(sizeof(int32_t) * (size_t)blocks);
     p->slot_block = af_alloc(sizeof(int32_t) * (size_t)nslots);
     p->unit_load = af_alloc(sizeof(int32_t) * (size_t)(devices * units));
-    if (!p->block_slot || !p->slot_block || !p->unit_load) {
+    p->changed = af_alloc(sizeof(int32_t) * (size_t)(devices * units));
+    p->changed_mark = af_alloc((size_t)(devices * units));
+    p->n_changed = 0;
+    if (!p->block_slot || !p->slot_block || !p->unit_load || !p->changed || !p->changed_mark) {
         af_placement_destroy(p);
         af_error_set("placement: cannot allocate the tables for %lld slots", (long long)nslots);
         return AF_ERR_NOMEM;
@@ -92,16 +100,35 @@ af_result_t af_placement_init(af_placement_t *p, int64_t devices, int64_t units,
     return AF_OK;
 }
 
+/* Lists a unit whose load changed, once: the mark makes the list at most D*U long. */
+static void mark_changed(af_placement_t *p, int64_t unit)
+{
+    if (!p->changed_mark[unit]) {
+        p->changed_mark[unit] = 1;
+        p->changed[p->n_changed++] = (int32_t)unit;
+    }
+}
+
 void af_placement_move(af_placement_t *p, int32_t block, int32_t dst_slot)
 {
     int32_t src = p->block_slot[block];
     if (src >= 0) {
         p->slot_block[src] = -1;
         p->unit_load[af_slot_unit(p, src)]--;
+        mark_changed(p, af_slot_unit(p, src));
     }
     p->slot_block[dst_slot] = block;
     p->block_slot[block] = dst_slot;
     p->unit_load[af_slot_unit(p, dst_slot)]++;
+    mark_changed(p, af_slot_unit(p, dst_slot));
+}
+
+void af_placement_changed_clear(af_placement_t *p)
+{
+    for (int64_t i = 0; i < p->n_changed; ++i) {
+        p->changed_mark[p->changed[i]] = 0;
+    }
+    p->n_changed = 0;
 }
 
 int32_t af_placement_free_slot(const af_placement_t *p, int64_t unit)
@@ -146,6 +173,22 @@ af_result_t af_placement_check(const af_placement_t *p)
                          p->unit_load[u]);
             return AF_ERR_INTERNAL;
         }
+    }
+    /* The list of changed units: each listed unit marked, and as many marks as entries. */
+    int64_t marked = 0;
+    for (int64_t u = 0; u < p->devices * p->units; ++u) {
+        marked += p->changed_mark[u] != 0;
+    }
+    for (int64_t i = 0; i < p->n_changed; ++i) {
+        if (!p->changed_mark[p->changed[i]]) {
+            af_error_set("placement: unit %d is listed as changed but not marked", p->changed[i]);
+            return AF_ERR_INTERNAL;
+        }
+    }
+    if (marked != p->n_changed) {
+        af_error_set("placement: %lld units marked as changed, %lld listed", (long long)marked,
+                     (long long)p->n_changed);
+        return AF_ERR_INTERNAL;
     }
     return AF_OK;
 }

@@ -25,6 +25,12 @@ typedef struct af_placement {
     int32_t *block_slot; /* B entries: global slot of each block */
     int32_t *slot_block; /* D*U*C entries: block in each slot, -1 when empty */
     int32_t *unit_load;  /* D*U entries: occupied slots of each unit */
+    /* The units whose unit_load af_placement_move changed since the list was last emptied,
+     * each once, in the order of their first change: the aging model reads the loads of these
+     * alone. Whoever consumes the list empties it (af_placement_changed_clear). */
+    int32_t *changed; /* D*U entries at most */
+    int64_t n_changed;
+    uint8_t *changed_mark; /* D*U entries: 1 while the unit is on the list */
 } af_placement_t;
 
 /* C = next_pow2(ceil(B / (D*U*(1 - max_blackout)))): the power-of-two bucket that holds every
@@ -61,8 +67,13 @@ static inline int af_slot_local(const af_placement_t *p, int64_t g)
 }
 int64_t af_placement_local_slots(const af_placement_t *p);
 
-/* Moves a block into an empty slot, keeping both tables and the loads consistent. */
+/* Moves a block into an empty slot, keeping both tables and the loads consistent; lists the
+ * source and destination units as changed. (A DMR twin's reservation, which raises a unit's
+ * load and lowers it again within one step, writes unit_load directly and is not listed: the
+ * loads the model sees from one step to the next do not include it.) */
 void af_placement_move(af_placement_t *p, int32_t block, int32_t dst_slot);
+/* Empties the list of changed units (O(listed units)). */
+void af_placement_changed_clear(af_placement_t *p);
 /* First free (not reserved) slot of a unit, or -1. */
 int32_t af_placement_free_slot(const af_placement_t *p, int64_t unit);
 

@@ -1,5 +1,6 @@
 /* Unit tests of sim/placement: the static capacity formula, the split of the fleet over ranks,
- * the initial placement and moves between preallocated slots. */
+ * the initial placement, moves between preallocated slots and the list of units whose load
+ * changed. */
 #include "sim/placement.h"
 
 #include <stdarg.h>
@@ -319,6 +320,86 @@ static void test_free_slot_of_a_full_unit_is_none_and_check_catches_corruption(v
     af_placement_destroy(&p);
 }
 
+/* The list of changed units: empty at start, each unit a move touches listed once until the
+ * list is emptied, a DMR-style reservation (unit_load written directly, up and down) not
+ * listed, and over random moves every unit whose load differs from what it was when the list
+ * was last emptied is on it. */
+static void test_moves_list_each_changed_unit_once(void **state)
+{
+    (void)state;
+    af_placement_t p;
+    memset(&p, 0, sizeof p);
+    assert_int_equal(af_placement_init(&p, 3, 4, 20, 0.5, 1, 0), AF_OK);
+    const int64_t units = p.devices * p.units;
+    assert_int_equal(p.n_changed, 0);
+    for (int64_t u = 0; u < units; ++u) {
+        assert_int_equal(p.changed_mark[u], 0);
+    }
+    /* Block 0 starts on unit 0: a move to unit 5 lists 0 and 5; a move back lists nothing new
+     * (both loads are as they were, but listing them is allowed: the reader compares). */
+    assert_int_equal(af_slot_unit(&p, p.block_slot[0]), 0);
+    af_placement_move(&p, 0, af_placement_free_slot(&p, 5));
+    assert_int_equal(p.n_changed, 2);
+    assert_int_equal(p.changed[0], 0);
+    assert_int_equal(p.changed[1], 5);
+    af_placement_move(&p, 0, af_placement_free_slot(&p, 0));
+    assert_int_equal(p.n_changed, 2);
+    assert_int_equal(af_placement_check(&p), AF_OK);
+    /* A move within one unit lists it once. */
+    af_placement_changed_clear(&p);
+    assert_int_equal(p.n_changed, 0);
+    assert_int_equal(p.changed_mark[0], 0);
+    assert_int_equal(p.changed_mark[5], 0);
+    af_placement_move(&p, 0, af_placement_free_slot(&p, 0));
+    assert_int_equal(p.n_changed, 1);
+    assert_int_equal(p.changed[0], 0);
+    af_placement_changed_clear(&p);
+    /* A reservation that is released within the step is not a change. */
+    int32_t t = af_placement_free_slot(&p, 7);
+    p.slot_block[t] = AF_SLOT_RESERVED;
+    p.unit_load[7]++;
+    p.slot_block[t] = AF_SLOT_FREE;
+    p.unit_load[7]--;
+    assert_int_equal(p.n_changed, 0);
+    assert_int_equal(af_placement_check(&p), AF_OK);
+
+    int32_t *seen = malloc(sizeof(int32_t) * (size_t)units);
+    assert_non_null(seen);
+    memcpy(seen, p.unit_load, sizeof(int32_t) * (size_t)units);
+    uint64_t rng = 0x243f6a8885a308d3ULL;
+    for (int i = 0; i < 4000; ++i) {
+        int32_t b = (int32_t)(next_random(&rng) % (uint64_t)p.blocks);
+        int64_t unit = (int64_t)(next_random(&rng) % (uint64_t)units);
+        int32_t dst = af_placement_free_slot(&p, unit);
+        if (dst >= 0) {
+            af_placement_move(&p, b, dst);
+        }
+        if (i % 7 == 6) {
+            for (int64_t u = 0; u < units; ++u) {
+                if (p.unit_load[u] != seen[u]) {
+                    assert_int_equal(p.changed_mark[u], 1);
+                }
+            }
+            for (int64_t k = 0; k < p.n_changed; ++k) {
+                for (int64_t j = 0; j < k; ++j) {
+                    assert_int_not_equal(p.changed[j], p.changed[k]);
+                }
+            }
+            assert_true(p.n_changed <= units);
+            assert_int_equal(af_placement_check(&p), AF_OK);
+            af_placement_changed_clear(&p);
+            memcpy(seen, p.unit_load, sizeof(int32_t) * (size_t)units);
+        }
+    }
+    /* A mark without its entry is caught. */
+    af_placement_changed_clear(&p);
+    p.changed_mark[3] = 1;
+    assert_int_equal(af_placement_check(&p), AF_ERR_INTERNAL);
+    p.changed_mark[3] = 0;
+    free(seen);
+    af_placement_destroy(&p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -331,6 +412,7 @@ int main(void)
         cmocka_unit_test(test_initial_placement_is_independent_of_ranks),
         cmocka_unit_test(test_random_moves_into_free_slots_keep_the_invariants),
         cmocka_unit_test(test_free_slot_of_a_full_unit_is_none_and_check_catches_corruption),
+        cmocka_unit_test(test_moves_list_each_changed_unit_once),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
