@@ -1,7 +1,8 @@
 /* agefence memory budget (see memory.h). The sizes follow the allocations of start-up one by
- * one (sim/placement.c, sim/step.c, sim/recover.c, sim/aging.c, sim/straggler.c, sim/log.c,
- * sim/run.c) and of the verdict (sim/run.c, sim/reference.c); tests/memory.sh compares the sum
- * with what the allocator really held and with the process's peak resident memory. */
+ * one (sim/placement.c, sim/step.c, sim/recover.c, sim/aging.c, sim/evq.c, sim/straggler.c,
+ * sim/log.c, sim/run.c) and of the verdict (sim/run.c, sim/reference.c); tests/memory.sh
+ * compares the sum with what the allocator really held and with the process's peak resident
+ * memory. */
 #include "memory.h"
 
 #include <math.h>
@@ -10,6 +11,7 @@
 
 #include "../common/log_schema.h"
 #include "coord.h"
+#include "evq.h"
 #include "placement.h"
 #include "run_internal.h"
 
@@ -91,8 +93,12 @@ void af_memory_estimate(const af_config_t *cfg, int nranks, int rank, const af_k
                   sizeof(af_payload_t) * (flush + 1.0);
 
     if (rank == 0) {
-        /* The aging model: six doubles, two int32, two int8 and two int64 per unit. */
-        double aging = 74.0 * units;
+        /* The aging model: per unit six doubles (lifetime, sudden, offset, base age, rate,
+         * temperature), three int64 (base step, fade and death steps), two int32 (rate load,
+         * fading list) and two int8 (state, cause), and its event queue (a 16-byte heap entry
+         * and a 4-byte position). */
+        double aging =
+            (6.0 * 8.0 + 3.0 * 8.0 + 2.0 * 4.0 + 2.0 + sizeof(af_evq_entry_t) + 4.0) * units;
         double strag = cfg->straggler_detect ? 57.0 * (double)D + 4.0 * units : 0.0;
         double log = LOG_STRUCT_BYTES + sizeof(af_step_row_t) * flush +
                      8.0 * flush * AF_NPHASES * R + 8.0 * flush + 8.0 * flush * R +

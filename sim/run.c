@@ -555,13 +555,21 @@ static af_result_t write_units(run_t *r)
 {
     const af_aging_t *a = &r->aging;
     size_t n = (size_t)r->units;
-    int64_t *iv = malloc(sizeof(int64_t) * n);
-    if (iv == NULL) {
+    /* One buffer of 8-byte values, the ages first, then the integer columns. */
+    void *buf = malloc(sizeof(int64_t) * n);
+    if (buf == NULL) {
         return AF_ERR_NOMEM;
     }
+    double *ages = buf;
+    int64_t *iv = buf;
     af_result_t rc = AF_OK;
     AF_CHECK_GOTO(af_log_write_f64(r->log, "/units/lifetime_hours", a->lifetime_h, n), rc, out);
-    AF_CHECK_GOTO(af_log_write_f64(r->log, "/units/age_hours", a->age_h, n), rc, out);
+    /* The model keeps each unit's linear segment, not its age: the age at the last step (at
+     * the death step for the dead) comes from the segment. */
+    for (size_t u = 0; u < n; ++u) {
+        ages[u] = af_aging_age_h(a, (int64_t)u);
+    }
+    AF_CHECK_GOTO(af_log_write_f64(r->log, "/units/age_hours", ages, n), rc, out);
     AF_CHECK_GOTO(af_log_write_f64(r->log, "/units/temperature_K", a->temp_k, n), rc, out);
     AF_CHECK_GOTO(af_log_write_i64(r->log, "/units/fade_step", a->fade_step, n), rc, out);
     AF_CHECK_GOTO(af_log_write_i64(r->log, "/units/death_step", a->death_step, n), rc, out);
@@ -581,7 +589,7 @@ static af_result_t write_units(run_t *r)
                                   "0 alive, 1 wear-out, 2 sudden, 3 scripted"),
                   rc, out);
 out:
-    free(iv);
+    free(buf);
     return rc;
 }
 

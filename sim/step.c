@@ -93,6 +93,27 @@ static void debug_scan(af_run_state_t *r, const char *phase)
     }
 }
 
+/* AGEFENCE_DEBUG=agingloads: after each step of the aging model, report the live units whose
+ * rate was computed for another load than the placement holds, which would mean a load change
+ * that the list of changed units missed (0 when the model saw the loads a visit of every unit
+ * would have seen). O(units) per step: a check, not a mode to run at scale. */
+static void debug_aging_loads(af_run_state_t *r)
+{
+    static int on = -1;
+    if (on < 0) {
+        const char *d = getenv("AGEFENCE_DEBUG");
+        on = d != NULL && strstr(d, "agingloads") != NULL;
+    }
+    if (!on) {
+        return;
+    }
+    int64_t stale = af_aging_stale_loads(&r->aging, r->pl.unit_load);
+    if (stale != 0) {
+        fprintf(stderr, "agefence: agingloads: tick %lld: %lld live units age at a stale load\n",
+                (long long)r->tick, (long long)stale);
+    }
+}
+
 static void log_event(af_run_state_t *r, const char *kind, int64_t block, int64_t from_slot,
                       int64_t to_slot, int64_t detail)
 {
@@ -212,6 +233,10 @@ af_result_t af_step_init(af_run_state_t *r)
     }
     if (r->world.rank == 0) {
         AF_CHECK(af_aging_init(&r->aging, &r->cfg, r->D));
+        /* Every unit's first rate and prediction, from the initial placement, here rather than
+         * in the first step: the loop's first tick is tick + 1 (af_step counts it before it
+         * plans), and what moves before then is on the placement's list of changed units. */
+        af_aging_start(&r->aging, &r->cfg, r->tick + 1, r->pl.unit_load, r->C);
     }
     AF_CHECK(af_halo_init(r));
     AF_CHECK(af_replicas_init(r));
@@ -346,7 +371,12 @@ static void plan(af_run_state_t *r)
     memset(h, 0, sizeof *h);
     h->step = r->tick;
     h->rollback_to = -1;
-    int64_t nc = af_aging_step(&r->aging, &r->cfg, r->tick, r->pl.unit_load, r->C, r->changes);
+    /* The model re-reads the loads of the units the placement listed since the last step
+     * (moves of the last plan, retries, restores, undone plans), and no other. */
+    int64_t nc = af_aging_step(&r->aging, &r->cfg, r->tick, r->pl.unit_load, r->pl.changed,
+                               r->pl.n_changed, r->C, r->changes);
+    af_placement_changed_clear(&r->pl);
+    debug_aging_loads(r);
     for (int64_t i = 0; i < nc; ++i) {
         r->unit_state[r->changes[i].unit] = r->changes[i].state;
     }
@@ -794,9 +824,12 @@ af_result_t af_step(af_run_state_t *r, int *stop)
     slow_events(r);
     lose_replicas(r);
 
-    /* 1. Coordinator. */
+    /* 1. Coordinator. Only rank 0 holds the aging model, which consumes the placement's list
+     * of changed units; the other ranks apply the same moves and drop their list here. */
     if (r->world.rank == 0) {
         plan(r);
+    } else {
+        af_placement_changed_clear(&r->pl);
     }
     AF_CHECK(broadcast_plan(r));
     AF_CHECK(apply_plan(r));
