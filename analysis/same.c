@@ -26,7 +26,7 @@ static const char *const NOT_COMPARED[] = {"end_time",
 
 /* /steps columns that describe the launch rather than the run: the bytes the ranks sent each
  * other follow where the blocks live, which the number of ranks decides. */
-static const char *const STEPS_NOT_COMPARED[] = {"halo_bytes"};
+static const char *const STEPS_NOT_COMPARED[] = {"halo_bytes", "replica_log_bytes"};
 
 typedef struct names {
     int n;

@@ -16,7 +16,7 @@
 #include "../sim/run.h"
 
 #define AF_BENCH_MAX_SERIES 64
-#define AF_BENCH_MAX_RATIOS 32
+#define AF_BENCH_MAX_RATIOS 64
 
 typedef struct af_bench_series {
     char name[64];

@@ -219,25 +219,48 @@ const af_bench_def_t af_bench_log = {
 
 /* ---- scale ----------------------------------------------------------------------------------- */
 
-static af_result_t bench_scale(af_bench_ctx_t *b)
+/* One fleet of the sweep: devices x 8 units, one block of 16 cells per device, one simulated
+ * hour a step, and the same sudden-failure rate per unit-hour in every fleet: 2e-7, so about
+ * 1.6 sudden deaths a step at 10^6 devices (8 million units) and 0.016 at 10^4. The capacity is
+ * sized for the design's 85% blackout (one slot per unit); replicas every 20 steps. */
+typedef struct scale_fleet {
+    int64_t devices;
+    int64_t steps;
+    /* Measured, rank 0. */
+    double steps_per_s;
+    double coord_p50, coord_p99;
+    double halo_bytes_per_rank_step;
+    double log_bytes_per_rank_step;
+    double rss_per_rank, alloc_per_rank, alloc_per_device;
+    int64_t replayed_blocks, rollbacks, restores, sudden, executed;
+} scale_fleet_t;
+
+static af_result_t scale_one(af_bench_ctx_t *b, scale_fleet_t *f, int index)
 {
     char log[600];
-    af_bench_log_path(b, "scale", log, sizeof log);
-    /* 100,000 virtual devices x 8 units; two small blocks per device. One simulated hour per
-     * step: at 800,000 units the default 100 hours would kill ~8 units a step by sudden failure
-     * alone, faster than replicas every 10 steps can absorb (every death a rollback). */
-    const char *full[] = {"scenario.devices=100000", "scenario.units_per_device=8",
-                          "scenario.blocks=200000",  "scenario.block_len=8",
-                          "scenario.steps=40",       "workload.dt=1e-13",
-                          "log.flush_interval=10",   "recovery.replica_interval=10",
-                          "event.1.step=10",         "aging.sim_hours_per_step=1"};
-    const char *quick[] = {"scenario.devices=2000", "scenario.units_per_device=8",
-                           "scenario.blocks=4000",  "scenario.block_len=8",
-                           "scenario.steps=20",     "workload.dt=1e-11",
-                           "log.flush_interval=10", "recovery.replica_interval=10",
-                           "event.1.step=10",       "aging.sim_hours_per_step=1"};
+    char what[32];
+    snprintf(what, sizeof what, "scale%d", index);
+    af_bench_log_path(b, what, log, sizeof log);
+    char sets[8][64];
+    snprintf(sets[0], sizeof sets[0], "scenario.devices=%lld", (long long)f->devices);
+    snprintf(sets[1], sizeof sets[1], "scenario.blocks=%lld", (long long)f->devices);
+    snprintf(sets[2], sizeof sets[2], "scenario.steps=%lld", (long long)f->steps);
+    snprintf(sets[3], sizeof sets[3], "event.1.step=%lld", (long long)(f->steps / 2));
+    const char *extra[] = {sets[0],
+                           sets[1],
+                           sets[2],
+                           sets[3],
+                           "scenario.units_per_device=8",
+                           "scenario.block_len=16",
+                           "scenario.max_blackout=0.85",
+                           "workload.dt=auto",
+                           "aging.sim_hours_per_step=1",
+                           "aging.sudden_rate_per_hour=2e-7",
+                           "recovery.replica_interval=20",
+                           "log.flush_interval=50"};
     double wall = 0;
-    AF_CHECK(af_bench_run_scenario(b, b->quick ? quick : full, 10, log, NULL, NULL, &wall));
+    AF_CHECK(af_bench_run_scenario(b, extra, (int)(sizeof extra / sizeof extra[0]), log, NULL, NULL,
+                                   &wall));
     if (b->world.rank != 0 || b->invalid) {
         return AF_OK;
     }
@@ -247,53 +270,176 @@ static af_result_t bench_scale(af_bench_ctx_t *b)
         af_error_set("%s", err);
         return AF_ERR_IO;
     }
-    int64_t devices = 0;
-    int64_t steps = 0;
-    double bytes = 0;
-    af_logfile_attr_i64(&lf, "/", "devices", &devices);
-    af_logfile_attr_i64(&lf, "/final", "steps_completed", &steps);
-    af_logfile_attr_f64(&lf, "/", "state_bytes_static", &bytes);
-    double alloc_peak = 0;
-    double rss_peak = 0;
-    double budget = 0;
-    af_logfile_attr_f64(&lf, "/final", "alloc_peak_bytes", &alloc_peak);
-    af_logfile_attr_f64(&lf, "/final", "rss_peak_bytes", &rss_peak);
-    af_logfile_attr_f64(&lf, "/final", "memory_budget_peak_bytes", &budget);
+    int64_t ranks = 1;
+    int64_t units = 0;
+    double rss = 0;
+    double alloc = 0;
+    af_logfile_attr_i64(&lf, "/", "ranks", &ranks);
+    af_logfile_attr_i64(&lf, "/final", "steps_completed", &f->executed);
+    af_logfile_attr_i64(&lf, "/final", "replayed_blocks_total", &f->replayed_blocks);
+    af_logfile_attr_i64(&lf, "/final", "rollbacks_total", &f->rollbacks);
+    af_logfile_attr_i64(&lf, "/final", "moves_restore_total", &f->restores);
+    af_logfile_attr_f64(&lf, "/final", "rss_peak_bytes", &rss);
+    af_logfile_attr_f64(&lf, "/final", "alloc_peak_bytes", &alloc);
+    int rank = 0;
+    int64_t dims[2] = {0, 0};
+    af_result_t rc = af_logfile_shape(&lf, "/units/cause", &rank, dims);
+    units = dims[0];
+    int64_t *cause = rc == AF_OK ? malloc(sizeof(int64_t) * (size_t)(units > 0 ? units : 1)) : NULL;
+    int64_t n = f->executed;
+    double *halo = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
+    double *logb = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
+    if (rc == AF_OK && (cause == NULL || halo == NULL || logb == NULL)) {
+        rc = AF_ERR_NOMEM;
+    }
+    if (rc == AF_OK) {
+        rc = af_logfile_read_i64(&lf, "/units/cause", cause, (size_t)units);
+    }
+    if (rc == AF_OK) {
+        rc = af_logfile_read_f64(&lf, "/steps/halo_bytes", halo, (size_t)n);
+    }
+    if (rc == AF_OK) {
+        rc = af_logfile_read_f64(&lf, "/steps/replica_log_bytes", logb, (size_t)n);
+    }
     af_logfile_close(&lf);
+    f->sudden = 0;
+    double hsum = 0;
+    double lsum = 0;
+    if (rc == AF_OK) {
+        for (int64_t u = 0; u < units; ++u) {
+            f->sudden += cause[u] == 2;
+        }
+        for (int64_t s = 0; s < n; ++s) {
+            hsum += halo[s];
+            lsum += logb[s];
+        }
+    }
+    free(cause);
+    free(halo);
+    free(logb);
+    if (rc != AF_OK) {
+        af_error_set("%s: cannot read /units/cause, /steps/halo_bytes or replica_log_bytes", log);
+        return rc;
+    }
     double *st = NULL;
     double *co = NULL;
-    int64_t n = 0;
-    AF_CHECK(af_bench_phase_max(log, "step_us", &st, &n));
-    af_result_t rc = af_bench_phase_max(log, "coord_us", &co, &n);
+    int64_t rows = 0;
+    AF_CHECK(af_bench_phase_max(log, "step_us", &st, &rows));
+    /* Rank 0's coordinator phase: the aging model, the plan and the broadcast it roots. The
+     * other ranks' coord_us also holds their wait for rank 0 at the step's first collective. */
+    rc = af_bench_phase_rank(log, "coord_us", 0, &co, &rows);
+    char name[64];
     if (rc == AF_OK) {
-        rc = af_bench_add(b, "step_us", "us", st, (int)n);
+        snprintf(name, sizeof name, "step_us.%lld", (long long)f->devices);
+        rc = af_bench_add(b, name, "us", st, (int)rows);
     }
     if (rc == AF_OK) {
-        rc = af_bench_add(b, "coord_us", "us", co, (int)n);
+        snprintf(name, sizeof name, "coord_us.rank0.%lld", (long long)f->devices);
+        rc = af_bench_add(b, name, "us", co, (int)rows);
     }
-    double sum = 0;
-    for (int64_t s = 0; s < n; ++s) {
-        sum += st[s];
+    if (rc == AF_OK) {
+        double sum = 0;
+        for (int64_t s = 0; s < rows; ++s) {
+            sum += st[s];
+        }
+        af_stats_t c = af_stats_of(co, (int)rows);
+        f->steps_per_s = sum > 0 ? (double)rows / (sum * 1e-6) : 0;
+        f->coord_p50 = c.p50;
+        f->coord_p99 = c.p99;
+        f->halo_bytes_per_rank_step = n > 0 ? hsum / (double)n / (double)ranks : 0;
+        f->log_bytes_per_rank_step = n > 0 ? lsum / (double)n / (double)ranks : 0;
+        f->rss_per_rank = rss;
+        f->alloc_per_rank = alloc;
+        f->alloc_per_device = alloc * (double)ranks / (double)f->devices;
+        af_bench_note(b,
+                      "%lld devices: %lld executed steps for %lld, %lld sudden deaths, %lld "
+                      "restores (%lld replayed alone), %lld rollbacks, %.1f s wall; log %s",
+                      (long long)f->devices, (long long)f->executed, (long long)f->steps,
+                      (long long)f->sudden, (long long)f->restores, (long long)f->replayed_blocks,
+                      (long long)f->rollbacks, wall, log);
     }
-    af_bench_ratio(b, "devices", (double)devices, 0, 0, 1);
-    af_bench_ratio(b, "steps per second (steps / sum of step_us)", sum > 0 ? n / (sum * 1e-6) : 0,
-                   0, 0, 1);
-    af_bench_ratio(b, "state bytes per virtual device", bytes / (double)devices, 0, 0, 1);
-    /* The largest rank's: agefence's own allocations at their peak, the memory budget, and the
-     * process's peak resident memory (libraries and MPI included), per rank and per device. */
-    af_bench_ratio(b, "allocated bytes per rank (peak, largest rank)", alloc_peak, 0, 0, 1);
-    af_bench_ratio(b, "budgeted bytes per rank (start-up and verdict)", budget, 0, 0, 1);
-    af_bench_ratio(b, "resident bytes per rank (peak, largest rank)", rss_peak, 0, 0, 1);
-    af_bench_ratio(b, "allocated bytes per device (largest rank x ranks / devices)",
-                   alloc_peak * (double)b->world.size / (double)devices, 0, 0, 1);
-    af_bench_note(b,
-                  "%lld steps of a %lld-device fleet in %.1f s wall (start-up and verdict "
-                  "included); run log %s",
-                  (long long)steps, (long long)devices, wall, log);
     free(st);
     free(co);
     return rc;
 }
 
+static af_result_t bench_scale(af_bench_ctx_t *b)
+{
+    enum { NF = 3 };
+    scale_fleet_t full[NF];
+    scale_fleet_t quick[NF];
+    memset(full, 0, sizeof full);
+    memset(quick, 0, sizeof quick);
+    const int64_t full_size[NF][2] = {{10000, 400}, {100000, 200}, {1000000, 60}};
+    const int64_t quick_size[NF][2] = {{500, 40}, {2000, 40}, {8000, 40}};
+    for (int i = 0; i < NF; ++i) {
+        full[i].devices = full_size[i][0];
+        full[i].steps = full_size[i][1];
+        quick[i].devices = quick_size[i][0];
+        quick[i].steps = quick_size[i][1];
+    }
+    scale_fleet_t *f = b->quick ? quick : full;
+    for (int i = 0; i < NF; ++i) {
+        af_bench_progress(b, "scale", i, NF);
+        AF_CHECK(scale_one(b, &f[i], i));
+        if (b->invalid) {
+            return AF_OK;
+        }
+    }
+    if (b->world.rank != 0) {
+        return AF_OK;
+    }
+    for (int i = 0; i < NF; ++i) {
+        char name[96];
+        long long d = (long long)f[i].devices;
+#define RATIO(fmt, v)                                                                              \
+    do {                                                                                           \
+        snprintf(name, sizeof name, fmt, d);                                                       \
+        af_bench_ratio(b, name, (v), 0, 0, 0);                                                     \
+    } while (0)
+        RATIO("%lld devices: steps per second", f[i].steps_per_s);
+        RATIO("%lld devices: coordinator us p50 (rank 0)", f[i].coord_p50);
+        RATIO("%lld devices: coordinator us p99 (rank 0)", f[i].coord_p99);
+        RATIO("%lld devices: halo bytes per rank per step", f[i].halo_bytes_per_rank_step);
+        RATIO("%lld devices: replica edge-log bytes per rank per step",
+              f[i].log_bytes_per_rank_step);
+        RATIO("%lld devices: resident bytes per rank (peak)", f[i].rss_per_rank);
+        RATIO("%lld devices: allocated bytes per device", f[i].alloc_per_device);
+        RATIO("%lld devices: sudden deaths per step", (double)f[i].sudden / (double)f[i].executed);
+        RATIO("%lld devices: replayed blocks", (double)f[i].replayed_blocks);
+#undef RATIO
+    }
+    const scale_fleet_t *small = &f[0];
+    const scale_fleet_t *big = &f[NF - 1];
+    char name[96];
+    snprintf(name, sizeof name, "steps/s at %lld devices", (long long)big->devices);
+    af_bench_ratio(b, name, big->steps_per_s, 1, 20.0, 1);
+    snprintf(name, sizeof name, "coordinator p50 %lld / %lld devices", (long long)big->devices,
+             (long long)small->devices);
+    af_bench_ratio(b, name, small->coord_p50 > 0 ? big->coord_p50 / small->coord_p50 : 0, 1, 2.0,
+                   0);
+    snprintf(name, sizeof name, "rollbacks at %lld devices", (long long)big->devices);
+    af_bench_ratio(b, name, (double)big->rollbacks, 1, 0.0, 0);
+    snprintf(name, sizeof name, "resident bytes per rank at %lld devices", (long long)big->devices);
+    af_bench_ratio(b, name, big->rss_per_rank, 1, 2e9, 0);
+    /* The regime the rollback target names: at least one sudden death a step. */
+    if (!b->quick && big->sudden < big->executed) {
+        af_bench_fail(b,
+                      "%lld sudden deaths in %lld steps at %lld devices: fewer than one a step, "
+                      "so the rollback target was not tested",
+                      (long long)big->sudden, (long long)big->executed, (long long)big->devices);
+    }
+    /* Every restore from an older replica replayed alone, never a rollback (replay = local). */
+    for (int i = 0; i < NF; ++i) {
+        if (f[i].rollbacks > 0 && b->run.nsets == 0 && b->run.config_file == NULL) {
+            af_bench_fail(b, "%lld rollbacks at %lld devices with recovery.replay = local",
+                          (long long)f[i].rollbacks, (long long)f[i].devices);
+        }
+    }
+    return AF_OK;
+}
+
 const af_bench_def_t af_bench_scale = {
-    "scale", "a fleet of 100,000 virtual devices: steps per second, bytes per device", bench_scale};
+    "scale",
+    "fleets of 10^4, 10^5 and 10^6 devices x 8 units: steps/s, coordinator, halo bytes, memory",
+    bench_scale};

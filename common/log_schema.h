@@ -9,7 +9,8 @@
 /* 3: the commit record is the dataset /committed (was /steps@committed); /final@event_log_errors
  * and /steps/unverified_commits. 4: /steps/replayed_blocks and replayed_block_steps (blocks
  * replayed alone from their replicas), the replica_lost event, and a restore's detail is the
- * logical step its data comes from; /steps/halo_bytes, and mass and energy are exact sums. */
+ * logical step its data comes from; /steps/halo_bytes and replica_log_bytes, and mass and energy
+ * are exact sums. */
 #define AF_SCHEMA_VERSION 4
 
 /* /steps/<name>: one value per step. X(name, type, doc) with type I64 or F64. */
@@ -45,8 +46,10 @@
       "(recovery.replay = local)")                                                                 \
     X(replayed_block_steps, I64, "block-steps those replays recomputed (lost work, per block)")    \
     X(halo_bytes, I64,                                                                             \
-      "bytes the ranks sent each other in the step's halos (neighbour edges, the figures' "        \
-      "all-reduce, fenced lists), over all ranks")                                                 \
+      "bytes the ranks sent each other in the step's halos (neighbour edges, the read-sets "       \
+      "of moved blocks, the figures' all-reduce, fenced lists), over all ranks")                   \
+    X(replica_log_bytes, I64,                                                                      \
+      "bytes the ranks sent each other for the edge logs beside the replicas, over all ranks")     \
     X(allocs_after_init, I64, "allocations after start-up, cumulative over ranks (must be 0)")     \
     X(comms_after_init, I64, "communicators created after start-up (must be 0)")
 

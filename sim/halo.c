@@ -38,7 +38,7 @@ enum {
 
 static int owner_of(const af_run_state_t *r, int64_t b)
 {
-    return af_device_rank(r->D, r->world.size, af_slot_device(&r->pl, r->pl.block_slot[b]));
+    return r->pl.block_rank[b];
 }
 
 /* Whether local slot s publishes its block (the pack writes its entries). */
@@ -91,7 +91,7 @@ void af_halo_destroy(af_run_state_t *r)
 }
 
 af_result_t af_halo_post(af_run_state_t *r, uint64_t *send, const int64_t *cs, uint64_t *recv,
-                         const int64_t *cr, int words, int64_t *got)
+                         const int64_t *cr, int words, int64_t *got, int counter)
 {
     const int R = r->world.size;
     int np = 0;
@@ -122,7 +122,7 @@ af_result_t af_halo_post(af_run_state_t *r, uint64_t *send, const int64_t *cs, u
         }
     }
     *got = ar;
-    r->mine.count[CNT_HALO_BYTES] += bytes;
+    r->mine.count[counter] += bytes;
     return np > 0 ? r->fab->ops->exchange(r->fab, r->halo_p2p, np) : AF_OK;
 }
 
@@ -175,7 +175,8 @@ static af_result_t neighbour_edges(af_run_state_t *r, uint64_t *x)
         }
     }
     int64_t got = 0;
-    AF_CHECK(af_halo_post(r, r->halo_send, r->halo_count, r->halo_recv, r->halo_count, 2, &got));
+    AF_CHECK(af_halo_post(r, r->halo_send, r->halo_count, r->halo_recv, r->halo_count, 2, &got,
+                          CNT_HALO_BYTES));
     for (int64_t i = 0; i < got; ++i) {
         uint64_t idx = r->halo_recv[2 * i];
         if (idx >= (uint64_t)(2 * B)) {

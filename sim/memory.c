@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../common/af_rsum.h"
 #include "../common/log_schema.h"
 #include "coord.h"
 #include "evq.h"
@@ -53,16 +54,20 @@ void af_memory_estimate(const af_config_t *cfg, int nranks, int rank, const af_k
     const double pf = sizeof(af_pfade_t);
 
     /* Every unit and slot of the fleet: placement (slot_block, unit_load, the list of changed
-     * units and its marks), health (unit_state, unit_p), the plan (changes, pfade and the
-     * broadcast body's share of them), throttling (unit_base, unit_deg, unit_stamp, slow_list)
-     * and the devices' words. */
+     * units and its marks), health (unit_state, unit_p), the plan (changes and pfade),
+     * throttling (unit_base, unit_deg, unit_stamp, slow_list) and the devices' words. */
     m->fleet = 4.0 * units * C + 4.0 * units + 5.0 * units + 9.0 * units + 2.0 * chg * units +
-               pf * units + (2.0 * chg + pf) * units + 28.0 * units + 8.0 * (double)D +
-               8.0 * fmax(ldev, 1.0);
+               pf * units + 28.0 * units + 8.0 * (double)D + 8.0 * fmax(ldev, 1.0);
 
-    /* Every block: block_slot, the two exchange vectors, the move list and the body's share of
-     * it, the replica map (rep_rank, rep_off, rep_step), items and twins. */
-    m->blocks = 4.0 * B + 2.0 * 8.0 * xlen + 2.0 * mv * B + 20.0 * B + 12.0 * B;
+    /* Every block: block_slot and block_rank, the two exchange vectors, the move list, the replica
+     * map (rep_rank, rep_off, rep_step), items and twins. */
+    m->blocks = 8.0 * B + 2.0 * 8.0 * xlen + mv * B + 20.0 * B + 12.0 * B;
+    /* The halo (sim/halo.c): two (index, bits) pairs each way for every block the rank can
+     * hold, its fenced ones, every rank's fenced ones (B), counts and offsets per rank, and the
+     * figures' words. */
+    const double most = fmax(fmin(B, ldev * U * C), 1.0);
+    m->blocks += 2.0 * 32.0 * most + 4.0 * most + 4.0 * B +
+                 (3.0 * 8.0 + sizeof(af_p2p_t) * 2.0) * R + 8.0 * (2.0 * AF_RSUM_WORDS + 3.0);
 
     /* The shard: the backend's host memory for its slots, and the DMR marks. */
     af_shard_desc_t desc;
@@ -81,12 +86,13 @@ void af_memory_estimate(const af_config_t *cfg, int nranks, int rank, const af_k
         }
     }
     const double chunk = fmin(B, AF_XFER_CHUNK);
-    /* With recovery.replay = local, beside each replica: two edge words per logical step since
-     * the refresh, the replica's block, and one more block buffer for the replay. */
+    /* Beside each replica: its block's read-set (two edge words) for each logical step kept
+     * (replica_interval with replay = local, the newest with global), the replica's block, the
+     * read-set its block's rank sends each step; one more block buffer for a replay, and the
+     * read-sets carried with a batch's moves (AF_XFER_CHUNK triples each way). */
+    const double depth = cfg->replay == AF_REPLAY_LOCAL ? (double)cfg->replica_interval : 1.0;
     const double edge_log =
-        cfg->replay == AF_REPLAY_LOCAL
-            ? fmax(reps, 1.0) * (16.0 * (double)cfg->replica_interval + 4.0) + 8.0 * T
-            : 0.0;
+        fmax(reps, 1.0) * (16.0 * depth + 4.0 + 24.0) + 8.0 * T + 2.0 * 24.0 * AF_XFER_CHUNK;
     m->replicas = 8.0 * fmax(reps, 1.0) * T + edge_log + 2.0 * 8.0 * chunk * T + 2.0 * 8.0 * T +
                   sizeof(af_p2p_t) * 2.0 * AF_XFER_CHUNK + 8.0 * AF_XFER_SET +
                   4.0 * 2.0 * AF_XFER_CHUNK + FABRIC_BYTES + FABRIC_PER_RANK * R +

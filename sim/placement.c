@@ -44,11 +44,13 @@ int64_t af_placement_local_slots(const af_placement_t *p)
 void af_placement_destroy(af_placement_t *p)
 {
     af_free(p->block_slot);
+    af_free(p->block_rank);
     af_free(p->slot_block);
     af_free(p->unit_load);
     af_free(p->changed);
     af_free(p->changed_mark);
     p->block_slot = NULL;
+    p->block_rank = NULL;
     p->slot_block = NULL;
     p->unit_load = NULL;
     p->changed = NULL;
@@ -72,12 +74,14 @@ af_result_t af_placement_init(af_placement_t *p, int64_t devices, int64_t units,
         return AF_ERR_USAGE;
     }
     p->block_slot = af_alloc(sizeof(int32_t) * (size_t)blocks);
+    p->block_rank = af_alloc(sizeof(int32_t) * (size_t)blocks);
     p->slot_block = af_alloc(sizeof(int32_t) * (size_t)nslots);
     p->unit_load = af_alloc(sizeof(int32_t) * (size_t)(devices * units));
     p->changed = af_alloc(sizeof(int32_t) * (size_t)(devices * units));
     p->changed_mark = af_alloc((size_t)(devices * units));
     p->n_changed = 0;
-    if (!p->block_slot || !p->slot_block || !p->unit_load || !p->changed || !p->changed_mark) {
+    if (!p->block_slot || !p->block_rank || !p->slot_block || !p->unit_load || !p->changed ||
+        !p->changed_mark) {
         af_placement_destroy(p);
         af_error_set("placement: cannot allocate the tables for %lld slots", (long long)nslots);
         return AF_ERR_NOMEM;
@@ -93,6 +97,7 @@ af_result_t af_placement_init(af_placement_t *p, int64_t devices, int64_t units,
             int64_t unit = d * units + j % units;
             int64_t g = unit * p->capacity + j / units;
             p->block_slot[b] = (int32_t)g;
+            p->block_rank[b] = (int32_t)af_device_rank(devices, nranks, d);
             p->slot_block[g] = (int32_t)b;
             p->unit_load[unit]++;
         }
@@ -119,6 +124,8 @@ void af_placement_move(af_placement_t *p, int32_t block, int32_t dst_slot)
     }
     p->slot_block[dst_slot] = block;
     p->block_slot[block] = dst_slot;
+    p->block_rank[block] =
+        (int32_t)af_device_rank(p->devices, p->nranks, af_slot_device(p, dst_slot));
     p->unit_load[af_slot_unit(p, dst_slot)]++;
     mark_changed(p, af_slot_unit(p, dst_slot));
 }
@@ -155,6 +162,12 @@ af_result_t af_placement_check(const af_placement_t *p)
         if (b >= p->blocks || p->block_slot[b] != g) {
             af_error_set("placement: slot %lld holds block %d whose table says slot %d",
                          (long long)g, b, b < p->blocks ? p->block_slot[b] : -1);
+            return AF_ERR_INTERNAL;
+        }
+        int want = af_device_rank(p->devices, p->nranks, af_slot_device(p, g));
+        if (p->block_rank[b] != want) {
+            af_error_set("placement: block %d's rank is %d, its slot %lld is rank %d's", b,
+                         p->block_rank[b], (long long)g, want);
             return AF_ERR_INTERNAL;
         }
     }

@@ -23,6 +23,7 @@ typedef struct af_placement {
     int64_t dev_lo; /* this rank's devices: [dev_lo, dev_hi) */
     int64_t dev_hi;
     int32_t *block_slot; /* B entries: global slot of each block */
+    int32_t *block_rank; /* B entries: the rank owning each block's slot (af_device_rank) */
     int32_t *slot_block; /* D*U*C entries: block in each slot, -1 when empty */
     int32_t *unit_load;  /* D*U entries: occupied slots of each unit */
     /* The units whose unit_load af_placement_move changed since the list was last emptied,

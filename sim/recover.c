@@ -296,7 +296,7 @@ static af_result_t carry_edges(af_run_state_t *r, int64_t n, const xfer_ops_t *o
             get_read_set(r, how, b, &t[1], &t[2]);
         }
         int64_t got = 0;
-        AF_CHECK(af_halo_post(r, r->carry_send, cs, r->carry_recv, cr, 3, &got));
+        AF_CHECK(af_halo_post(r, r->carry_send, cs, r->carry_recv, cr, 3, &got, CNT_HALO_BYTES));
         for (int64_t i = 0; i < got; ++i) {
             const uint64_t *t = r->carry_recv + 3 * i;
             if (t[0] >= (uint64_t)r->B) {
@@ -443,7 +443,7 @@ af_result_t af_replicas_log_edges(af_run_state_t *r)
         }
     }
     for (int64_t i = 0; i < r->n_reps; ++i) {
-        int q = rank_of_slot(r, r->pl.block_slot[r->rep_blocks[i]]);
+        int q = r->pl.block_rank[r->rep_blocks[i]];
         cr[q] += q != me;
     }
     int64_t at = 0;
@@ -467,7 +467,7 @@ af_result_t af_replicas_log_edges(af_run_state_t *r)
         get_read_set(r, CARRY_XCHG, b, &t[1], &t[2]);
     }
     int64_t got = 0;
-    AF_CHECK(af_halo_post(r, r->halo_send, cs, r->rep_edges_in, cr, 3, &got));
+    AF_CHECK(af_halo_post(r, r->halo_send, cs, r->rep_edges_in, cr, 3, &got, CNT_LOG_BYTES));
     for (int64_t i = 0; i < got; ++i) {
         const uint64_t *t = r->rep_edges_in + 3 * i;
         if (t[0] >= (uint64_t)r->B || r->rep_rank[t[0]] != me) {

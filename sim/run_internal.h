@@ -30,6 +30,7 @@ enum {
     CNT_ALLOCS,
     CNT_COMMS,
     CNT_HALO_BYTES, /* bytes this rank sent in the step's halos (edges, figures, fenced lists) */
+    CNT_LOG_BYTES,  /* bytes this rank sent to the edge logs beside the replicas */
     NCOUNTS
 };
 
@@ -126,8 +127,6 @@ typedef struct af_run_state {
     af_move_t *moves;            /* blocks */
     af_pfade_t *pfade;           /* units */
     int64_t n_pfade;
-    char *plan_body; /* bytes: changes + moves + pfade, for the broadcast */
-    size_t plan_body_cap;
 
     /* Throttling (sim/straggler.h), as every rank knows it. */
     double *unit_base;   /* units: slowdown set by scripted slow events (1 nominal) */
@@ -241,10 +240,11 @@ af_result_t af_exchange(af_run_state_t *r);
  * combined it); stop_flag is the flag word the graph was given. Collective. */
 af_result_t af_halo_after_graph(af_run_state_t *r, uint64_t stop_flag);
 /* Posts, to every rank q, send's cs[q] items (in rank order) and receives cr[q] items from
- * it into recv (in rank order), items of `words` words; *got is the items received. One
- * batch of point-to-point transfers (not collective). */
+ * it into recv (in rank order), items of `words` words; *got is the items received, and the
+ * bytes sent count in mine.count[counter]. One batch of point-to-point transfers (not
+ * collective). */
 af_result_t af_halo_post(af_run_state_t *r, uint64_t *send, const int64_t *cs, uint64_t *recv,
-                         const int64_t *cr, int words, int64_t *got);
+                         const int64_t *cr, int words, int64_t *got, int counter);
 /* xchg_prev <-> xchg_cur, and their device mirrors (a copy while the step graph is on). */
 af_result_t af_exchange_swap(af_run_state_t *r);
 

@@ -162,9 +162,6 @@ af_result_t af_step_init(af_run_state_t *r)
     r->changes = af_alloc(sizeof(af_health_change_t) * 2 * units);
     r->pfade = af_alloc(sizeof(af_pfade_t) * units);
     r->moves = af_alloc(sizeof(af_move_t) * B);
-    r->plan_body_cap =
-        sizeof(af_health_change_t) * 2 * units + sizeof(af_move_t) * B + sizeof(af_pfade_t) * units;
-    r->plan_body = af_alloc(r->plan_body_cap);
     r->rep_rank = af_alloc(sizeof(int32_t) * B);
     r->rep_off = af_alloc(sizeof(int64_t) * B);
     size_t chunk = B < AF_XFER_CHUNK ? B : AF_XFER_CHUNK;
@@ -224,9 +221,9 @@ af_result_t af_step_init(af_run_state_t *r)
     }
     af_pacer_init(&r->pacer, r->cfg.pacing_gamma, r->cfg.pacing_alpha, r->cfg.pacing_warmup);
     if (!r->xchg_prev || !r->xchg_cur || !r->cellbuf || !r->twin_buf || !r->unit_state ||
-        !r->unit_p || !r->changes || !r->pfade || !r->moves || !r->plan_body || !r->rep_rank ||
-        !r->rep_off || !r->stage_send || !r->stage_recv || !r->p2p || !r->xfer_set ||
-        !r->xfer_used || !r->items || !r->twin || !r->dmr_mark) {
+        !r->unit_p || !r->changes || !r->pfade || !r->moves || !r->rep_rank || !r->rep_off ||
+        !r->stage_send || !r->stage_recv || !r->p2p || !r->xfer_set || !r->xfer_used || !r->items ||
+        !r->twin || !r->dmr_mark) {
         af_error_set("cannot allocate the step buffers for %lld blocks and %lld units",
                      (long long)r->B, (long long)r->units);
         return AF_ERR_NOMEM;
@@ -260,7 +257,6 @@ void af_step_destroy(af_run_state_t *r)
     af_free(r->changes);
     af_free(r->pfade);
     af_free(r->moves);
-    af_free(r->plan_body);
     af_free(r->rep_rank);
     af_free(r->rep_off);
     af_free(r->rep_store);
@@ -470,31 +466,27 @@ static void plan(af_run_state_t *r)
     }
 }
 
-/* The plan travels as a fixed header, then (only when there is anything) its body. */
+/* The plan travels as a fixed header, then each of its lists that is not empty (the header
+ * says how long they are) straight from rank 0's arrays into the others': no staging copy
+ * of fleet-sized lists. The fading units' probabilities change every step while any fades. */
 static af_result_t broadcast_plan(af_run_state_t *r)
 {
     af_fabric_t *f = r->fab;
     AF_CHECK(f->ops->bcast(f, &r->plan, sizeof r->plan, 0));
-    int64_t np = r->world.rank == 0 ? r->n_pfade : 0;
     size_t sc = sizeof(af_health_change_t) * (size_t)r->plan.n_changes;
     size_t sm = sizeof(af_move_t) * (size_t)r->plan.n_moves;
-    /* The fading units' probabilities change every step while any unit fades. */
-    if (r->plan.fading > 0 || r->plan.n_changes > 0 || r->plan.n_moves > 0) {
-        if (r->world.rank == 0) {
-            memcpy(r->plan_body, r->changes, sc);
-            memcpy(r->plan_body + sc, r->moves, sm);
-            memcpy(r->plan_body + sc + sm, r->pfade, sizeof(af_pfade_t) * (size_t)np);
-        }
-        size_t sp = sizeof(af_pfade_t) * (size_t)r->plan.fading;
-        AF_CHECK(f->ops->bcast(f, r->plan_body, sc + sm + sp, 0));
-        if (r->world.rank != 0) {
-            memcpy(r->changes, r->plan_body, sc);
-            memcpy(r->moves, r->plan_body + sc, sm);
-            memcpy(r->pfade, r->plan_body + sc + sm, sp);
-            r->n_pfade = r->plan.fading;
-        }
-    } else if (r->world.rank != 0) {
-        r->n_pfade = 0;
+    size_t sp = sizeof(af_pfade_t) * (size_t)r->plan.fading;
+    if (sc > 0) {
+        AF_CHECK(f->ops->bcast(f, r->changes, sc, 0));
+    }
+    if (sm > 0) {
+        AF_CHECK(f->ops->bcast(f, r->moves, sm, 0));
+    }
+    if (sp > 0) {
+        AF_CHECK(f->ops->bcast(f, r->pfade, sp, 0));
+    }
+    if (r->world.rank != 0) {
+        r->n_pfade = r->plan.fading;
     }
     return AF_OK;
 }
@@ -1031,6 +1023,7 @@ static af_result_t write_rows(af_run_state_t *r, int64_t n)
             row->unverified_commits += p->count[CNT_UNVERIFIED];
             row->allocs_after_init += p->count[CNT_ALLOCS];
             row->halo_bytes += p->count[CNT_HALO_BYTES];
+            row->replica_log_bytes += p->count[CNT_LOG_BYTES];
             row->comms_after_init += p->count[CNT_COMMS];
             for (int ph = 0; ph < AF_NPHASES; ++ph) {
                 r->phases[ph * R + q] = p->phase[ph];
