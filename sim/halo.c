@@ -62,6 +62,7 @@ af_result_t af_halo_init(af_run_state_t *r)
     r->halo_at = af_alloc(sizeof(int64_t) * R);
     r->halo_p2p = af_alloc(sizeof(af_p2p_t) * 2 * R);
     r->fenced_mine = af_alloc(sizeof(int32_t) * (size_t)r->halo_blocks);
+    r->pub_slots = af_alloc(sizeof(int32_t) * (size_t)r->halo_blocks);
     r->fenced = af_alloc(sizeof(int32_t) * (size_t)r->B);
     r->sum_words = af_alloc(sizeof(int64_t) * SUM_WORDS);
     if (!r->halo_send || !r->halo_recv || !r->halo_count || !r->halo_count2 || !r->halo_at ||
@@ -81,12 +82,13 @@ void af_halo_destroy(af_run_state_t *r)
     af_free(r->halo_at);
     af_free(r->halo_p2p);
     af_free(r->fenced_mine);
+    af_free(r->pub_slots);
     af_free(r->fenced);
     af_free(r->sum_words);
     r->halo_send = r->halo_recv = NULL;
     r->halo_count = r->halo_count2 = r->halo_at = NULL;
     r->halo_p2p = NULL;
-    r->fenced_mine = r->fenced = NULL;
+    r->fenced_mine = r->fenced = r->pub_slots = NULL;
     r->sum_words = NULL;
 }
 
@@ -136,11 +138,8 @@ static af_result_t neighbour_edges(af_run_state_t *r, uint64_t *x)
         return AF_OK;
     }
     memset(r->halo_count, 0, sizeof(int64_t) * (size_t)R);
-    for (int s = 0; s < r->n_local; ++s) {
-        if (!published(r, s)) {
-            continue;
-        }
-        int64_t b = r->k->slot_block[s];
+    for (int64_t i = 0; i < r->n_pub; ++i) {
+        int64_t b = r->k->slot_block[r->pub_slots[i]];
         int ql = owner_of(r, (b + B - 1) % B);
         int qr = owner_of(r, (b + 1) % B);
         r->halo_count[ql] += ql != me;
@@ -156,11 +155,8 @@ static af_result_t neighbour_edges(af_run_state_t *r, uint64_t *x)
                      (long long)(2 * r->halo_blocks));
         return AF_ERR_INTERNAL;
     }
-    for (int s = 0; s < r->n_local; ++s) {
-        if (!published(r, s)) {
-            continue;
-        }
-        int64_t b = r->k->slot_block[s];
+    for (int64_t i = 0; i < r->n_pub; ++i) {
+        int64_t b = r->k->slot_block[r->pub_slots[i]];
         int ql = owner_of(r, (b + B - 1) % B);
         int qr = owner_of(r, (b + 1) % B);
         if (ql != me) {
@@ -206,11 +202,8 @@ static af_result_t figures(af_run_state_t *r, const uint64_t *x)
     af_rsum_clear(&energy);
     int64_t leaked = 0;
     int64_t nf = 0;
-    for (int s = 0; s < r->n_local; ++s) {
-        if (!published(r, s)) {
-            continue;
-        }
-        int64_t b = r->k->slot_block[s];
+    for (int64_t i = 0; i < r->n_pub; ++i) {
+        int64_t b = r->k->slot_block[r->pub_slots[i]];
         af_rsum_add(&mass, af_double(x[2 * B + b]));
         af_rsum_add(&energy, af_double(x[3 * B + b]));
         uint64_t st = x[4 * B + b];
@@ -260,6 +253,17 @@ static af_result_t figures(af_run_state_t *r, const uint64_t *x)
 static af_result_t complete(af_run_state_t *r, int combined)
 {
     uint64_t *x = r->xchg_cur;
+    /* One pass over the shard's slots; everything after it follows the published blocks. */
+    r->n_pub = 0;
+    for (int s = 0; s < r->n_local; ++s) {
+        if (published(r, s)) {
+            if (r->n_pub == r->halo_blocks) {
+                af_error_set("halo: more than %lld published slots", (long long)r->halo_blocks);
+                return AF_ERR_INTERNAL;
+            }
+            r->pub_slots[r->n_pub++] = s;
+        }
+    }
     if (!combined) {
         AF_CHECK(neighbour_edges(r, x));
         size_t tail = r->xlen - af_xchg_len((int)r->B);

@@ -63,10 +63,10 @@ void af_memory_estimate(const af_config_t *cfg, int nranks, int rank, const af_k
      * map (rep_rank, rep_off, rep_step), items and twins. */
     m->blocks = 8.0 * B + 2.0 * 8.0 * xlen + mv * B + 20.0 * B + 12.0 * B;
     /* The halo (sim/halo.c): two (index, bits) pairs each way for every block the rank can
-     * hold, its fenced ones, every rank's fenced ones (B), counts and offsets per rank, and the
-     * figures' words. */
+     * hold, its fenced ones and published slots, every rank's fenced ones (B), counts and offsets
+     * per rank, and the figures' words. */
     const double most = fmax(fmin(B, ldev * U * C), 1.0);
-    m->blocks += 2.0 * 32.0 * most + 4.0 * most + 4.0 * B +
+    m->blocks += 2.0 * 32.0 * most + 8.0 * most + 4.0 * B +
                  (3.0 * 8.0 + sizeof(af_p2p_t) * 2.0) * R + 8.0 * (2.0 * AF_RSUM_WORDS + 3.0);
 
     /* The shard: the backend's host memory for its slots, and the DMR marks. */

@@ -409,14 +409,6 @@ af_result_t af_replicas_refresh(af_run_state_t *r)
     return AF_OK;
 }
 
-/* Whether local slot s publishes its block (its unit is live and it is no twin). */
-static int slot_published(const af_run_state_t *r, int s)
-{
-    const af_kernels_t *k = r->k;
-    return k->slot_block[s] >= 0 && k->slot_mode[s] != AF_MODE_DEAD &&
-           k->slot_mode[s] != AF_MODE_SHADOW;
-}
-
 af_result_t af_replicas_log_edges(af_run_state_t *r)
 {
     const int me = r->world.rank;
@@ -431,16 +423,15 @@ af_result_t af_replicas_log_edges(af_run_state_t *r)
         return AF_OK;
     }
     /* The rank that computes a block has its read-set: it sends (block, left, right) to the
-     * block's replica rank, which expects one triple per replica whose block lives elsewhere. */
+     * block's replica rank, which expects one triple per replica whose block lives elsewhere.
+     * The blocks a rank computes are those it published in the last exchange (pub_slots). */
     int64_t *cs = r->halo_count;
     int64_t *cr = r->halo_count2;
     memset(cs, 0, sizeof(int64_t) * (size_t)R);
     memset(cr, 0, sizeof(int64_t) * (size_t)R);
-    for (int sl = 0; sl < r->n_local; ++sl) {
-        if (slot_published(r, sl)) {
-            int q = r->rep_rank[r->k->slot_block[sl]];
-            cs[q] += q != me;
-        }
+    for (int64_t i = 0; i < r->n_pub; ++i) {
+        int q = r->rep_rank[r->k->slot_block[r->pub_slots[i]]];
+        cs[q] += q != me;
     }
     for (int64_t i = 0; i < r->n_reps; ++i) {
         int q = r->pl.block_rank[r->rep_blocks[i]];
@@ -451,11 +442,8 @@ af_result_t af_replicas_log_edges(af_run_state_t *r)
         r->halo_at[q] = at;
         at += cs[q];
     }
-    for (int sl = 0; sl < r->n_local; ++sl) {
-        if (!slot_published(r, sl)) {
-            continue;
-        }
-        int64_t b = r->k->slot_block[sl];
+    for (int64_t i = 0; i < r->n_pub; ++i) {
+        int64_t b = r->k->slot_block[r->pub_slots[i]];
         int q = r->rep_rank[b];
         if (q == me) {
             uint64_t *e = log_entry(r, r->rep_off[b], s);

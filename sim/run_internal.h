@@ -96,6 +96,10 @@ typedef struct af_run_state {
     int64_t *halo_at;     /* ranks */
     af_p2p_t *halo_p2p;   /* 2 x ranks */
     int32_t *fenced_mine;
+    /* The local slots that published a block in the last exchange, ascending (halo_blocks at
+     * most): what the halo, the figures and the replicas' read-sets iterate, not the shard. */
+    int32_t *pub_slots;
+    int64_t n_pub;
     int32_t *fenced; /* B */
     int64_t n_fenced;
     int64_t *sum_words;
