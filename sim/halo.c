@@ -66,7 +66,7 @@ af_result_t af_halo_init(af_run_state_t *r)
     r->fenced = af_alloc(sizeof(int32_t) * (size_t)r->B);
     r->sum_words = af_alloc(sizeof(int64_t) * SUM_WORDS);
     if (!r->halo_send || !r->halo_recv || !r->halo_count || !r->halo_count2 || !r->halo_at ||
-        !r->halo_p2p || !r->fenced_mine || !r->fenced || !r->sum_words) {
+        !r->halo_p2p || !r->fenced_mine || !r->pub_slots || !r->fenced || !r->sum_words) {
         af_error_set("cannot allocate the halo buffers for %lld blocks", (long long)r->halo_blocks);
         return AF_ERR_NOMEM;
     }
