@@ -2,6 +2,7 @@
  * calibrated all-reduce floor (coord), the HDF5 log's share of the step time (log), and a
  * fleet of 100,000 virtual devices (scale). Each runs a scenario through the real driver, then
  * reads the per-step, per-rank phase times from the run's own log. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -228,7 +229,11 @@ typedef struct scale_fleet {
     int64_t steps;
     /* Measured, rank 0. */
     double steps_per_s;
-    double coord_p50, coord_p99;
+    double coord_p50, coord_p99; /* rank 0's plan_us: the coordinator's own work */
+    double phase_p50, phase_p99; /* the slowest rank's coord_us: with the broadcast's wait */
+    double quiet_p50;            /* plan_us p50 over the steps with no event around them */
+    double per_change;           /* plan_us added per health change (mean, event steps) */
+    int quiet;
     double halo_bytes_per_rank_step;
     double log_bytes_per_rank_step;
     double rss_per_rank, alloc_per_rank, alloc_per_device;
@@ -323,29 +328,83 @@ static af_result_t scale_one(af_bench_ctx_t *b, scale_fleet_t *f, int index)
     }
     double *st = NULL;
     double *co = NULL;
+    double *ph = NULL;
     int64_t rows = 0;
     AF_CHECK(af_bench_phase_max(log, "step_us", &st, &rows));
-    /* Rank 0's coordinator phase: the aging model, the plan and the broadcast it roots. The
-     * other ranks' coord_us also holds their wait for rank 0 at the step's first collective. */
-    rc = af_bench_phase_rank(log, "coord_us", 0, &co, &rows);
+    /* The coordinator's own work: rank 0's aging model and plan (plan_us). The coord_us phase
+     * adds the broadcast, whose wait for the slowest rank at the step's first collective
+     * follows the other phases' imbalance, not what the coordinator does. */
+    rc = af_bench_phase_rank(log, "plan_us", 0, &co, &rows);
+    if (rc == AF_OK) {
+        rc = af_bench_phase_max(log, "coord_us", &ph, &rows);
+    }
     char name[64];
     if (rc == AF_OK) {
         snprintf(name, sizeof name, "step_us.%lld", (long long)f->devices);
         rc = af_bench_add(b, name, "us", st, (int)rows);
     }
     if (rc == AF_OK) {
-        snprintf(name, sizeof name, "coord_us.rank0.%lld", (long long)f->devices);
+        snprintf(name, sizeof name, "plan_us.rank0.%lld", (long long)f->devices);
         rc = af_bench_add(b, name, "us", co, (int)rows);
     }
+    if (rc == AF_OK) {
+        snprintf(name, sizeof name, "coord_us.%lld", (long long)f->devices);
+        rc = af_bench_add(b, name, "us", ph, (int)rows);
+    }
+    /* Quiet steps: no health change and no move in the step, and no move in the one before (the
+     * model re-reads the loads a move changed one step later). The coordinator's cost there is
+     * what it pays whatever happens; the event steps add a cost per health change. */
+    static const char *const cols[] = {"/steps/dead_units", "/steps/fading_units",
+                                       "/steps/moves_drain", "/steps/moves_restore",
+                                       "/steps/moves_retry"};
+    double *c5[5] = {NULL, NULL, NULL, NULL, NULL};
+    double *quiet = malloc(sizeof(double) * (size_t)(rows > 0 ? rows : 1));
+    for (int j = 0; j < 5 && rc == AF_OK; ++j) {
+        c5[j] = malloc(sizeof(double) * (size_t)(rows > 0 ? rows : 1));
+        rc = c5[j] != NULL && quiet != NULL ? af_bench_column(log, cols[j], c5[j], rows)
+                                            : AF_ERR_NOMEM;
+    }
+    if (rc == AF_OK) {
+        int nq = 0;
+        double ev_sum = 0;
+        double ev_changes = 0;
+        double q_sum = 0;
+        int ne = 0;
+        for (int64_t s = 1; s < rows; ++s) {
+            double changes = (c5[0][s] - c5[0][s - 1]) + fabs(c5[1][s] - c5[1][s - 1]);
+            double moves =
+                c5[2][s] + c5[3][s] + c5[4][s] + c5[2][s - 1] + c5[3][s - 1] + c5[4][s - 1];
+            if (changes == 0 && moves == 0) {
+                quiet[nq++] = co[s];
+                q_sum += co[s];
+            } else if (changes > 0) {
+                ev_sum += co[s];
+                ev_changes += changes;
+                ne++;
+            }
+        }
+        af_stats_t q = af_stats_of(quiet, nq);
+        f->quiet = nq;
+        f->quiet_p50 = nq > 0 ? q.p50 : 0;
+        double q_mean = nq > 0 ? q_sum / nq : 0;
+        f->per_change = ne > 0 && ev_changes > 0 ? (ev_sum - q_mean * ne) / ev_changes : 0;
+    }
+    for (int j = 0; j < 5; ++j) {
+        free(c5[j]);
+    }
+    free(quiet);
     if (rc == AF_OK) {
         double sum = 0;
         for (int64_t s = 0; s < rows; ++s) {
             sum += st[s];
         }
         af_stats_t c = af_stats_of(co, (int)rows);
+        af_stats_t cp = af_stats_of(ph, (int)rows);
         f->steps_per_s = sum > 0 ? (double)rows / (sum * 1e-6) : 0;
         f->coord_p50 = c.p50;
         f->coord_p99 = c.p99;
+        f->phase_p50 = cp.p50;
+        f->phase_p99 = cp.p99;
         f->halo_bytes_per_rank_step = n > 0 ? hsum / (double)n / (double)ranks : 0;
         f->log_bytes_per_rank_step = n > 0 ? lsum / (double)n / (double)ranks : 0;
         f->rss_per_rank = rss;
@@ -360,6 +419,7 @@ static af_result_t scale_one(af_bench_ctx_t *b, scale_fleet_t *f, int index)
     }
     free(st);
     free(co);
+    free(ph);
     return rc;
 }
 
@@ -398,8 +458,11 @@ static af_result_t bench_scale(af_bench_ctx_t *b)
         af_bench_ratio(b, name, (v), 0, 0, 0);                                                     \
     } while (0)
         RATIO("%lld devices: steps per second", f[i].steps_per_s);
-        RATIO("%lld devices: coordinator us p50 (rank 0)", f[i].coord_p50);
-        RATIO("%lld devices: coordinator us p99 (rank 0)", f[i].coord_p99);
+        RATIO("%lld devices: coordinator us p50 (rank 0's plan_us)", f[i].coord_p50);
+        RATIO("%lld devices: coordinator us p99 (rank 0's plan_us)", f[i].coord_p99);
+        RATIO("%lld devices: coord_us p50 (slowest rank, with the broadcast)", f[i].phase_p50);
+        RATIO("%lld devices: coordinator us p50 over quiet steps (plan_us)", f[i].quiet_p50);
+        RATIO("%lld devices: coordinator us per health change (plan_us)", f[i].per_change);
         RATIO("%lld devices: halo bytes per rank per step", f[i].halo_bytes_per_rank_step);
         RATIO("%lld devices: replica edge-log bytes per rank per step",
               f[i].log_bytes_per_rank_step);
@@ -414,9 +477,23 @@ static af_result_t bench_scale(af_bench_ctx_t *b)
     char name[96];
     snprintf(name, sizeof name, "steps/s at %lld devices", (long long)big->devices);
     af_bench_ratio(b, name, big->steps_per_s, 1, 20.0, 1);
-    snprintf(name, sizeof name, "coordinator p50 %lld / %lld devices", (long long)big->devices,
-             (long long)small->devices);
+    snprintf(name, sizeof name, "coordinator (plan_us) p50 %lld / %lld devices",
+             (long long)big->devices, (long long)small->devices);
     af_bench_ratio(b, name, small->coord_p50 > 0 ? big->coord_p50 / small->coord_p50 : 0, 1, 2.0,
+                   0);
+    snprintf(name, sizeof name, "coordinator (plan_us) p50 over quiet steps %lld / %lld devices",
+             (long long)big->devices, (long long)small->devices);
+    if (small->quiet > 0 && big->quiet > 0) {
+        af_bench_ratio(b, name, big->quiet_p50 / small->quiet_p50, 1, 2.0, 0);
+    } else {
+        af_bench_note(b,
+                      "no quiet step at %lld or %lld devices (%d, %d): the quiet-step ratio is "
+                      "not measured",
+                      (long long)small->devices, (long long)big->devices, small->quiet, big->quiet);
+    }
+    snprintf(name, sizeof name, "coord_us phase p50 %lld / %lld devices", (long long)big->devices,
+             (long long)small->devices);
+    af_bench_ratio(b, name, small->phase_p50 > 0 ? big->phase_p50 / small->phase_p50 : 0, 1, 2.0,
                    0);
     snprintf(name, sizeof name, "rollbacks at %lld devices", (long long)big->devices);
     af_bench_ratio(b, name, (double)big->rollbacks, 1, 0.0, 0);

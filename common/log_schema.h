@@ -9,8 +9,8 @@
 /* 3: the commit record is the dataset /committed (was /steps@committed); /final@event_log_errors
  * and /steps/unverified_commits. 4: /steps/replayed_blocks and replayed_block_steps (blocks
  * replayed alone from their replicas), the replica_lost event, and a restore's detail is the
- * logical step its data comes from; /steps/halo_bytes and replica_log_bytes, and mass and energy
- * are exact sums. */
+ * logical step its data comes from; /steps/halo_bytes and replica_log_bytes, /ranks/plan_us, and
+ * mass and energy are exact sums. */
 #define AF_SCHEMA_VERSION 4
 
 /* /steps/<name>: one value per step. X(name, type, doc) with type I64 or F64. */
@@ -62,6 +62,8 @@
     X(halo_us, "edge pack and exact all-reduce of edges and diagnostics (in a step-graph step "    \
                "only a host all-reduce after the graph)")                                          \
     X(coord_us, "coordinator: aging model, planning and broadcast")                                \
+    X(plan_us, "rank 0's own share of coord_us: the aging model and the plan, without the "        \
+               "broadcast (0 on the other ranks)")                                                 \
     X(moves_us, "applying the move list (slot copies and cross-rank transfers)")                   \
     X(replica_us, "replica refresh")                                                               \
     X(log_us, "gathering the row to rank 0 and writing the log")                                   \

@@ -819,7 +819,9 @@ af_result_t af_step(af_run_state_t *r, int *stop)
     /* 1. Coordinator. Only rank 0 holds the aging model, which consumes the placement's list
      * of changed units; the other ranks apply the same moves and drop their list here. */
     if (r->world.rank == 0) {
+        double tp = af_now_us();
         plan(r);
+        r->mine.phase[AF_PHASE_plan_us] = af_now_us() - tp;
     } else {
         af_placement_changed_clear(&r->pl);
     }
