@@ -92,6 +92,16 @@ void af_halo_destroy(af_run_state_t *r)
     r->sum_words = NULL;
 }
 
+int64_t af_halo_offsets(af_run_state_t *r, const int64_t *count)
+{
+    int64_t at = 0;
+    for (int q = 0; q < r->world.size; ++q) {
+        r->halo_at[q] = at;
+        at += count[q];
+    }
+    return at;
+}
+
 af_result_t af_halo_post(af_run_state_t *r, uint64_t *send, const int64_t *cs, uint64_t *recv,
                          const int64_t *cr, int words, int64_t *got, int counter)
 {
@@ -145,11 +155,7 @@ static af_result_t neighbour_edges(af_run_state_t *r, uint64_t *x)
         r->halo_count[ql] += ql != me;
         r->halo_count[qr] += qr != me;
     }
-    int64_t at = 0;
-    for (int q = 0; q < R; ++q) {
-        r->halo_at[q] = at;
-        at += r->halo_count[q];
-    }
+    int64_t at = af_halo_offsets(r, r->halo_count);
     if (at > 2 * r->halo_blocks) {
         af_error_set("halo: %lld edge items for room of %lld", (long long)at,
                      (long long)(2 * r->halo_blocks));

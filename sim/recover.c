@@ -277,11 +277,7 @@ static af_result_t carry_edges(af_run_state_t *r, int64_t n, const xfer_ops_t *o
             cs[dst] += src == me;
             cr[src] += dst == me;
         }
-        int64_t at = 0;
-        for (int q = 0; q < R; ++q) {
-            r->halo_at[q] = at;
-            at += cs[q];
-        }
+        af_halo_offsets(r, cs);
         for (int64_t i = c0; i < c1; ++i) {
             int64_t b = -1;
             int src = 0;
@@ -437,11 +433,7 @@ af_result_t af_replicas_log_edges(af_run_state_t *r)
         int q = r->pl.block_rank[r->rep_blocks[i]];
         cr[q] += q != me;
     }
-    int64_t at = 0;
-    for (int q = 0; q < R; ++q) {
-        r->halo_at[q] = at;
-        at += cs[q];
-    }
+    af_halo_offsets(r, cs);
     for (int64_t i = 0; i < r->n_pub; ++i) {
         int64_t b = r->k->slot_block[r->pub_slots[i]];
         int q = r->rep_rank[b];

@@ -243,6 +243,9 @@ af_result_t af_exchange(af_run_state_t *r);
 /* The same completion after the backend's step graph packed xchg_cur itself (and, with nccl,
  * combined it); stop_flag is the flag word the graph was given. Collective. */
 af_result_t af_halo_after_graph(af_run_state_t *r, uint64_t stop_flag);
+/* halo_at[q] = the items of ranks before q in count[] (where q's items start in a buffer cut
+ * by rank); returns the total. */
+int64_t af_halo_offsets(af_run_state_t *r, const int64_t *count);
 /* Posts, to every rank q, send's cs[q] items (in rank order) and receives cr[q] items from
  * it into recv (in rank order), items of `words` words; *got is the items received, and the
  * bytes sent count in mine.count[counter]. One batch of point-to-point transfers (not
