@@ -448,8 +448,8 @@ static void plan(af_run_state_t *r)
         log_event(r, kind, -1, g, -1, c->cause);
     }
     for (int64_t i = 0; i < nm; ++i) {
-        /* A drain's detail is -1; a restore's the logical step its data comes from (its
-         * replica's, or the rollback's), -1 when the replica is lost. */
+        /* A drain's detail is -1; a restore's the logical step its data comes from: its
+         * replica's, or the rollback's (0 when every block restarts, a replica being lost). */
         const af_move_t *m = &r->moves[i];
         int restore = m->kind == AF_MOVE_RESTORE;
         log_event(r, restore ? "restore" : "drain", m->block, m->from_slot, m->to_slot,
