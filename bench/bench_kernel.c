@@ -127,7 +127,7 @@ static af_result_t bench_kernel(af_bench_ctx_t *b)
     AF_REQUIRE_GOTO(kb.xchg && kb.a && kb.b && kb.c && t[0] && t[1] && t[2] && t[3], AF_ERR_NOMEM,
                     rc, out);
     for (int s = 0; s < kb.slots; ++s) {
-        kb.k->slot_block[s] = s;
+        af_kernels_set_block(kb.k, s, s);
         kb.k->commit[s] = 1;
         af_initial_cells(&cfg, (int64_t)s * T, T, kb.a);
         AF_CHECK_GOTO(kb.k->ops->write_slot(kb.k, s, kb.a), rc, out);

@@ -110,7 +110,7 @@ static af_result_t rebuild(af_run_state_t *r, rec_t *c, double *us)
     }
     /* 4. One step on the new shape. */
     for (int s = 0; s < desc.n_slots; ++s) {
-        nk->slot_block[s] = (int32_t)(lo + s);
+        af_kernels_set_block(nk, s, (int32_t)(lo + s));
         nk->commit[s] = 1;
     }
     AF_CHECK_GOTO(nk->ops->upload_control(nk), rc, out);

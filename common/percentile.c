@@ -3,17 +3,48 @@
 #include <math.h>
 #include <stdlib.h>
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a;
-    double y = *(const double *)b;
-    return (x > y) - (x < y);
-}
+/* An in-place heapsort, ascending: O(n log n) in the worst case and no memory of its own
+ * (the C library's qsort may allocate a scratch buffer, and these sorts run in the step
+ * loop, which allocates nothing after start-up). */
+#define AF_HEAPSORT(name, type)                                                                    \
+    static void name##_sift(type *v, size_t root, size_t n)                                        \
+    {                                                                                              \
+        for (;;) {                                                                                 \
+            size_t child = 2 * root + 1;                                                           \
+            if (child >= n) {                                                                      \
+                return;                                                                            \
+            }                                                                                      \
+            if (child + 1 < n && v[child] < v[child + 1]) {                                        \
+                child++;                                                                           \
+            }                                                                                      \
+            if (!(v[root] < v[child])) {                                                           \
+                return;                                                                            \
+            }                                                                                      \
+            type t = v[root];                                                                      \
+            v[root] = v[child];                                                                    \
+            v[child] = t;                                                                          \
+            root = child;                                                                          \
+        }                                                                                          \
+    }                                                                                              \
+    void name(type *v, size_t n)                                                                   \
+    {                                                                                              \
+        if (n < 2) {                                                                               \
+            return;                                                                                \
+        }                                                                                          \
+        for (size_t i = n / 2; i-- > 0;) {                                                         \
+            name##_sift(v, i, n);                                                                  \
+        }                                                                                          \
+        for (size_t end = n - 1; end > 0; --end) {                                                 \
+            type t = v[0];                                                                         \
+            v[0] = v[end];                                                                         \
+            v[end] = t;                                                                            \
+            name##_sift(v, 0, end);                                                                \
+        }                                                                                          \
+    }
 
-void af_sort_doubles(double *v, size_t n)
-{
-    qsort(v, n, sizeof(double), cmp_double);
-}
+AF_HEAPSORT(af_sort_doubles, double)
+AF_HEAPSORT(af_sort_i64, int64_t)
+AF_HEAPSORT(af_sort_i32, int32_t)
 
 double af_percentile_sorted(const double *s, size_t n, double p)
 {

@@ -4,9 +4,13 @@
 #define AF_PERCENTILE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
-/* Sorts v in place, ascending (NaN-free input). */
+/* Sort v in place, ascending (NaN-free input), allocating nothing: the step loop may call
+ * them. */
 void af_sort_doubles(double *v, size_t n);
+void af_sort_i64(int64_t *v, size_t n);
+void af_sort_i32(int32_t *v, size_t n);
 
 /* The percentile p (0..100) of n sorted values, by linear interpolation between closest ranks
  * (the definition numpy uses by default, to the bit); 0 when n is 0. */

@@ -171,9 +171,16 @@ struct af_kernels {
     uint8_t *commit;     /* 1: commit this slot's computed buffer */
     uint8_t *select;     /* 1: compute this slot under AF_COMPUTE_SELECTED */
     /* Results, valid after download_results(). */
-    int32_t *nonfinite;           /* non-finite outputs of the last compute */
-    int32_t *injected;            /* corruptions injected by the last compute */
-    int32_t *bitflips;            /* of which bit flips (may stay finite) */
+    int32_t *nonfinite; /* non-finite outputs of the last compute */
+    int32_t *injected;  /* corruptions injected by the last compute */
+    int32_t *bitflips;  /* of which bit flips (may stay finite) */
+    /* The occupied slots (slot_block >= 0), in no particular order, kept by
+     * af_kernels_set_block(): the CPU backend's passes and the driver's host passes visit
+     * these, so their cost follows the shard's blocks, not its static grid of slots.
+     * occ_pos[s] is slot s's index in occ[], -1 when the slot is empty. Host memory. */
+    int32_t *occ;
+    int32_t *occ_pos;
+    int32_t n_occ;
     size_t bytes;                 /* bytes the backend allocated for the shard */
     int64_t graph_instantiations; /* CUDA graphs instantiated (graph_prepare) */
     int64_t graph_launches;       /* graph_run calls */
@@ -204,6 +211,20 @@ af_result_t af_cuda_copy_to_device(void *dev, const void *host, size_t bytes);
 af_result_t af_cuda_copy_on_device(void *dst, const void *src, size_t bytes);
 
 void af_kernels_destroy(af_kernels_t **k);
+
+/* The occupied-slot list every backend keeps beside its control arrays. occ_alloc allocates
+ * occ[] and occ_pos[] for desc->n_slots slots, all empty (create() calls it after allocating
+ * slot_block, and sets every slot_block to -1); occ_free releases them; occ_bytes is what
+ * occ_alloc allocates, for host_bytes(). */
+af_result_t af_kernels_occ_alloc(af_kernels_t *k);
+void af_kernels_occ_free(af_kernels_t *k);
+size_t af_kernels_occ_bytes(const af_shard_desc_t *desc);
+
+/* Sets slot s's block (-1: empty) in the slot_block host view and keeps the occupied list in
+ * step. A slot that empties gets zero results (nonfinite, injected, bitflips) and zero
+ * commit[] and select[], as a masked compute leaves them. Every write of slot_block goes
+ * through here; upload_control() still publishes it. O(1), never allocates. */
+void af_kernels_set_block(af_kernels_t *k, int s, int32_t block);
 
 /* Host helpers shared by the CPU backend and the reference: the diagnostics of T values. */
 void af_block_diag(const double *u, int len, double *mass, double *energy);

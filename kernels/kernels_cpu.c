@@ -147,6 +147,7 @@ static void cpu_destroy(af_kernels_t *k)
     af_free(k->nonfinite);
     af_free(k->injected);
     af_free(k->bitflips);
+    af_kernels_occ_free(k);
     af_free(k);
 }
 
@@ -157,7 +158,8 @@ static size_t cpu_host_bytes(const af_shard_desc_t *desc)
     size_t n = (size_t)desc->n_slots;
     return sizeof(af_kernels_t) +
            n * (2 * (size_t)desc->block_len * sizeof(double) + 1 + 6 * sizeof(double) +
-                sizeof(int32_t) + 1 + sizeof(double) + 1 + 1 + 3 * sizeof(int32_t));
+                sizeof(int32_t) + 1 + sizeof(double) + 1 + 1 + 3 * sizeof(int32_t)) +
+           af_kernels_occ_bytes(desc);
 }
 
 static af_result_t cpu_create(const af_shard_desc_t *desc, af_kernels_t **out)
@@ -187,10 +189,12 @@ static af_result_t cpu_create(const af_shard_desc_t *desc, af_kernels_t **out)
                         k->slot_p && k->commit && k->select && k->nonfinite && k->injected &&
                         k->bitflips,
                     AF_ERR_NOMEM, rc, fail);
+    AF_CHECK_GOTO(af_kernels_occ_alloc(k), rc, fail);
     for (size_t s = 0; s < n; ++s) {
         k->slot_block[s] = -1;
     }
-    k->bytes = state_bytes + n * (1 + 6 * sizeof(double) + sizeof(int32_t) * 4 + 1 + 8 + 1);
+    k->bytes = state_bytes + n * (1 + 6 * sizeof(double) + sizeof(int32_t) * 4 + 1 + 8 + 1) +
+               af_kernels_occ_bytes(desc);
     *out = k;
     return AF_OK;
 fail:
@@ -228,7 +232,8 @@ static void cpu_pack_slots(af_kernels_t *k, uint64_t *xchg)
     af_cpu_t *c = k->impl;
     const int B = k->desc.blocks;
     const int T = k->desc.block_len;
-    for (int s = 0; s < k->desc.n_slots; ++s) {
+    for (int i = 0; i < k->n_occ; ++i) {
+        int s = k->occ[i];
         int b = k->slot_block[s];
         if (b < 0 || k->slot_mode[s] == AF_MODE_DEAD || k->slot_mode[s] == AF_MODE_SHADOW) {
             continue;
@@ -289,7 +294,12 @@ static af_result_t cpu_compute(af_kernels_t *k, uint64_t step, const uint64_t *x
     const af_coeffs_t kc = k->desc.coeffs;
     const int unmasked = (flags & AF_COMPUTE_UNMASKED) != 0;
     const int selected = (flags & AF_COMPUTE_SELECTED) != 0;
-    for (int s = 0; s < k->desc.n_slots; ++s) {
+    /* The masked step visits the occupied slots only: an empty slot computes nothing and its
+     * results stay zero (af_kernels_set_block zeroed them when it emptied). The unmasked
+     * benchmark variant covers the whole static grid. */
+    const int n = unmasked ? k->desc.n_slots : k->n_occ;
+    for (int j = 0; j < n; ++j) {
+        int s = unmasked ? j : k->occ[j];
         int b = k->slot_block[s];
         if (selected && !k->select[s]) {
             continue; /* a retry round: other slots keep their results and counts */
@@ -346,7 +356,10 @@ static af_result_t cpu_download_results(af_kernels_t *k)
 static af_result_t cpu_commit(af_kernels_t *k)
 {
     af_cpu_t *c = k->impl;
-    for (int s = 0; s < k->desc.n_slots; ++s) {
+    /* Only occupied slots hold a block's state; an empty slot's buffers are never read
+     * before a copy or a transfer writes its committed buffer. */
+    for (int i = 0; i < k->n_occ; ++i) {
+        int s = k->occ[i];
         c->parity[s] ^= (uint8_t)(k->commit[s] != 0);
     }
     return AF_OK;

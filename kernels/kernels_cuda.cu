@@ -495,6 +495,7 @@ static void cuda_destroy(af_kernels_t *k)
     af_free(k->slot_p);
     af_free(k->commit);
     af_free(k->select);
+    af_kernels_occ_free(k);
     af_free(k);
 }
 
@@ -508,7 +509,7 @@ static size_t cuda_host_bytes(const af_shard_desc_t *desc)
     size_t n = (size_t)desc->n_slots;
     return sizeof(af_kernels_t) + ctl_bytes(n) + n * 3 * sizeof(int32_t) + n +
            n * (sizeof(int32_t) + 1 + sizeof(double) + 1 + 1) + n +
-           af_xchg_len(desc->blocks) * sizeof(uint64_t);
+           af_xchg_len(desc->blocks) * sizeof(uint64_t) + af_kernels_occ_bytes(desc);
 }
 
 static af_result_t cuda_create(const af_shard_desc_t *desc, af_kernels_t **out)
@@ -552,6 +553,7 @@ static af_result_t cuda_create(const af_shard_desc_t *desc, af_kernels_t **out)
     AF_REQUIRE_GOTO(c->h_parity && k->slot_block && k->slot_mode && k->slot_p && k->commit &&
                         k->select,
                     AF_ERR_NOMEM, rc, fail);
+    AF_CHECK_GOTO(af_kernels_occ_alloc(k), rc, fail);
     {
         af_cuda_res_t hr = res_view(c->h_results, n);
         k->nonfinite = hr.nonfinite;
@@ -561,7 +563,8 @@ static af_result_t cuda_create(const af_shard_desc_t *desc, af_kernels_t **out)
     for (size_t s = 0; s < n; ++s) {
         k->slot_block[s] = -1;
     }
-    k->bytes = c->noted + n * (1 + sizeof(int32_t) + 1 + sizeof(double) + 1 + 1);
+    k->bytes = c->noted + n * (1 + sizeof(int32_t) + 1 + sizeof(double) + 1 + 1) +
+               af_kernels_occ_bytes(desc);
     AF_CHECK_GOTO(cuda_upload_control(k), rc, fail);
     AF_CUDA_CHECK_GOTO(cudaStreamSynchronize(c->stream), rc, fail);
     *out = k;

@@ -758,6 +758,18 @@ int64_t af_config_devices(const af_config_t *cfg, int nranks)
     return cfg->devices == 0 ? nranks : cfg->devices;
 }
 
+int64_t af_config_scripted_units(const af_config_t *cfg)
+{
+    int64_t n = 0;
+    for (int i = 0; i < cfg->n_events; ++i) {
+        const af_event_cfg_t *e = &cfg->events[i];
+        if (e->action == AF_EVENT_KILL || e->action == AF_EVENT_FADE) {
+            n += e->unit_hi - e->unit_lo + 1;
+        }
+    }
+    return n;
+}
+
 double af_config_dx(const af_config_t *cfg)
 {
     return 1.0 / ((double)cfg->blocks * (double)cfg->block_len);

@@ -146,6 +146,9 @@ double af_config_dx(const af_config_t *cfg);
 /* The largest stable dt: min(0.5*dx^2/nu, 2*nu/umax^2), umax = |offset| + |amplitude| (the
  * diffusion limit alone when umax = 0). */
 double af_config_dt_limit(const af_config_t *cfg);
+/* The units the kill and fade events name, all steps together: a bound on the scripted health
+ * changes of any one step. */
+int64_t af_config_scripted_units(const af_config_t *cfg);
 const char *af_backend_name(int compute);
 const char *af_fabric_name(int fabric);
 

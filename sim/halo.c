@@ -22,6 +22,7 @@
 
 #include "../common/af_alloc.h"
 #include "../common/af_rsum.h"
+#include "../common/percentile.h"
 #include "backend.h"
 #include "run_internal.h"
 #include "stop.h"
@@ -191,13 +192,6 @@ static af_result_t neighbour_edges(af_run_state_t *r, uint64_t *x)
     return AF_OK;
 }
 
-static int cmp_i32(const void *a, const void *b)
-{
-    int32_t x = *(const int32_t *)a;
-    int32_t y = *(const int32_t *)b;
-    return (x > y) - (x < y);
-}
-
 /* The global figures of the published blocks (x: the host exchange), and the fenced list. */
 static af_result_t figures(af_run_state_t *r, const uint64_t *x)
 {
@@ -245,7 +239,7 @@ static af_result_t figures(af_run_state_t *r, const uint64_t *x)
                          (long long)w[SUM_FENCED]);
             return AF_ERR_INTERNAL;
         }
-        qsort(r->fenced, total, sizeof(int32_t), cmp_i32);
+        af_sort_i32(r->fenced, total);
         r->n_fenced = (int64_t)total;
         r->mine.count[CNT_HALO_BYTES] +=
             r->world.size > 1 ? (int64_t)(sizeof(int32_t) * (size_t)nf) : 0;
@@ -259,9 +253,11 @@ static af_result_t figures(af_run_state_t *r, const uint64_t *x)
 static af_result_t complete(af_run_state_t *r, int combined)
 {
     uint64_t *x = r->xchg_cur;
-    /* One pass over the shard's slots; everything after it follows the published blocks. */
+    /* One pass over the shard's occupied slots; everything after it follows the published
+     * blocks. */
     r->n_pub = 0;
-    for (int s = 0; s < r->n_local; ++s) {
+    for (int i = 0; i < r->k->n_occ; ++i) {
+        int s = r->k->occ[i];
         if (published(r, s)) {
             if (r->n_pub == r->halo_blocks) {
                 af_error_set("halo: more than %lld published slots", (long long)r->halo_blocks);

@@ -57,7 +57,8 @@ void af_memory_estimate(const af_config_t *cfg, int nranks, int rank, const af_k
      * units and its marks), health (unit_state, unit_p), the plan (changes and pfade),
      * throttling (unit_base, unit_deg, unit_stamp, slow_list) and the devices' words. */
     m->fleet = 4.0 * units * C + 4.0 * units + 5.0 * units + 9.0 * units + 2.0 * chg * units +
-               pf * units + 28.0 * units + 8.0 * (double)D + 8.0 * fmax(ldev, 1.0);
+               pf * units + 28.0 * units + 8.0 * (double)D + 8.0 * fmax(ldev, 1.0) +
+               (cfg->straggler_detect ? 4.0 * units : 0.0); /* the declared stragglers' units */
 
     /* Every block: block_slot and block_rank, the two exchange vectors, the move list, the replica
      * map (rep_rank, rep_off, rep_step), items and twins. */
@@ -98,22 +99,27 @@ void af_memory_estimate(const af_config_t *cfg, int nranks, int rank, const af_k
                   4.0 * 2.0 * AF_XFER_CHUNK + FABRIC_BYTES + FABRIC_PER_RANK * R +
                   sizeof(af_payload_t) * (flush + 1.0);
 
+    /* The aging model of the rank's own units: per unit six doubles (lifetime, sudden,
+     * offset, base age, rate, temperature), three int64 (base step, fade and death steps), two
+     * int32 (rate load, fading list) and two int8 (state, cause), and its event queue (a
+     * 16-byte heap entry and a 4-byte position); what it shares each step (its changes and its
+     * FADING units' probabilities, the scripted events' changes set aside). */
+    const double own = ldev * U;
+    const double scripted = (double)af_config_scripted_units(cfg);
+    m->aging = (6.0 * 8.0 + 3.0 * 8.0 + 2.0 * 4.0 + 2.0 + sizeof(af_evq_entry_t) + 4.0) * own +
+               chg * (own + scripted + 1.0) + pf * (own + 1.0) + chg * (scripted + 1.0);
     if (rank == 0) {
-        /* The aging model: per unit six doubles (lifetime, sudden, offset, base age, rate,
-         * temperature), three int64 (base step, fade and death steps), two int32 (rate load,
-         * fading list) and two int8 (state, cause), and its event queue (a 16-byte heap entry
-         * and a 4-byte position). */
-        double aging =
-            (6.0 * 8.0 + 3.0 * 8.0 + 2.0 * 4.0 + 2.0 + sizeof(af_evq_entry_t) + 4.0) * units;
-        double strag = cfg->straggler_detect ? 57.0 * (double)D + 4.0 * units : 0.0;
+        /* The coordinator's list of the fleet's FADING units and the model's states. */
+        double coord = 4.0 * units + units;
+        double strag = cfg->straggler_detect ? 57.0 * (double)D : 0.0;
         double log = LOG_STRUCT_BYTES + sizeof(af_step_row_t) * flush +
                      8.0 * flush * AF_NPHASES * R + 8.0 * flush + 8.0 * flush * R +
                      sizeof(af_event_row_t) * LOG_EVENT_BUFFER;
         double gathered = sizeof(af_payload_t) * (flush + 1.0) * R +
                           sizeof(af_step_row_t) * (flush + 1.0) + 8.0 * AF_NPHASES * R;
-        m->rank0 = aging + strag + log + gathered;
+        m->rank0 = coord + strag + log + gathered;
     }
-    m->startup = m->fleet + m->blocks + m->shard + m->replicas + m->rank0;
+    m->startup = m->fleet + m->blocks + m->shard + m->replicas + m->aging + m->rank0;
 
     /* The verdict: every rank sends its blocks; rank 0 holds the gathered state and the
      * reference, and the gather's receive buffer or the reference's work array (one after the

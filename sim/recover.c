@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "../common/af_alloc.h"
+#include "../common/percentile.h"
 #include "backend.h"
 #include "reference.h"
 #include "run_internal.h"
@@ -203,7 +204,10 @@ static af_result_t transfer(af_run_state_t *r, int64_t n, const xfer_ops_t *ops,
  * rep_log_depth steps: replica_interval with replay = local, the newest one with global). */
 static uint64_t *log_entry(const af_run_state_t *r, int64_t i, int64_t s)
 {
-    return r->rep_log + ((size_t)i * (size_t)r->rep_log_depth + (size_t)(s % r->rep_log_depth)) * 2;
+    /* One row of every replica's pair per logical step kept: a step's writes, which come in
+     * the order of the replicas (or close to it), land side by side. */
+    size_t row = (size_t)(r->n_reps > 0 ? r->n_reps : 1);
+    return r->rep_log + ((size_t)(s % r->rep_log_depth) * row + (size_t)i) * 2;
 }
 
 /* Block b's read-set into this rank's exchange (and its device mirror, where the kernels read
@@ -316,7 +320,7 @@ void af_slot_control(af_run_state_t *r, int64_t g)
     int s = (int)(g - r->slot0);
     int64_t u = af_slot_unit(&r->pl, g);
     int32_t b = r->pl.slot_block[g];
-    r->k->slot_block[s] = b >= 0 ? b : -1;
+    af_kernels_set_block(r->k, s, b >= 0 ? b : -1);
     int8_t st = r->unit_state[u];
     r->k->slot_mode[s] = st == AF_DEAD     ? AF_MODE_DEAD
                          : st == AF_FADING ? AF_MODE_FADING
@@ -740,9 +744,35 @@ static int32_t twin_target(af_run_state_t *r, int64_t primary_slot)
 af_result_t af_dmr_begin(af_run_state_t *r, const af_move_t *only, int64_t n_only, int64_t *n_twins)
 {
     int64_t n = 0;
-    int64_t candidates = only != NULL ? n_only : r->B;
+    int64_t candidates = n_only;
+    if (only == NULL) {
+        /* The main pass: the blocks of the FADING units (the plan's list, on every rank), in
+         * increasing block order, as a pass over every block would meet them, so twins land
+         * where they always did. twin[] is only read for these blocks (containment) and for
+         * the retried ones, which the retry pass resets, so the rest keep stale entries. */
+        candidates = 0;
+        for (int64_t i = 0; i < r->n_pfade + r->n_strag_units; ++i) {
+            /* The model's FADING units, then the declared stragglers (FADING to the
+             * coordinator; a unit may be both). */
+            int64_t u = i < r->n_pfade ? r->pfade[i].unit : r->strag_units[i - r->n_pfade];
+            for (int64_t k = 0; k < r->C; ++k) {
+                int32_t b = r->pl.slot_block[u * r->C + k];
+                if (b >= 0) {
+                    r->items[candidates++] = b;
+                }
+            }
+        }
+        af_sort_i64(r->items, (size_t)candidates);
+        int64_t kept = 0;
+        for (int64_t i = 0; i < candidates; ++i) {
+            if (kept == 0 || r->items[kept - 1] != r->items[i]) {
+                r->items[kept++] = r->items[i];
+            }
+        }
+        candidates = kept;
+    }
     for (int64_t i = 0; i < candidates; ++i) {
-        int64_t b = only != NULL ? only[i].block : i;
+        int64_t b = only != NULL ? only[i].block : r->items[i];
         r->twin[b] = -1;
         int64_t g = r->pl.block_slot[b];
         if (r->unit_state[af_slot_unit(&r->pl, g)] != AF_FADING) {
@@ -765,7 +795,7 @@ af_result_t af_dmr_begin(af_run_state_t *r, const af_move_t *only, int64_t n_onl
         if (af_slot_is_local(&r->pl, t)) {
             int s = local_of(r, t);
             int64_t u = af_slot_unit(&r->pl, t);
-            r->k->slot_block[s] = (int32_t)r->items[i];
+            af_kernels_set_block(r->k, s, (int32_t)r->items[i]);
             r->k->slot_mode[s] = AF_MODE_SHADOW;
             r->k->slot_p[s] = r->unit_state[u] == AF_FADING ? r->unit_p[u] : 0.0;
         }
@@ -853,8 +883,8 @@ af_result_t af_retry_fenced(af_run_state_t *r, int64_t *n_retried)
         return AF_OK;
     }
     AF_CHECK(af_apply_moves(r, r->moves, n, 0));
-    for (int s = 0; s < r->n_local; ++s) {
-        r->k->select[s] = 0;
+    for (int i = 0; i < r->k->n_occ; ++i) {
+        r->k->select[r->k->occ[i]] = 0;
     }
     for (int64_t i = 0; i < n; ++i) {
         if (af_slot_is_local(&r->pl, r->moves[i].to_slot)) {

@@ -216,7 +216,7 @@ static af_result_t load_initial_state(run_t *r)
     for (int s = 0; s < r->n_local; ++s) {
         int32_t b = r->pl.slot_block[r->slot0 + s];
         af_slot_control(r, r->slot0 + s);
-        r->k->commit[s] = 1;
+        r->k->commit[s] = (uint8_t)(b >= 0);
         if (b >= 0) {
             af_initial_cells(&r->cfg, (int64_t)b * r->T, r->T, r->cellbuf);
             AF_CHECK(r->k->ops->write_slot(r->k, s, r->cellbuf));
@@ -287,11 +287,11 @@ static af_result_t check_memory(run_t *r, const af_kernels_ops_t *kops)
     const af_memory_t *m = &r->mem;
     af_error_set("the scenario needs %.3g bytes on a node (its ranks together), but the node has "
                  "%.3g bytes available; rank %d alone needs %.3g (slots %.3g, fleet tables %.3g, "
-                 "block tables %.3g, replicas and staging %.3g, rank 0's model and log %.3g, the "
-                 "final verdict %.3g): lower scenario.blocks, block_len, devices or "
-                 "max_blackout, or use more nodes",
+                 "block tables %.3g, replicas and staging %.3g, its units' aging model %.3g, "
+                 "rank 0's coordinator and log %.3g, the final verdict %.3g): lower "
+                 "scenario.blocks, block_len, devices or max_blackout, or use more nodes",
                  v[1], v[2], r->world.rank, m->peak, m->shard, m->fleet, m->blocks, m->replicas,
-                 m->rank0, m->verdict);
+                 m->aging, m->rank0, m->verdict);
     return AF_ERR_USAGE;
 }
 
@@ -550,46 +550,113 @@ static af_result_t finish(run_t *r, verdict_t *v)
     return rc;
 }
 
-/* /units: what the aging model did to every unit (rank 0). */
-static af_result_t write_units(run_t *r)
+/* One 8-byte column of /units: every rank's own units (fill writes them into `mine`),
+ * gathered to rank 0 in ascending unit order (the ranks' ranges are in rank order) and written
+ * there. Collective; a write that fails on rank 0 leaves *rc set and the gathers going. */
+typedef void (*unit_column_fn)(const af_aging_t *a, int64_t k, void *v);
+
+static void col_lifetime(const af_aging_t *a, int64_t k, void *v)
 {
-    const af_aging_t *a = &r->aging;
-    size_t n = (size_t)r->units;
-    /* One buffer of 8-byte values, the ages first, then the integer columns. */
-    void *buf = malloc(sizeof(int64_t) * n);
-    if (buf == NULL) {
-        return AF_ERR_NOMEM;
-    }
-    double *ages = buf;
-    int64_t *iv = buf;
-    af_result_t rc = AF_OK;
-    AF_CHECK_GOTO(af_log_write_f64(r->log, "/units/lifetime_hours", a->lifetime_h, n), rc, out);
+    *(double *)v = a->lifetime_h[k];
+}
+static void col_age(const af_aging_t *a, int64_t k, void *v)
+{
     /* The model keeps each unit's linear segment, not its age: the age at the last step (at
      * the death step for the dead) comes from the segment. */
-    for (size_t u = 0; u < n; ++u) {
-        ages[u] = af_aging_age_h(a, (int64_t)u);
+    *(double *)v = af_aging_age_h(a, a->u_lo + k);
+}
+static void col_temp(const af_aging_t *a, int64_t k, void *v)
+{
+    *(double *)v = a->temp_k[k];
+}
+static void col_fade(const af_aging_t *a, int64_t k, void *v)
+{
+    *(int64_t *)v = a->fade_step[k];
+}
+static void col_death(const af_aging_t *a, int64_t k, void *v)
+{
+    *(int64_t *)v = a->death_step[k];
+}
+static void col_cause(const af_aging_t *a, int64_t k, void *v)
+{
+    *(int64_t *)v = a->cause[k];
+}
+
+static af_result_t unit_column(run_t *r, const char *path, int is_f64, unit_column_fn fill,
+                               int64_t *mine, int64_t *all, const size_t *counts, af_result_t *rc)
+{
+    const af_aging_t *a = &r->aging;
+    for (int64_t k = 0; k < a->u_hi - a->u_lo; ++k) {
+        fill(a, k, mine + k);
     }
-    AF_CHECK_GOTO(af_log_write_f64(r->log, "/units/age_hours", ages, n), rc, out);
-    AF_CHECK_GOTO(af_log_write_f64(r->log, "/units/temperature_K", a->temp_k, n), rc, out);
-    AF_CHECK_GOTO(af_log_write_i64(r->log, "/units/fade_step", a->fade_step, n), rc, out);
-    AF_CHECK_GOTO(af_log_write_i64(r->log, "/units/death_step", a->death_step, n), rc, out);
-    for (size_t u = 0; u < n; ++u) {
-        iv[u] = a->cause[u];
+    AF_CHECK(r->fab->ops->gatherv(r->fab, mine, sizeof(int64_t) * (size_t)(a->u_hi - a->u_lo), all,
+                                  counts, 0));
+    if (r->world.rank == 0 && *rc == AF_OK) {
+        *rc = is_f64 ? af_log_write_f64(r->log, path, (const double *)all, (size_t)r->units)
+                     : af_log_write_i64(r->log, path, all, (size_t)r->units);
     }
-    AF_CHECK_GOTO(af_log_write_i64(r->log, "/units/cause", iv, n), rc, out);
-    for (size_t u = 0; u < n; ++u) {
-        iv[u] = (int64_t)u / r->U;
+    return AF_OK;
+}
+
+/* /units: what the aging model did to every unit. Collective: each rank's model holds its own
+ * devices' units, and rank 0 writes the columns one at a time. */
+static af_result_t write_units(run_t *r)
+{
+    const int R = r->world.size;
+    const size_t n = (size_t)r->units;
+    const size_t own = (size_t)(r->aging.u_hi - r->aging.u_lo);
+    int64_t *mine = malloc(sizeof(int64_t) * (own > 0 ? own : 1));
+    int64_t *all = r->world.rank == 0 ? malloc(sizeof(int64_t) * (n > 0 ? n : 1)) : NULL;
+    size_t *counts = malloc(sizeof(size_t) * (size_t)R);
+    /* Every rank learns whether every rank has its buffers before any gather starts. */
+    uint64_t missing = (mine == NULL || counts == NULL || (r->world.rank == 0 && all == NULL));
+    af_result_t rc = r->fab->ops->allreduce_max_u64(r->fab, &missing, 1);
+    if (rc == AF_OK && missing != 0) {
+        af_error_set("cannot allocate the /units columns of %zu units", n);
+        rc = AF_ERR_NOMEM;
     }
-    AF_CHECK_GOTO(af_log_write_i64(r->log, "/units/device", iv, n), rc, out);
-    for (size_t u = 0; u < n; ++u) {
-        iv[u] = (int64_t)u % r->U;
+    if (rc == AF_OK) {
+        for (int q = 0; q < R; ++q) {
+            int64_t lo = 0;
+            int64_t hi = 0;
+            af_rank_devices(r->D, R, q, &lo, &hi);
+            counts[q] = sizeof(int64_t) * (size_t)((hi - lo) * r->U);
+        }
+        af_result_t wrc = AF_OK;
+        static const struct {
+            const char *path;
+            int is_f64;
+            unit_column_fn fill;
+        } cols[] = {{"/units/lifetime_hours", 1, col_lifetime}, {"/units/age_hours", 1, col_age},
+                    {"/units/temperature_K", 1, col_temp},      {"/units/fade_step", 0, col_fade},
+                    {"/units/death_step", 0, col_death},        {"/units/cause", 0, col_cause}};
+        for (size_t c = 0; rc == AF_OK && c < sizeof cols / sizeof cols[0]; ++c) {
+            rc =
+                unit_column(r, cols[c].path, cols[c].is_f64, cols[c].fill, mine, all, counts, &wrc);
+        }
+        if (rc == AF_OK && r->world.rank == 0) {
+            rc = wrc;
+            for (size_t u = 0; rc == AF_OK && u < n; ++u) {
+                all[u] = (int64_t)u / r->U;
+            }
+            if (rc == AF_OK) {
+                rc = af_log_write_i64(r->log, "/units/device", all, n);
+            }
+            for (size_t u = 0; rc == AF_OK && u < n; ++u) {
+                all[u] = (int64_t)u % r->U;
+            }
+            if (rc == AF_OK) {
+                rc = af_log_write_i64(r->log, "/units/unit", all, n);
+            }
+            if (rc == AF_OK) {
+                rc = af_log_attr_str(r->log, "/units", "cause_codes",
+                                     "0 alive, 1 wear-out, 2 sudden, 3 scripted");
+            }
+        }
     }
-    AF_CHECK_GOTO(af_log_write_i64(r->log, "/units/unit", iv, n), rc, out);
-    AF_CHECK_GOTO(af_log_attr_str(r->log, "/units", "cause_codes",
-                                  "0 alive, 1 wear-out, 2 sudden, 3 scripted"),
-                  rc, out);
-out:
-    free(buf);
+    free(mine);
+    free(all);
+    free(counts);
     return rc;
 }
 
@@ -610,7 +677,6 @@ static af_result_t write_final(run_t *r, const verdict_t *v)
 {
     af_log_t *log = r->log;
     char hex[32];
-    AF_CHECK(write_units(r));
     AF_CHECK(af_log_attr_str(log, "/final", "exit_reason", v->exit_reason));
     if (r->exhausted) {
         AF_CHECK(af_log_attr_str(log, "/final", "exhausted_why", r->exhausted_why));
@@ -894,6 +960,7 @@ int af_run_in_world(const af_run_opts_t *opts, const af_world_t *world)
     verdict_t v = {"completed", AF_EXIT_OK, 0, 0, 0, 0, 0, 0};
     AF_CHECK_GOTO(finish(r, &v), rc, fail);
     AF_CHECK_GOTO(memory_measures(r), rc, fail);
+    AF_CHECK_GOTO(write_units(r), rc, fail);
     if (r->world.rank == 0) {
         if (r->exhausted) {
             v.exit_reason = "capacity_exhausted";

@@ -123,7 +123,7 @@ typedef struct af_run_state {
     /* Health, as every rank knows it (rank 0 also runs the model). */
     int8_t *unit_state; /* units */
     double *unit_p;     /* units: corruption probability per element */
-    af_aging_t aging;   /* rank 0 only */
+    af_aging_t aging;   /* this rank's own devices' units */
 
     /* The coordinator's message. */
     af_plan_header_t plan;
@@ -131,6 +131,15 @@ typedef struct af_run_state {
     af_move_t *moves;            /* blocks */
     af_pfade_t *pfade;           /* units */
     int64_t n_pfade;
+    /* What this rank's model gives each step, before the ranks share it (gather_health). */
+    af_health_change_t *my_changes; /* own units + the scripted events' units */
+    af_pfade_t *my_pfade;           /* own units */
+    af_health_change_t *scripted;   /* scratch: the scripted events' units */
+    /* Rank 0's coordinator. */
+    int32_t *fade_units; /* units: the fleet's FADING units (the plan's drain list) */
+    int8_t *model_state; /* units: the state the model gives (a declared straggler stays
+                            HEALTHY here) */
+    int64_t dead_units;  /* units DEAD so far */
 
     /* Throttling (sim/straggler.h), as every rank knows it. */
     double *unit_base;   /* units: slowdown set by scripted slow events (1 nominal) */

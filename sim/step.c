@@ -1,10 +1,12 @@
 /* agefence: one step of a run (DESIGN "One step").
- *   1. coordinator  rank 0 ages the fleet, plans restores and drains, broadcasts the plan
- *   2. moves        every rank applies it: slot copies, cross-rank transfers, a rollback
+ *   1. coordinator  every rank ages its own devices' units and the ranks share the health
+ *                   changes; rank 0 plans restores and drains and broadcasts the moves
+ *   2. moves        every rank applies them: slot copies, cross-rank transfers, a rollback
  *   3. kernel       DMR twins, masked compute with fault injection, containment, commit
- *   4. halo         exact all-reduce of the new edges, diagnostics and fenced flags; fenced
- *                   blocks are re-homed and recomputed within the step (retries)
- *   5. replica      every replica_interval logical steps
+ *   4. halo         neighbour edges owner to owner, exact sums of the figures, fenced ids;
+ *                   fenced blocks are re-homed and recomputed within the step (retries)
+ *   5. replica      every replica_interval logical steps, and each step's read-sets beside
+ *                   the replicas
  *   6. log          gather to rank 0, one row
  * Every array touched here was allocated in af_step_init(). */
 #include <math.h>
@@ -208,13 +210,16 @@ af_result_t af_step_init(af_run_state_t *r)
         r->unit_stamp[r->slow_list[i]] = -1;
     }
     r->throttle_possible = r->cfg.throttle_slowdown > 0 || r->cfg.spike_rate > 0 || r->n_slow > 0;
-    if (r->world.rank == 0 && r->cfg.straggler_detect) {
-        AF_CHECK(af_straggler_init(&r->strag, r->D, r->cfg.straggler_alpha,
-                                   r->cfg.straggler_threshold, r->cfg.straggler_patience));
-        r->strag_in = af_alloc(sizeof(double) * D);
-        r->strag_new = af_alloc(sizeof(int64_t) * D);
+    if (r->cfg.straggler_detect) {
+        /* Every rank lists the declared stragglers' units; rank 0 also detects them. */
         r->strag_units = af_alloc(sizeof(int32_t) * units);
-        if (!r->strag_in || !r->strag_new || !r->strag_units) {
+        if (r->world.rank == 0) {
+            AF_CHECK(af_straggler_init(&r->strag, r->D, r->cfg.straggler_alpha,
+                                       r->cfg.straggler_threshold, r->cfg.straggler_patience));
+            r->strag_in = af_alloc(sizeof(double) * D);
+            r->strag_new = af_alloc(sizeof(int64_t) * D);
+        }
+        if (!r->strag_units || (r->world.rank == 0 && (!r->strag_in || !r->strag_new))) {
             af_error_set("cannot allocate the straggler tables for %lld devices", (long long)r->D);
             return AF_ERR_NOMEM;
         }
@@ -228,12 +233,28 @@ af_result_t af_step_init(af_run_state_t *r)
                      (long long)r->B, (long long)r->units);
         return AF_ERR_NOMEM;
     }
+    /* Every rank ages its own devices' units (the model draws each unit from the seed and
+     * the unit alone, so the shards together are the one model of the fleet). */
+    const int64_t own_lo = r->pl.dev_lo * r->U;
+    const int64_t own_hi = r->pl.dev_hi * r->U;
+    AF_CHECK(af_aging_init_range(&r->aging, &r->cfg, r->D, own_lo, own_hi));
+    /* Every unit's first rate and prediction, from the initial placement, here rather than
+     * in the first step: the loop's first tick is tick + 1 (af_step counts it before it
+     * plans), and what moves before then is on the placement's list of changed units. */
+    af_aging_start(&r->aging, &r->cfg, r->tick + 1, r->pl.unit_load, r->C);
+    int64_t scripted = af_config_scripted_units(&r->cfg);
+    size_t own = (size_t)(own_hi - own_lo);
+    r->my_changes = af_alloc(sizeof(af_health_change_t) * (own + (size_t)scripted + 1));
+    r->my_pfade = af_alloc(sizeof(af_pfade_t) * (own + 1));
+    r->scripted = af_alloc(sizeof(af_health_change_t) * (size_t)(scripted + 1));
     if (r->world.rank == 0) {
-        AF_CHECK(af_aging_init(&r->aging, &r->cfg, r->D));
-        /* Every unit's first rate and prediction, from the initial placement, here rather than
-         * in the first step: the loop's first tick is tick + 1 (af_step counts it before it
-         * plans), and what moves before then is on the placement's list of changed units. */
-        af_aging_start(&r->aging, &r->cfg, r->tick + 1, r->pl.unit_load, r->C);
+        r->fade_units = af_alloc(sizeof(int32_t) * units);
+        r->model_state = af_alloc(units);
+    }
+    if (!r->my_changes || !r->my_pfade || !r->scripted ||
+        (r->world.rank == 0 && (!r->fade_units || !r->model_state))) {
+        af_error_set("cannot allocate the health lists for %lld units", (long long)r->units);
+        return AF_ERR_NOMEM;
     }
     AF_CHECK(af_halo_init(r));
     AF_CHECK(af_replicas_init(r));
@@ -289,6 +310,15 @@ void af_step_destroy(af_run_state_t *r)
     af_free(r->strag_in);
     af_free(r->strag_new);
     af_free(r->strag_units);
+    af_free(r->my_changes);
+    af_free(r->my_pfade);
+    af_free(r->scripted);
+    af_free(r->fade_units);
+    af_free(r->model_state);
+    r->my_changes = r->scripted = NULL;
+    r->my_pfade = NULL;
+    r->fade_units = NULL;
+    r->model_state = NULL;
     r->unit_base = r->unit_deg = NULL;
     r->unit_stamp = NULL;
     r->slow_list = NULL;
@@ -306,6 +336,19 @@ void af_step_destroy(af_run_state_t *r)
  * straggler detector; every device it declares has its HEALTHY units changed to FADING (cause
  * straggler), so the plan drains them and nothing chooses them as a target, and an event names
  * the device with its EWMA over the fleet median in thousandths. Returns the new change count. */
+/* Every rank keeps the declared stragglers' units, ascending: rank 0 drains them, and every
+ * rank's DMR pass twins their blocks as it does the FADING units'. Insertion: declarations
+ * are rare. */
+static void strag_insert(af_run_state_t *r, int64_t u)
+{
+    int64_t j = r->n_strag_units++;
+    while (j > 0 && r->strag_units[j - 1] > u) {
+        r->strag_units[j] = r->strag_units[j - 1];
+        j--;
+    }
+    r->strag_units[j] = (int32_t)u;
+}
+
 static int64_t stragglers(af_run_state_t *r, int64_t nc)
 {
     const uint64_t *w = r->xchg_prev + af_xchg_len((int)r->B);
@@ -327,13 +370,7 @@ static int64_t stragglers(af_run_state_t *r, int64_t nc)
             r->changes[nc].cause = AF_CAUSE_STRAGGLER;
             nc++;
             r->unit_state[u] = AF_FADING;
-            /* Keep the list ascending: insertion (declarations are rare). */
-            int64_t j = r->n_strag_units++;
-            while (j > 0 && r->strag_units[j - 1] > u) {
-                r->strag_units[j] = r->strag_units[j - 1];
-                j--;
-            }
-            r->strag_units[j] = (int32_t)u;
+            strag_insert(r, u);
         }
     }
     return nc;
@@ -344,7 +381,7 @@ static void count_slow(af_run_state_t *r)
 {
     r->straggler_healthy = 0;
     for (int64_t i = 0; i < r->n_strag_units; ++i) {
-        r->straggler_healthy += r->aging.state[r->strag_units[i]] == AF_HEALTHY;
+        r->straggler_healthy += r->model_state[r->strag_units[i]] == AF_HEALTHY;
     }
     int64_t n = 0;
     for (int64_t i = 0; i < r->n_pfade; ++i) {
@@ -355,35 +392,113 @@ static void count_slow(af_run_state_t *r)
     /* Slowed units the model does not call FADING (those were counted above). */
     for (int64_t i = 0; i < r->n_slow; ++i) {
         int64_t u = r->slow_list[i];
-        n += r->aging.state[u] == AF_HEALTHY && r->unit_base[u] > 1.0;
+        n += r->model_state[u] == AF_HEALTHY && r->unit_base[u] > 1.0;
     }
     r->slow_units = n;
 }
 
-/* Rank 0: the aging model and the plan. */
-static void plan(af_run_state_t *r)
+/* Every rank: the step of the aging model for its own units. The model re-reads the loads of
+ * the units the placement listed since the last step (moves of the last plan, retries,
+ * restores, undone plans), and no other; every rank's placement lists the same. Returns the
+ * changes, in my_changes; my_pfade gets the probability and degradation of each of the
+ * rank's FADING units, ascending. */
+static int64_t age_own_units(af_run_state_t *r)
+{
+    int64_t n = af_aging_step(&r->aging, &r->cfg, r->tick, r->pl.unit_load, r->pl.changed,
+                              r->pl.n_changed, r->C, r->my_changes);
+    af_placement_changed_clear(&r->pl);
+    debug_aging_loads(r);
+    for (int64_t k = 0; k < r->aging.fading; ++k) {
+        int64_t u = r->aging.fading_list[k];
+        r->my_pfade[k].unit = u;
+        r->my_pfade[k].p = af_aging_p_corrupt(&r->aging, &r->cfg, u);
+        r->my_pfade[k].deg = af_aging_degradation(&r->aging, &r->cfg, u);
+    }
+    return n;
+}
+
+/* Every rank: the step's health changes and FADING units of the whole fleet, from every
+ * rank's own (two all-gathers of small lists), in the order one model of the whole fleet
+ * gives them: the ageing's changes by ascending unit (the ranks' units are ascending ranges,
+ * in rank order), then the scripted events' in the events' order (each rank lists its own in
+ * that order; they are merged here), and the FADING units ascending. Into changes (the
+ * number in *n_model) and pfade (n_pfade). */
+static af_result_t gather_health(af_run_state_t *r, int64_t n_mine, int64_t *n_model)
+{
+    af_fabric_t *f = r->fab;
+    const size_t cw = sizeof(af_health_change_t) / sizeof(int32_t);
+    const size_t pw = sizeof(af_pfade_t) / sizeof(int32_t);
+    size_t total = 0;
+    AF_CHECK(f->ops->allgatherv_i32(f, (const int32_t *)r->my_changes, (size_t)n_mine * cw,
+                                    (int32_t *)r->changes, 2 * (size_t)r->units * cw, &total));
+    int64_t nc = (int64_t)(total / cw);
+    AF_CHECK(f->ops->allgatherv_i32(f, (const int32_t *)r->my_pfade, (size_t)r->aging.fading * pw,
+                                    (int32_t *)r->pfade, (size_t)r->units * pw, &total));
+    r->n_pfade = (int64_t)(total / pw);
+    /* The scripted changes aside (every rank's, in rank order), the others closed up. */
+    int64_t ns = 0;
+    int64_t kept = 0;
+    for (int64_t i = 0; i < nc; ++i) {
+        if (r->changes[i].cause == AF_CAUSE_SCRIPTED) {
+            r->scripted[ns++] = r->changes[i];
+        } else {
+            r->changes[kept++] = r->changes[i];
+        }
+    }
+    /* Then in the events' order: each (event, unit) takes that unit's first change of the
+     * event's kind not taken yet. A rank lists a unit's scripted changes in the events' order,
+     * so the one a pair takes is the one it made. */
+    for (int i = 0; i < r->cfg.n_events && ns > 0; ++i) {
+        const af_event_cfg_t *e = &r->cfg.events[i];
+        if (e->step != r->tick || (e->action != AF_EVENT_KILL && e->action != AF_EVENT_FADE)) {
+            continue;
+        }
+        int8_t st = e->action == AF_EVENT_KILL ? AF_DEAD : AF_FADING;
+        for (int64_t j = e->unit_lo; j <= e->unit_hi; ++j) {
+            int32_t u = (int32_t)(e->device * r->U + j);
+            for (int64_t k = 0; k < ns; ++k) {
+                if (r->scripted[k].unit == u && r->scripted[k].state == st) {
+                    r->changes[kept++] = r->scripted[k];
+                    r->scripted[k].unit = -1;
+                    break;
+                }
+            }
+        }
+    }
+    if (kept != nc) {
+        af_error_set("step %lld: %lld scripted health changes match no event of the step",
+                     (long long)r->tick, (long long)(nc - kept));
+        return AF_ERR_INTERNAL;
+    }
+    *n_model = nc;
+    return AF_OK;
+}
+
+/* Rank 0: the plan, from the step's health changes (the n_model of the model first, on
+ * every rank already) and the fleet's FADING units. */
+static void plan(af_run_state_t *r, int64_t n_model)
 {
     af_plan_header_t *h = &r->plan;
     memset(h, 0, sizeof *h);
     h->step = r->tick;
     h->rollback_to = -1;
-    /* The model re-reads the loads of the units the placement listed since the last step
-     * (moves of the last plan, retries, restores, undone plans), and no other. */
-    int64_t nc = af_aging_step(&r->aging, &r->cfg, r->tick, r->pl.unit_load, r->pl.changed,
-                               r->pl.n_changed, r->C, r->changes);
-    af_placement_changed_clear(&r->pl);
-    debug_aging_loads(r);
+    int64_t nc = n_model;
     for (int64_t i = 0; i < nc; ++i) {
-        r->unit_state[r->changes[i].unit] = r->changes[i].state;
+        const af_health_change_t *c = &r->changes[i];
+        r->unit_state[c->unit] = c->state;
+        r->model_state[c->unit] = c->state;
+        r->dead_units += c->state == AF_DEAD;
     }
-    int64_t n_model = nc;
+    for (int64_t i = 0; i < r->n_pfade; ++i) {
+        r->fade_units[i] = (int32_t)r->pfade[i].unit;
+    }
     if (r->cfg.straggler_detect) {
         nc = stragglers(r, nc);
     }
     int64_t exhausted = 0;
-    int64_t nm = af_coord_plan_listed(&r->pl, r->unit_state, r->changes, nc, r->aging.fading_list,
-                                      r->aging.fading, r->cfg.drain, r->cfg.max_moves_per_step,
-                                      r->moves, &exhausted);
+    int64_t nm =
+        af_coord_plan_listed(&r->pl, r->unit_state, r->changes, nc, r->fade_units, r->n_pfade,
+                             r->cfg.drain, r->cfg.max_moves_per_step, r->moves, &exhausted);
     /* Declared stragglers drain like FADING units, with the budget the fading ones left. */
     int64_t drains = 0;
     for (int64_t i = 0; i < nm; ++i) {
@@ -416,20 +531,13 @@ static void plan(af_run_state_t *r)
     } else if (!exhausted && global && any_stale) {
         h->rollback_to = r->replica_step;
     }
-    r->n_pfade = 0;
-    for (int64_t k = 0; k < r->aging.fading; ++k) {
-        int64_t u = r->aging.fading_list[k];
-        r->pfade[r->n_pfade].unit = u;
-        r->pfade[r->n_pfade].p = af_aging_p_corrupt(&r->aging, &r->cfg, u);
-        r->pfade[r->n_pfade].deg = af_aging_degradation(&r->aging, &r->cfg, u);
-        r->n_pfade++;
-    }
     count_slow(r);
     h->n_changes = nc;
+    h->n_model = n_model;
     h->n_moves = nm;
     h->exhausted = exhausted;
-    h->fading = r->aging.fading;
-    h->dead = r->aging.dead;
+    h->fading = r->n_pfade;
+    h->dead = r->dead_units;
     /* Events of the model and the plan. */
     for (int i = 0; i < r->cfg.n_events; ++i) {
         const af_event_cfg_t *e = &r->cfg.events[i];
@@ -462,31 +570,33 @@ static void plan(af_run_state_t *r)
         log_event(r, "rollback", -1, -1, -1, r->state_step - h->rollback_to);
     }
     if (exhausted) {
-        log_event(r, "capacity", -1, -1, -1, r->aging.dead);
+        log_event(r, "capacity", -1, -1, -1, r->dead_units);
     }
 }
 
 /* The plan travels as a fixed header, then each of its lists that is not empty (the header
  * says how long they are) straight from rank 0's arrays into the others': no staging copy
- * of fleet-sized lists. The fading units' probabilities change every step while any fades. */
-static af_result_t broadcast_plan(af_run_state_t *r)
+ * of fleet-sized lists. Every rank has the model's changes and the FADING units already
+ * (gather_health); what rank 0 adds is its declared stragglers' changes and the moves. */
+static af_result_t broadcast_plan(af_run_state_t *r, int64_t n_model)
 {
     af_fabric_t *f = r->fab;
     AF_CHECK(f->ops->bcast(f, &r->plan, sizeof r->plan, 0));
-    size_t sc = sizeof(af_health_change_t) * (size_t)r->plan.n_changes;
-    size_t sm = sizeof(af_move_t) * (size_t)r->plan.n_moves;
-    size_t sp = sizeof(af_pfade_t) * (size_t)r->plan.fading;
+    const af_plan_header_t *h = &r->plan;
+    if (h->n_model != n_model || h->fading != r->n_pfade || h->n_changes < n_model) {
+        af_error_set("step %lld: rank %d gathered %lld health changes and %lld FADING units, "
+                     "rank 0 planned for %lld and %lld",
+                     (long long)r->tick, r->world.rank, (long long)n_model, (long long)r->n_pfade,
+                     (long long)h->n_model, (long long)h->fading);
+        return AF_ERR_INTERNAL;
+    }
+    size_t sc = sizeof(af_health_change_t) * (size_t)(h->n_changes - n_model);
+    size_t sm = sizeof(af_move_t) * (size_t)h->n_moves;
     if (sc > 0) {
-        AF_CHECK(f->ops->bcast(f, r->changes, sc, 0));
+        AF_CHECK(f->ops->bcast(f, r->changes + n_model, sc, 0));
     }
     if (sm > 0) {
         AF_CHECK(f->ops->bcast(f, r->moves, sm, 0));
-    }
-    if (sp > 0) {
-        AF_CHECK(f->ops->bcast(f, r->pfade, sp, 0));
-    }
-    if (r->world.rank != 0) {
-        r->n_pfade = r->plan.fading;
     }
     return AF_OK;
 }
@@ -498,6 +608,9 @@ static af_result_t apply_plan(af_run_state_t *r)
     for (int64_t i = 0; i < h->n_changes; ++i) {
         const af_health_change_t *c = &r->changes[i];
         r->unit_state[c->unit] = c->state;
+        if (r->world.rank != 0 && c->cause == AF_CAUSE_STRAGGLER && c->state == AF_FADING) {
+            strag_insert(r, c->unit);
+        }
         if (c->state == AF_DEAD) {
             r->unit_p[c->unit] = 0.0;
             r->unit_deg[c->unit] = 0.0;
@@ -611,7 +724,11 @@ static af_result_t contain(af_run_state_t *r, int flags, int verify)
     int selected = (flags & AF_COMPUTE_SELECTED) != 0;
     int64_t disagree = 0;
     int first = -1;
-    for (int s = 0; s < r->n_local; ++s) {
+    /* The occupied slots; after a step graph every slot, since the backend decided for the
+     * whole static grid and an empty slot's decision must be 0 too. */
+    const int n = verify ? r->n_local : k->n_occ;
+    for (int i = 0; i < n; ++i) {
+        int s = verify ? i : k->occ[i];
         int live = k->slot_block[s] >= 0 &&
                    (k->slot_mode[s] == AF_MODE_HEALTHY || k->slot_mode[s] == AF_MODE_FADING);
         uint8_t backend = k->commit[s];
@@ -816,16 +933,20 @@ af_result_t af_step(af_run_state_t *r, int *stop)
     slow_events(r);
     lose_replicas(r);
 
-    /* 1. Coordinator. Only rank 0 holds the aging model, which consumes the placement's list
-     * of changed units; the other ranks apply the same moves and drop their list here. */
+    /* 1. Coordinator. Every rank ages its own units, which consumes the placement's list of
+     * changed units; the ranks share the step's health changes; rank 0 plans and broadcasts
+     * the moves. plan_us is the rank's own work: its ageing, and rank 0's plan. */
+    double tp = af_now_us();
+    int64_t n_mine = age_own_units(r);
+    double t_age = af_now_us() - tp;
+    int64_t n_model = 0;
+    AF_CHECK(gather_health(r, n_mine, &n_model));
+    tp = af_now_us();
     if (r->world.rank == 0) {
-        double tp = af_now_us();
-        plan(r);
-        r->mine.phase[AF_PHASE_plan_us] = af_now_us() - tp;
-    } else {
-        af_placement_changed_clear(&r->pl);
+        plan(r, n_model);
     }
-    AF_CHECK(broadcast_plan(r));
+    r->mine.phase[AF_PHASE_plan_us] = t_age + (af_now_us() - tp);
+    AF_CHECK(broadcast_plan(r, n_model));
     AF_CHECK(apply_plan(r));
     for (int64_t i = 0; i < r->plan.n_moves; ++i) {
         const af_move_t *m = &r->moves[i];
@@ -860,8 +981,8 @@ af_result_t af_step(af_run_state_t *r, int *stop)
     if (rollback) {
         AF_CHECK(r->plan.restart ? af_restart(r) : af_rollback(r));
         double th = af_now_us();
-        for (int s = 0; s < r->n_local; ++s) {
-            k->commit[s] = 1;
+        for (int i = 0; i < k->n_occ; ++i) {
+            k->commit[k->occ[i]] = 1;
         }
         AF_CHECK(k->ops->upload_control(k));
         AF_CHECK(af_exchange(r));
@@ -877,10 +998,11 @@ af_result_t af_step(af_run_state_t *r, int *stop)
     debug_scan(r, "moves");
     double t2 = af_now_us();
 
-    /* 3. Kernel: DMR twins, the masked compute, containment, commit. */
-    for (int s = 0; s < r->n_local; ++s) {
-        k->select[s] = 0;
-        r->dmr_mark[s] = AF_DMR_NONE;
+    /* 3. Kernel: DMR twins, the masked compute, containment, commit. Empty slots keep
+     * select[] 0 (af_kernels_set_block) and their dmr_mark[] is never read. */
+    for (int i = 0; i < k->n_occ; ++i) {
+        k->select[k->occ[i]] = 0;
+        r->dmr_mark[k->occ[i]] = AF_DMR_NONE;
     }
     int64_t twins = 0;
     if (r->cfg.detect == AF_DETECT_DMR) {
@@ -932,8 +1054,8 @@ af_result_t af_step(af_run_state_t *r, int *stop)
         }
         /* Retries that had to land on FADING units are checked by twins too. */
         int64_t rtwins = 0;
-        for (int s = 0; s < r->n_local; ++s) {
-            r->dmr_mark[s] = AF_DMR_NONE;
+        for (int i = 0; i < k->n_occ; ++i) {
+            r->dmr_mark[k->occ[i]] = AF_DMR_NONE;
         }
         if (r->cfg.detect == AF_DETECT_DMR) {
             AF_CHECK(af_dmr_begin(r, r->moves, n, &rtwins));
@@ -954,7 +1076,8 @@ af_result_t af_step(af_run_state_t *r, int *stop)
         AF_CHECK(k->ops->upload_control(k));
         AF_CHECK(k->ops->commit(k));
         /* Every live slot is committed now unless a retry failed again. */
-        for (int s = 0; s < r->n_local; ++s) {
+        for (int i = 0; i < k->n_occ; ++i) {
+            int s = k->occ[i];
             k->commit[s] = (uint8_t)(k->select[s] ? k->commit[s] : 1);
         }
         AF_CHECK(k->ops->upload_control(k)); /* pack reads commit[] for the status words */

@@ -43,5 +43,23 @@ across_ranks() {
 }
 across_ranks small -c "$scenario" --set scenario.devices=12
 across_ranks default_dev6 --set scenario.devices=6 --set scenario.seed=1
+# Every rank ages its own devices' units and the ranks merge their scripted changes in the
+# events' order, not the ranks': four events of one step, on the last device, the first (a
+# fade, then a kill of the same unit) and one in the middle.
+across_ranks scripted_order -c "$scenario" --set scenario.devices=12 \
+  --set event.1.step=40 --set event.1.device=11 \
+  --set event.2.step=40 --set event.2.action=fade --set event.2.device=0 --set event.2.units=2 \
+  --set event.3.step=40 --set event.3.action=kill --set event.3.device=0 --set event.3.units=1-2 \
+  --set event.4.step=40 --set event.4.action=kill --set event.4.device=6 --set event.4.units=3
+# The order itself, on 4 ranks (devices 0-2, 3-5, 6-8, 9-11): the events' order.
+order=$(/usr/bin/python3 -c '
+import sys, h5py
+e = h5py.File(sys.argv[1], "r")["events"][()]
+e = e[e["step"] == 40][:6]
+print(" ".join("%s:%d.%d" % (r["kind"].decode(), r["from_device"], r["from_unit"]) for r in e))
+' "$work/scripted_order.n4.h5") || fail "scripted_order: cannot read the events"
+want="death:11.0 death:11.1 fade:0.2 death:0.1 death:0.2 death:6.3"
+[ "$order" = "$want" ] || fail "scripted_order: step 40 logged '$order', the events' order is '$want'"
+echo "ok   scripted_order: the changes of step 40 in the events' order on 4 ranks: $order"
 [ "$exhausted" -ge 1 ] || fail "no scenario ran out of capacity: the exhausted path was not compared"
 echo "PASS: identical runs on 1-4 ranks ($exhausted scenario(s) ending with capacity exhausted)"

@@ -130,7 +130,7 @@ static void pair_set(pair_t *p, int s, int32_t block, uint8_t mode, double prob)
 {
     af_kernels_t *ks[2] = {p->cpu, p->gpu};
     for (int i = 0; i < 2; ++i) {
-        ks[i]->slot_block[s] = block;
+        af_kernels_set_block(ks[i], s, block);
         ks[i]->slot_mode[s] = mode;
         ks[i]->slot_p[s] = prob;
         ks[i]->commit[s] = 0;
@@ -490,12 +490,12 @@ static void test_masked_vs_unmasked(void **state)
     assert_int_equal(af_kernels_cuda->create(&d, &masked), AF_OK);
     for (int s = 0; s < n; ++s) {
         pair_set(&p, s, -1, AF_MODE_HEALTHY, 0.0);
-        masked->slot_block[s] = -1;
+        af_kernels_set_block(masked, s, -1);
     }
     for (int b = 0; b < 32; ++b) {
         int s = slot_of(b, n);
         pair_set(&p, s, b, AF_MODE_HEALTHY, 0.0);
-        masked->slot_block[s] = b;
+        af_kernels_set_block(masked, s, b);
         pair_write(&p, s, b);
         assert_int_equal(masked->ops->write_slot(masked, s, p.a), AF_OK);
     }

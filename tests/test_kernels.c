@@ -89,7 +89,7 @@ static void shard_create(shard_t *sh, int n_slots, const int *slot_of_block, uin
         if (s < 0) {
             continue;
         }
-        sh->k->slot_block[s] = b;
+        af_kernels_set_block(sh->k, s, b);
         af_initial_cells(&cfg, (int64_t)b * sh->T, sh->T, cells);
         assert_int_equal(sh->k->ops->write_slot(sh->k, s, cells), AF_OK);
     }
@@ -529,10 +529,9 @@ static void test_copy_slot_copies_the_committed_buffer_and_diagnostics(void **st
     assert_true(af_xchg_len(B) <= 32);
     assert_int_equal(sh.k->ops->pack(sh.k, sh.xchg), AF_OK);
     memcpy(before, sh.xchg, af_xchg_len(B) * sizeof(uint64_t));
-    sh.k->slot_block[1] = -1;
-    sh.k->slot_block[4] = 1;
     sh.k->commit[4] = sh.k->commit[1];
-    sh.k->commit[1] = 0;
+    af_kernels_set_block(sh.k, 1, -1); /* zeroes slot 1's commit[] and results */
+    af_kernels_set_block(sh.k, 4, 1);
     assert_int_equal(sh.k->ops->pack(sh.k, sh.xchg), AF_OK);
     assert_memory_equal(sh.xchg, before, af_xchg_len(B) * sizeof(uint64_t));
     /* The moved run continues exactly as the reference. */
