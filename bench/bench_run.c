@@ -232,7 +232,7 @@ typedef struct scale_fleet {
     double coord_p50, coord_p99; /* rank 0's plan_us: the coordinator's own work */
     double phase_p50, phase_p99; /* the slowest rank's coord_us: with the broadcast's wait */
     double quiet_p50;            /* plan_us p50 over the steps with no event around them */
-    double per_change;           /* plan_us added per health change (mean, event steps) */
+    double per_change;           /* plan_us added per health change (median, event steps) */
     int quiet;
     double halo_bytes_per_rank_step;
     double log_bytes_per_rank_step;
@@ -359,16 +359,15 @@ static af_result_t scale_one(af_bench_ctx_t *b, scale_fleet_t *f, int index)
                                        "/steps/moves_retry"};
     double *c5[5] = {NULL, NULL, NULL, NULL, NULL};
     double *quiet = malloc(sizeof(double) * (size_t)(rows > 0 ? rows : 1));
+    double *per = malloc(sizeof(double) * (size_t)(rows > 0 ? rows : 1));
     for (int j = 0; j < 5 && rc == AF_OK; ++j) {
         c5[j] = malloc(sizeof(double) * (size_t)(rows > 0 ? rows : 1));
-        rc = c5[j] != NULL && quiet != NULL ? af_bench_column(log, cols[j], c5[j], rows)
-                                            : AF_ERR_NOMEM;
+        rc = c5[j] != NULL && quiet != NULL && per != NULL
+                 ? af_bench_column(log, cols[j], c5[j], rows)
+                 : AF_ERR_NOMEM;
     }
     if (rc == AF_OK) {
         int nq = 0;
-        double ev_sum = 0;
-        double ev_changes = 0;
-        double q_sum = 0;
         int ne = 0;
         for (int64_t s = 1; s < rows; ++s) {
             double changes = (c5[0][s] - c5[0][s - 1]) + fabs(c5[1][s] - c5[1][s - 1]);
@@ -376,23 +375,26 @@ static af_result_t scale_one(af_bench_ctx_t *b, scale_fleet_t *f, int index)
                 c5[2][s] + c5[3][s] + c5[4][s] + c5[2][s - 1] + c5[3][s - 1] + c5[4][s - 1];
             if (changes == 0 && moves == 0) {
                 quiet[nq++] = co[s];
-                q_sum += co[s];
-            } else if (changes > 0) {
-                ev_sum += co[s];
-                ev_changes += changes;
-                ne++;
             }
         }
         af_stats_t q = af_stats_of(quiet, nq);
         f->quiet = nq;
         f->quiet_p50 = nq > 0 ? q.p50 : 0;
-        double q_mean = nq > 0 ? q_sum / nq : 0;
-        f->per_change = ne > 0 && ev_changes > 0 ? (ev_sum - q_mean * ne) / ev_changes : 0;
+        /* Per health change: the median over the event steps of what the step cost above the
+         * quiet median, per change (a median, so one preempted step does not make it). */
+        for (int64_t s = 1; s < rows; ++s) {
+            double changes = (c5[0][s] - c5[0][s - 1]) + fabs(c5[1][s] - c5[1][s - 1]);
+            if (changes > 0) {
+                per[ne++] = (co[s] - f->quiet_p50) / changes;
+            }
+        }
+        f->per_change = ne > 0 ? af_stats_of(per, ne).p50 : 0;
     }
     for (int j = 0; j < 5; ++j) {
         free(c5[j]);
     }
     free(quiet);
+    free(per);
     if (rc == AF_OK) {
         double sum = 0;
         for (int64_t s = 0; s < rows; ++s) {

@@ -31,8 +31,8 @@ typedef struct af_plan_header {
     int64_t restart;     /* 1: a block and its replica were lost together: every block restarts
                             from the initial state (rollback_to = 0) */
     int64_t exhausted;   /* 1: some block has no live slot left (capacity exhausted) */
-    int64_t n_model;     /* of the n_changes, those of the aging model (every rank has them);
-                            the rest are rank 0's declared stragglers */
+    int64_t n_model;     /* of the n_changes, those of the aging model; the rest are the
+                            declared stragglers' */
     int64_t fading;      /* units FADING after the changes */
     int64_t dead;        /* units DEAD after the changes */
 } af_plan_header_t;

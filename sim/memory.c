@@ -108,16 +108,16 @@ void af_memory_estimate(const af_config_t *cfg, int nranks, int rank, const af_k
     const double scripted = (double)af_config_scripted_units(cfg);
     m->aging = (6.0 * 8.0 + 3.0 * 8.0 + 2.0 * 4.0 + 2.0 + sizeof(af_evq_entry_t) + 4.0) * own +
                chg * (own + scripted + 1.0) + pf * (own + 1.0) + chg * (scripted + 1.0);
+    /* Every rank's coordinator: the list of the fleet's FADING units and the model's states,
+     * and the straggler detector (57 bytes per device). */
+    m->aging += 4.0 * units + units + (cfg->straggler_detect ? 57.0 * (double)D : 0.0);
     if (rank == 0) {
-        /* The coordinator's list of the fleet's FADING units and the model's states. */
-        double coord = 4.0 * units + units;
-        double strag = cfg->straggler_detect ? 57.0 * (double)D : 0.0;
         double log = LOG_STRUCT_BYTES + sizeof(af_step_row_t) * flush +
                      8.0 * flush * AF_NPHASES * R + 8.0 * flush + 8.0 * flush * R +
                      sizeof(af_event_row_t) * LOG_EVENT_BUFFER;
         double gathered = sizeof(af_payload_t) * (flush + 1.0) * R +
                           sizeof(af_step_row_t) * (flush + 1.0) + 8.0 * AF_NPHASES * R;
-        m->rank0 = coord + strag + log + gathered;
+        m->rank0 = log + gathered;
     }
     m->startup = m->fleet + m->blocks + m->shard + m->replicas + m->aging + m->rank0;
 

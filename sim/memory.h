@@ -19,9 +19,9 @@ typedef struct af_memory {
                         replica maps, transfer scratch */
     double shard;    /* this rank's slots (the compute backend's host memory) */
     double replicas; /* the replicas this rank keeps, and the transfer staging */
-    double aging;    /* the aging model of this rank's own units and what it shares each step */
-    double rank0;    /* rank 0 only: the coordinator's fleet lists, straggler detector, log and
-                        metrics */
+    double aging;    /* the aging model of this rank's own units and what it shares each step,
+                        and the coordinator's fleet lists and straggler detector */
+    double rank0;    /* rank 0 only: the log and metrics */
     double startup;  /* all of the above: what start-up allocates through af_alloc */
     double verdict;  /* at the end, besides: the gathered state, the serial reference and its
                         work array (rank 0), this rank's share of the gather */

@@ -288,7 +288,7 @@ static af_result_t check_memory(run_t *r, const af_kernels_ops_t *kops)
     af_error_set("the scenario needs %.3g bytes on a node (its ranks together), but the node has "
                  "%.3g bytes available; rank %d alone needs %.3g (slots %.3g, fleet tables %.3g, "
                  "block tables %.3g, replicas and staging %.3g, its units' aging model %.3g, "
-                 "rank 0's coordinator and log %.3g, the final verdict %.3g): lower "
+                 "rank 0's log %.3g, the final verdict %.3g): lower "
                  "scenario.blocks, block_len, devices or max_blackout, or use more nodes",
                  v[1], v[2], r->world.rank, m->peak, m->shard, m->fleet, m->blocks, m->replicas,
                  m->aging, m->rank0, m->verdict);
@@ -922,8 +922,9 @@ int af_run_in_world(const af_run_opts_t *opts, const af_world_t *world)
         r->prev_log_us = now - t_log;
         r->prev_sink_us = 0.0;
         if (r->cfg.pacing_mode == AF_PACING_EWMA && !stop && r->world.rank == 0) {
-            /* The host sink: rank 0 holds the next step's plan until the EWMA bound of its
-             * step's work time; the other ranks wait for that plan in its broadcast. One rank
+            /* The host sink: rank 0 holds the next step's start until the EWMA bound of its
+             * step's work time; the other ranks wait for it in the step's first collective
+             * (the all-gather of the health changes). One rank
              * decides: were every rank to pace on its own work time, each would count the
              * others' waits as work, and the bounds would feed on each other. */
             double sink = af_pacer_sink(&r->pacer, now - t_step);

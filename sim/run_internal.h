@@ -125,7 +125,7 @@ typedef struct af_run_state {
     double *unit_p;     /* units: corruption probability per element */
     af_aging_t aging;   /* this rank's own devices' units */
 
-    /* The coordinator's message. */
+    /* The step's plan, which every rank makes from the shared health changes. */
     af_plan_header_t plan;
     af_health_change_t *changes; /* units */
     af_move_t *moves;            /* blocks */

@@ -211,15 +211,14 @@ af_result_t af_step_init(af_run_state_t *r)
     }
     r->throttle_possible = r->cfg.throttle_slowdown > 0 || r->cfg.spike_rate > 0 || r->n_slow > 0;
     if (r->cfg.straggler_detect) {
-        /* Every rank lists the declared stragglers' units; rank 0 also detects them. */
+        /* Every rank runs the detector (its input, the exchange's per-device words, is the
+         * same on every rank) and lists the declared stragglers' units. */
         r->strag_units = af_alloc(sizeof(int32_t) * units);
-        if (r->world.rank == 0) {
-            AF_CHECK(af_straggler_init(&r->strag, r->D, r->cfg.straggler_alpha,
-                                       r->cfg.straggler_threshold, r->cfg.straggler_patience));
-            r->strag_in = af_alloc(sizeof(double) * D);
-            r->strag_new = af_alloc(sizeof(int64_t) * D);
-        }
-        if (!r->strag_units || (r->world.rank == 0 && (!r->strag_in || !r->strag_new))) {
+        AF_CHECK(af_straggler_init(&r->strag, r->D, r->cfg.straggler_alpha,
+                                   r->cfg.straggler_threshold, r->cfg.straggler_patience));
+        r->strag_in = af_alloc(sizeof(double) * D);
+        r->strag_new = af_alloc(sizeof(int64_t) * D);
+        if (!r->strag_units || !r->strag_in || !r->strag_new) {
             af_error_set("cannot allocate the straggler tables for %lld devices", (long long)r->D);
             return AF_ERR_NOMEM;
         }
@@ -247,12 +246,9 @@ af_result_t af_step_init(af_run_state_t *r)
     r->my_changes = af_alloc(sizeof(af_health_change_t) * (own + (size_t)scripted + 1));
     r->my_pfade = af_alloc(sizeof(af_pfade_t) * (own + 1));
     r->scripted = af_alloc(sizeof(af_health_change_t) * (size_t)(scripted + 1));
-    if (r->world.rank == 0) {
-        r->fade_units = af_alloc(sizeof(int32_t) * units);
-        r->model_state = af_alloc(units);
-    }
-    if (!r->my_changes || !r->my_pfade || !r->scripted ||
-        (r->world.rank == 0 && (!r->fade_units || !r->model_state))) {
+    r->fade_units = af_alloc(sizeof(int32_t) * units);
+    r->model_state = af_alloc(units);
+    if (!r->my_changes || !r->my_pfade || !r->scripted || !r->fade_units || !r->model_state) {
         af_error_set("cannot allocate the health lists for %lld units", (long long)r->units);
         return AF_ERR_NOMEM;
     }
@@ -332,13 +328,8 @@ void af_step_destroy(af_run_state_t *r)
     af_aging_destroy(&r->aging);
 }
 
-/* Rank 0: the per-block compute times of the last step (the tail of the exchange) go into the
- * straggler detector; every device it declares has its HEALTHY units changed to FADING (cause
- * straggler), so the plan drains them and nothing chooses them as a target, and an event names
- * the device with its EWMA over the fleet median in thousandths. Returns the new change count. */
-/* Every rank keeps the declared stragglers' units, ascending: rank 0 drains them, and every
- * rank's DMR pass twins their blocks as it does the FADING units'. Insertion: declarations
- * are rare. */
+/* The declared stragglers' units, ascending: the plan drains them, and the DMR pass twins
+ * their blocks as it does the FADING units'. Insertion: declarations are rare. */
 static void strag_insert(af_run_state_t *r, int64_t u)
 {
     int64_t j = r->n_strag_units++;
@@ -349,6 +340,11 @@ static void strag_insert(af_run_state_t *r, int64_t u)
     r->strag_units[j] = (int32_t)u;
 }
 
+/* Every rank: the per-block compute times of the last step (the tail of the exchange, the
+ * same on every rank) go into the straggler detector; every device it declares has its HEALTHY
+ * units changed to FADING (cause straggler), so the plan drains them and nothing chooses them
+ * as a target, and an event names the device with its EWMA over the fleet median in
+ * thousandths. Returns the new change count. */
 static int64_t stragglers(af_run_state_t *r, int64_t nc)
 {
     const uint64_t *w = r->xchg_prev + af_xchg_len((int)r->B);
@@ -376,7 +372,7 @@ static int64_t stragglers(af_run_state_t *r, int64_t nc)
     return nc;
 }
 
-/* Rank 0: the log's straggler_units and slow_units of this step. */
+/* The log's straggler_units and slow_units of this step. */
 static void count_slow(af_run_state_t *r)
 {
     r->straggler_healthy = 0;
@@ -474,8 +470,9 @@ static af_result_t gather_health(af_run_state_t *r, int64_t n_mine, int64_t *n_m
     return AF_OK;
 }
 
-/* Rank 0: the plan, from the step's health changes (the n_model of the model first, on
- * every rank already) and the fleet's FADING units. */
+/* Every rank: the plan, from the step's health changes (the n_model of the model first) and
+ * the fleet's FADING units, which every rank has (gather_health), and the same placement and
+ * tables: every rank plans the same moves, and applies them to its placement here. */
 static void plan(af_run_state_t *r, int64_t n_model)
 {
     af_plan_header_t *h = &r->plan;
@@ -531,7 +528,9 @@ static void plan(af_run_state_t *r, int64_t n_model)
     } else if (!exhausted && global && any_stale) {
         h->rollback_to = r->replica_step;
     }
-    count_slow(r);
+    if (r->log != NULL) {
+        count_slow(r); /* for the log's row, on the rank that writes it */
+    }
     h->n_changes = nc;
     h->n_model = n_model;
     h->n_moves = nm;
@@ -574,29 +573,36 @@ static void plan(af_run_state_t *r, int64_t n_model)
     }
 }
 
-/* The plan travels as a fixed header, then each of its lists that is not empty (the header
- * says how long they are) straight from rank 0's arrays into the others': no staging copy
- * of fleet-sized lists. Every rank has the model's changes and the FADING units already
- * (gather_health); what rank 0 adds is its declared stragglers' changes and the moves. */
-static af_result_t broadcast_plan(af_run_state_t *r, int64_t n_model)
+/* Every rank planned from the same facts; a digest of each rank's plan (its header and its
+ * moves), combined with an exact max all-reduce of the digest and its complement, proves that
+ * they all planned the same before any rank moves data (a rank that did not would pair its
+ * transfers with nobody). Every rank fails alike when they differ. */
+static af_result_t check_plan(af_run_state_t *r)
 {
-    af_fabric_t *f = r->fab;
-    AF_CHECK(f->ops->bcast(f, &r->plan, sizeof r->plan, 0));
     const af_plan_header_t *h = &r->plan;
-    if (h->n_model != n_model || h->fading != r->n_pfade || h->n_changes < n_model) {
-        af_error_set("step %lld: rank %d gathered %lld health changes and %lld FADING units, "
-                     "rank 0 planned for %lld and %lld",
-                     (long long)r->tick, r->world.rank, (long long)n_model, (long long)r->n_pfade,
-                     (long long)h->n_model, (long long)h->fading);
+    uint64_t d = 1469598103934665603ULL; /* FNV-1a over the plan's words */
+    const int64_t head[] = {h->step,    h->n_changes, h->n_moves, h->rollback_to,
+                            h->restart, h->exhausted, h->fading,  h->dead};
+    for (size_t i = 0; i < sizeof head / sizeof head[0]; ++i) {
+        d = (d ^ (uint64_t)head[i]) * 1099511628211ULL;
+    }
+    for (int64_t i = 0; i < h->n_moves; ++i) {
+        const af_move_t *m = &r->moves[i];
+        d = (d ^ (uint64_t)m->block) * 1099511628211ULL;
+        d = (d ^ (uint64_t)m->to_slot) * 1099511628211ULL;
+        d = (d ^ (uint64_t)m->kind) * 1099511628211ULL;
+    }
+    if (r->world.size == 1) {
+        return AF_OK;
+    }
+    uint64_t w[2] = {d, ~d};
+    AF_CHECK(r->fab->ops->allreduce_max_u64(r->fab, w, 2));
+    if (w[0] != d || w[1] != ~d) {
+        af_error_set("step %lld: the ranks planned different moves (rank %d: %lld moves, "
+                     "%lld health changes)",
+                     (long long)r->tick, r->world.rank, (long long)h->n_moves,
+                     (long long)h->n_changes);
         return AF_ERR_INTERNAL;
-    }
-    size_t sc = sizeof(af_health_change_t) * (size_t)(h->n_changes - n_model);
-    size_t sm = sizeof(af_move_t) * (size_t)h->n_moves;
-    if (sc > 0) {
-        AF_CHECK(f->ops->bcast(f, r->changes + n_model, sc, 0));
-    }
-    if (sm > 0) {
-        AF_CHECK(f->ops->bcast(f, r->moves, sm, 0));
     }
     return AF_OK;
 }
@@ -608,9 +614,6 @@ static af_result_t apply_plan(af_run_state_t *r)
     for (int64_t i = 0; i < h->n_changes; ++i) {
         const af_health_change_t *c = &r->changes[i];
         r->unit_state[c->unit] = c->state;
-        if (r->world.rank != 0 && c->cause == AF_CAUSE_STRAGGLER && c->state == AF_FADING) {
-            strag_insert(r, c->unit);
-        }
         if (c->state == AF_DEAD) {
             r->unit_p[c->unit] = 0.0;
             r->unit_deg[c->unit] = 0.0;
@@ -626,11 +629,6 @@ static af_result_t apply_plan(af_run_state_t *r)
     for (int64_t i = 0; i < r->n_pfade; ++i) {
         r->unit_p[r->pfade[i].unit] = r->pfade[i].p;
         r->unit_deg[r->pfade[i].unit] = r->pfade[i].deg;
-    }
-    if (r->world.rank != 0) {
-        for (int64_t i = 0; i < h->n_moves; ++i) {
-            af_placement_move(&r->pl, r->moves[i].block, r->moves[i].to_slot);
-        }
     }
     /* Slot control of every slot whose unit changed, and of the fading units (p rises). */
     for (int64_t i = 0; i < h->n_changes; ++i) {
@@ -934,19 +932,17 @@ af_result_t af_step(af_run_state_t *r, int *stop)
     lose_replicas(r);
 
     /* 1. Coordinator. Every rank ages its own units, which consumes the placement's list of
-     * changed units; the ranks share the step's health changes; rank 0 plans and broadcasts
-     * the moves. plan_us is the rank's own work: its ageing, and rank 0's plan. */
+     * changed units; the ranks share the step's health changes, and every rank plans the same
+     * moves from them. plan_us is the rank's own work: its ageing and its plan. */
     double tp = af_now_us();
     int64_t n_mine = age_own_units(r);
     double t_age = af_now_us() - tp;
     int64_t n_model = 0;
     AF_CHECK(gather_health(r, n_mine, &n_model));
     tp = af_now_us();
-    if (r->world.rank == 0) {
-        plan(r, n_model);
-    }
+    plan(r, n_model);
     r->mine.phase[AF_PHASE_plan_us] = t_age + (af_now_us() - tp);
-    AF_CHECK(broadcast_plan(r, n_model));
+    AF_CHECK(check_plan(r));
     AF_CHECK(apply_plan(r));
     for (int64_t i = 0; i < r->plan.n_moves; ++i) {
         const af_move_t *m = &r->moves[i];
