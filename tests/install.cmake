@@ -5,3 +5,20 @@ add_test(NAME version
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/version.sh $<TARGET_FILE:agefence>
                  ${PROJECT_SOURCE_DIR} ${PROJECT_VERSION} ${CMAKE_CURRENT_BINARY_DIR}/runs/version)
 set_tests_properties(version PROPERTIES LABELS install TIMEOUT 300 SKIP_RETURN_CODE 77)
+
+#   install       install  tests/install.sh: cmake --install into a temporary prefix, moved
+#                          away (mv), run from there in a bare environment: no path of the
+#                          source or build tree in it, a singleton run of the default scenario,
+#                          agefence-report --plots with the plots.py found from the executable
+add_test(NAME install
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/install.sh ${PROJECT_BINARY_DIR}
+                 ${PROJECT_SOURCE_DIR} ${CMAKE_CURRENT_BINARY_DIR}/runs/install)
+set_tests_properties(install PROPERTIES LABELS install TIMEOUT 300)
+
+#   man_pages     unit     tests/man_pages.py: man/agefence.1 and man/agefence-report.1 name
+#                          every command, option, benchmark and variable that --help and
+#                          `agefence bench --list` print (and format without a groff warning)
+add_test(NAME man_pages
+         COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/man_pages.py $<TARGET_FILE:agefence>
+                 $<TARGET_FILE:agefence-report> ${PROJECT_SOURCE_DIR}/man)
+set_tests_properties(man_pages PROPERTIES LABELS unit TIMEOUT 120)
