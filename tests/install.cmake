@@ -22,3 +22,14 @@ add_test(NAME man_pages
          COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/man_pages.py $<TARGET_FILE:agefence>
                  $<TARGET_FILE:agefence-report> ${PROJECT_SOURCE_DIR}/man)
 set_tests_properties(man_pages PROPERTIES LABELS unit TIMEOUT 120)
+
+#   deb_check     install  scripts/deb-check.sh: a build of a `git archive` export with the CPU
+#                          backend, cpack -G DEB, its Depends and Recommends, apt-get install
+#                          of the file alone, the run and the report from /usr/bin, apt-get
+#                          remove (SKIP when not root). Alone: it builds on every core and
+#                          installs into /usr.
+add_test(NAME deb_check
+         COMMAND bash ${PROJECT_SOURCE_DIR}/scripts/deb-check.sh
+                 ${CMAKE_CURRENT_BINARY_DIR}/runs/deb_check)
+set_tests_properties(deb_check PROPERTIES LABELS install TIMEOUT 900 SKIP_RETURN_CODE 77
+                     RUN_SERIAL TRUE)
