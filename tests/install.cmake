@@ -33,3 +33,12 @@ add_test(NAME deb_check
                  ${CMAKE_CURRENT_BINARY_DIR}/runs/deb_check)
 set_tests_properties(deb_check PROPERTIES LABELS install TIMEOUT 900 SKIP_RETURN_CODE 77
                      RUN_SERIAL TRUE)
+
+#   spack_recipe  unit     tests/spack_recipe.py: packaging/spack/package.py parses, is a
+#                          CMakePackage and CudaPackage, passes only CMake variables that
+#                          CMakeLists.txt has, depends on every library CMakeLists.txt finds
+#                          (no Spack here: the recipe itself is not built)
+add_test(NAME spack_recipe
+         COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/spack_recipe.py
+                 ${PROJECT_SOURCE_DIR}/packaging/spack/package.py ${PROJECT_SOURCE_DIR})
+set_tests_properties(spack_recipe PROPERTIES LABELS unit TIMEOUT 60)
