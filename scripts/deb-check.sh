@@ -26,7 +26,7 @@ skip() { echo "SKIP: $*"; exit 77; }
 command -v dpkg >/dev/null && command -v apt-get >/dev/null && command -v cpack >/dev/null ||
   skip "needs dpkg, apt-get and cpack (a Debian machine)"
 dpkg-query -W -f='${Status}' agefence 2>/dev/null | grep -q "install ok installed" &&
-  skip "an agefence package is installed already: deb-check.sh does not replace it"
+  skip "an agefence package is installed already: deb-check.sh does not replace it (apt-get remove agefence, then run it again)"
 failed=0
 fail() { echo "FAIL: $*"; failed=$((failed + 1)); }
 die() { echo "FAIL: $*"; exit 1; }
