@@ -2,8 +2,8 @@
 # Which build ran: `agefence --version` and the generated provenance (cmake/version.cmake).
 #   version.sh AGEFENCE SOURCE_DIR VERSION WORKDIR
 # Checks:
-#   1. from a git checkout, --version is "agefence VERSION (git REV)" with the checkout's
-#      12-digit revision (REV-dirty when tracked files differ); without git, "VERSION (no git)";
+#   1. from a git checkout, --version is "agefence VERSION (git REV)", REV a 12-digit commit of
+#      the checkout (REV-dirty when tracked files differed); without git, "VERSION (no git)";
 #   2. a `git archive` export (HEAD with the uncommitted changes of tracked files) unpacked
 #      inside the checkout (so git would find the
 #      enclosing repository) and one unpacked outside any repository, each configured and its
@@ -19,11 +19,14 @@ got=$("$agefence" --version) || fail "agefence --version: exit $?"
 echo "$got"
 if top=$(git -C "$src" rev-parse --show-toplevel 2>/dev/null) &&
   [ "$(realpath "$top")" = "$(realpath "$src")" ]; then
-  rev=$(git -C "$src" rev-parse --short=12 HEAD) || fail "git rev-parse HEAD"
-  case "$got" in
-    "agefence $version (git $rev)" | "agefence $version (git $rev-dirty)") ;;
-    *) fail "--version says '$got', expected 'agefence $version (git $rev[-dirty])'" ;;
-  esac
+  # A commit of this checkout (HEAD when the build is up to date; an older one after a commit
+  # without a rebuild, which the note says).
+  rev=$(echo "$got" | sed -n "s/^agefence $version (git \([0-9a-f]\{12\}\)\(-dirty\)\{0,1\})\$/\1/p")
+  [ -n "$rev" ] || fail "--version says '$got', expected 'agefence $version (git <12 hex digits>[-dirty])'"
+  git -C "$src" cat-file -e "$rev^{commit}" 2>/dev/null ||
+    fail "--version names $rev, which is no commit of $src"
+  head=$(git -C "$src" rev-parse --short=12 HEAD)
+  [ "$rev" = "$head" ] || echo "note: the build is of $rev, the checkout is at $head now: rebuild"
 else
   [ "$got" = "agefence $version (no git)" ] ||
     fail "--version says '$got', expected 'agefence $version (no git)'"
