@@ -1,6 +1,7 @@
 /* agefence-report --plots (see plots.h). */
 #include "plots.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <spawn.h>
 #include <stdlib.h>
@@ -61,44 +62,68 @@ static void dir_of(const char *path, char *out, size_t n)
     }
 }
 
-static int find_script(char *out, size_t n)
+int af_plots_check_env(FILE *msg)
+{
+    const char *env = getenv("AGEFENCE_PLOTS_PY");
+    if (env == NULL || env[0] == '\0') {
+        return 0;
+    }
+    struct stat st;
+    if (stat(env, &st) != 0) {
+        fprintf(msg, "agefence-report: AGEFENCE_PLOTS_PY=%s: %s\n", env, strerror(errno));
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        fprintf(msg, "agefence-report: AGEFENCE_PLOTS_PY=%s: not a regular file\n", env);
+        return -1;
+    }
+    return 0;
+}
+
+/* The script into out: $AGEFENCE_PLOTS_PY, else plots.py beside the executable (a build tree:
+ * the build copies it there), else AF_PLOTS_REL from the executable's directory (an
+ * installation, wherever its prefix was moved). Returns 1, or 0 with the reason in why. */
+static int find_script(char *out, size_t n, char *why, size_t nwhy)
 {
     const char *env = getenv("AGEFENCE_PLOTS_PY");
     if (env != NULL && env[0] != '\0') {
         snprintf(out, n, "%s", env);
-        return is_file(out);
-    }
-    char dir[4096];
-    /* A build from the source tree: the compiler saw this file by its absolute path. */
-    dir_of(__FILE__, dir, sizeof dir);
-    if (dir[0] == '/') {
-        snprintf(out, n, "%s/plots.py", dir);
         if (is_file(out)) {
             return 1;
         }
+        snprintf(why, nwhy, "AGEFENCE_PLOTS_PY=%s is not a file", env);
+        return 0;
     }
     char exe[4096];
     ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (len > 0) {
-        exe[len] = '\0';
-        dir_of(exe, dir, sizeof dir);
-        const char *rel[] = {"plots.py", "../share/agefence/plots.py", "../analysis/plots.py"};
-        for (size_t i = 0; i < sizeof rel / sizeof rel[0]; ++i) {
-            snprintf(out, n, "%s/%s", dir, rel[i]);
-            if (is_file(out)) {
-                return 1;
-            }
-        }
+    if (len <= 0) {
+        snprintf(why, nwhy,
+                 "plots.py not found (/proc/self/exe unreadable: %s; set "
+                 "AGEFENCE_PLOTS_PY)",
+                 strerror(errno));
+        return 0;
     }
+    exe[len] = '\0';
+    char dir[4096];
+    dir_of(exe, dir, sizeof dir);
+    snprintf(out, n, "%s/plots.py", dir);
+    if (is_file(out)) {
+        return 1;
+    }
+    snprintf(out, n, "%s/%s", dir, AF_PLOTS_REL);
+    if (is_file(out)) {
+        return 1;
+    }
+    snprintf(why, nwhy, "plots.py not found beside %s nor at %s (set AGEFENCE_PLOTS_PY)", exe, out);
     return 0;
 }
 
 int af_plots_run(const char *path, const char *dir, FILE *msg)
 {
-    char script[4200];
-    if (!find_script(script, sizeof script)) {
-        fprintf(msg, "agefence-report: plots skipped: analysis/plots.py not found (set "
-                     "AGEFENCE_PLOTS_PY)\n");
+    char script[8400];
+    char why[12800];
+    if (!find_script(script, sizeof script, why, sizeof why)) {
+        fprintf(msg, "agefence-report: plots skipped: %s\n", why);
         return AF_PLOTS_UNAVAILABLE;
     }
     const char *env = getenv("AGEFENCE_PYTHON");

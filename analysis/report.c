@@ -25,24 +25,28 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: agefence-report [--json] [--plots DIR] RUN.h5   report of a run\n"
-            "       agefence-report --compare OTHER.h5 [--json] RUN.h5\n"
-            "                                   RUN and OTHER side by side, ratios OTHER/RUN\n"
-            "       agefence-report --check RUN.h5    validate against the log schema\n"
-            "       agefence-report --attr OBJ NAME RUN.h5   print one attribute\n"
-            "       agefence-report --same OTHER.h5 RUN.h5\n"
-            "                                   did OTHER compute exactly what RUN did? (/steps,\n"
-            "                                   /events, /units, /final; not timings or launch)\n"
-            "       agefence-report [--plots DIR] JITTER.h5\n"
-            "                                   the pacing trade-off of agefence bench jitter\n"
-            "options: --json      the figures as one JSON object (README.md, 'Analysing a\n"
-            "                     run', lists the keys)\n"
-            "         --plots DIR PNG figures of RUN in DIR (needs Python 3 with h5py and\n"
-            "                     matplotlib; without them the report is printed alone)\n"
-            "exit status: 0 ok, 1 the file breaks the schema (--check), the runs differ\n"
-            "             (--same) or an internal error,\n"
-            "             2 bad input (arguments, a missing, unreadable or foreign file)\n");
+    fprintf(
+        f, "usage: agefence-report [--json] [--plots DIR] RUN.h5   report of a run\n"
+           "       agefence-report --compare OTHER.h5 [--json] RUN.h5\n"
+           "                                   RUN and OTHER side by side, ratios OTHER/RUN\n"
+           "       agefence-report --check RUN.h5    validate against the log schema\n"
+           "       agefence-report --attr OBJ NAME RUN.h5   print one attribute\n"
+           "       agefence-report --same OTHER.h5 RUN.h5\n"
+           "                                   did OTHER compute exactly what RUN did? (/steps,\n"
+           "                                   /events, /units, /final; not timings or launch)\n"
+           "       agefence-report [--plots DIR] JITTER.h5\n"
+           "                                   the pacing trade-off of agefence bench jitter\n"
+           "options: --json      the figures as one JSON object (README.md, 'Analysing a\n"
+           "                     run', lists the keys)\n"
+           "         --plots DIR PNG figures of RUN in DIR (needs Python 3 with h5py and\n"
+           "                     matplotlib; without them the report is printed alone)\n"
+           "environment: AGEFENCE_PYTHON    the Python of --plots [the first of /usr/bin/python3\n"
+           "                                and python3 on PATH with h5py and matplotlib]\n"
+           "             AGEFENCE_PLOTS_PY  the plotting script [plots.py beside the binary, else\n"
+           "                                " AF_PLOTS_REL " from its folder]\n"
+           "exit status: 0 ok, 1 the file breaks the schema (--check), the runs differ\n"
+           "             (--same) or an internal error,\n"
+           "             2 bad input (arguments, a missing, unreadable or foreign file)\n");
 }
 
 /* A loaded run: its file, data and figures. */
@@ -227,6 +231,9 @@ int main(int argc, char **argv)
         (json || other != NULL || plots != NULL || check + (obj != NULL) + (same != NULL) > 1)) {
         fprintf(stderr,
                 "agefence-report: --check, --attr and --same go alone (agefence-report --help)\n");
+        return AF_EXIT_USAGE;
+    }
+    if (plots != NULL && af_plots_check_env(stderr) != 0) {
         return AF_EXIT_USAGE;
     }
     if (same != NULL) {

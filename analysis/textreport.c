@@ -82,9 +82,12 @@ static void run_section(const af_summary_t *s, FILE *out)
     char b1[64];
     char b2[64];
     fprintf(out, "RUN\n");
-    fprintf(out, "  scenario     %s, seed %s, agefence %s (git %s)\n", or_unknown(r->scenario),
+    /* A build from a source tree without git logs "<version> (no git)" as its revision. */
+    int no_git = strstr(r->git_revision, "(no git)") != NULL;
+    fprintf(out, "  scenario     %s, seed %s, agefence %s (%s%s)\n", or_unknown(r->scenario),
             r->seed.ok ? (snprintf(b1, sizeof b1, "%lld", (long long)r->seed.v), b1) : "?",
-            or_unknown(r->agefence_version), or_unknown(r->git_revision));
+            or_unknown(r->agefence_version), no_git ? "" : "git ",
+            no_git ? "no git" : or_unknown(r->git_revision));
     /* The host list, shortened to the distinct names. */
     char hosts[256] = "";
     size_t at = 0;

@@ -7,10 +7,11 @@
 set -euo pipefail
 
 # clang, libclang-rt-14-dev (libFuzzer and the sanitizer runtimes) and llvm (llvm-symbolizer, for
-# their stack traces): scripts/fuzz.sh.
+# their stack traces): scripts/fuzz.sh. dpkg-dev (dpkg-shlibdeps) and file: the Debian package's
+# library dependencies (cpack -G DEB, scripts/deb-check.sh).
 pkgs=(cmake make gcc pkg-config libopenmpi-dev openmpi-bin libhdf5-openmpi-dev hdf5-tools
       libcmocka-dev libinih-dev python3 python3-h5py python3-matplotlib python3-numpy
-      clang-format valgrind prometheus clang libclang-rt-14-dev llvm)
+      clang-format valgrind prometheus clang libclang-rt-14-dev llvm dpkg-dev file)
 for arg in "$@"; do
   case "$arg" in
     # slurm-wlm pulls in slurmctld, slurmd, the client commands and slurm-wlm-basic-plugins,

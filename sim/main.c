@@ -105,7 +105,7 @@ int main(int argc, char **argv)
         return argc < 2 ? AF_EXIT_USAGE : 0;
     }
     if (strcmp(argv[1], "--version") == 0) {
-        printf("agefence %s (git %s)\n", af_version, af_git_revision);
+        printf("agefence %s\n", af_build);
         return 0;
     }
     if (strcmp(argv[1], "bench") == 0) {

@@ -6,7 +6,8 @@
 #   json             --json and --compare --json parsed by Python (SKIP without python3)
 #   verify           every figure recomputed from the log with numpy (SKIP without h5py)
 #   plots            --plots: five valid, non-trivial PNGs (SKIP without h5py/matplotlib)
-#   plots_no_python  --plots without a usable Python: one line, the report, exit 0
+#   plots_no_python  --plots without a usable Python: one line, the report, exit 0; with
+#                    AGEFENCE_PLOTS_PY naming no file: one line naming it, exit 2
 #   bad_input        bad files: exit 2 and one line naming the file; partial logs: the report
 #                    says what is missing, --check names it; a killed run reported as such
 #   killed           a run killed with SIGKILL mid-run (LOG is written; FIXTURES is then
@@ -173,11 +174,20 @@ mode_plots_no_python() {
   grep -q "^RUN" out.txt || fail "--plots without Python: no report"
   ls "$work/plots"/*.png >/dev/null 2>&1 && fail "--plots without Python wrote PNGs"
   ok
+  # A script named by AGEFENCE_PLOTS_PY that is not there is bad input: exit 2, one line naming
+  # the variable and the path, before any report.
   AGEFENCE_PLOTS_PY=/nonexistent/plots.py "$report" --plots "$work/plots" "$log" >out.txt \
     2>err.txt
   rc=$?
-  [ "$rc" = 0 ] && [ "$(wc -l <err.txt)" = 1 ] && grep -q "plots.py not found" err.txt &&
-    grep -q "^RUN" out.txt || fail "--plots without the script: exit $rc: $(cat err.txt)"
+  [ "$rc" = 2 ] && [ "$(wc -l <err.txt)" = 1 ] &&
+    grep -q "AGEFENCE_PLOTS_PY=/nonexistent/plots.py: No such file" err.txt && [ ! -s out.txt ] ||
+    fail "--plots with a missing AGEFENCE_PLOTS_PY: exit $rc: $(cat err.txt)"
+  ok
+  AGEFENCE_PLOTS_PY=$work "$report" --plots "$work/plots" "$log" >out.txt 2>err.txt
+  rc=$?
+  [ "$rc" = 2 ] && [ "$(wc -l <err.txt)" = 1 ] &&
+    grep -q "AGEFENCE_PLOTS_PY=$work: not a regular file" err.txt ||
+    fail "--plots with AGEFENCE_PLOTS_PY a folder: exit $rc: $(cat err.txt)"
   ok
 }
 
