@@ -1,5 +1,9 @@
 #include "coord.h"
 
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 /* The least-loaded unit of [u0, u1) in state `want` with a free slot, not `exclude`; ties go to
  * the lowest index. */
 static int64_t best_unit(const af_placement_t *p, const int8_t *unit_state, int64_t u0, int64_t u1,
@@ -19,6 +23,41 @@ static int64_t best_unit(const af_placement_t *p, const int8_t *unit_state, int6
     return best;
 }
 
+/* AGEFENCE_DEBUG=coorddir: every fleet-wide search the directory answers is also answered
+ * by the scan of every unit, and a difference is reported on stderr (a change of a unit's load
+ * or state that the directory missed). O(units) per search: a check, not a mode to run at
+ * scale. */
+static int debug_dir(void)
+{
+    static int on = -1;
+    if (on < 0) {
+        const char *d = getenv("AGEFENCE_DEBUG");
+        on = d != NULL && strstr(d, "coorddir") != NULL;
+    }
+    return on;
+}
+
+/* The fleet's best unit in state `want`: from the directory when it follows these states,
+ * else by the scan. */
+static int64_t fleet_best(const af_placement_t *p, const int8_t *unit_state, int8_t want,
+                          int64_t exclude)
+{
+    if (p->dir_state != unit_state || (want != AF_HEALTHY && want != AF_FADING)) {
+        return best_unit(p, unit_state, 0, p->devices * p->units, want, exclude);
+    }
+    int64_t u = af_placement_dir_best(p, want, exclude);
+    if (debug_dir()) {
+        int64_t scan = best_unit(p, unit_state, 0, p->devices * p->units, want, exclude);
+        if (scan != u) {
+            fprintf(stderr,
+                    "agefence: coorddir: the directory's best unit in state %d is %lld, the "
+                    "scan's %lld (excluding %lld)\n",
+                    want, (long long)u, (long long)scan, (long long)exclude);
+        }
+    }
+    return u;
+}
+
 int32_t af_coord_target_excluding(const af_placement_t *p, const int8_t *unit_state,
                                   int64_t prefer_device, int allow_fading, int64_t exclude_unit)
 {
@@ -30,7 +69,7 @@ int32_t af_coord_target_excluding(const af_placement_t *p, const int8_t *unit_st
                           want[w], exclude_unit);
         }
         if (u < 0) {
-            u = best_unit(p, unit_state, 0, p->devices * p->units, want[w], exclude_unit);
+            u = fleet_best(p, unit_state, want[w], exclude_unit);
         }
         if (u >= 0) {
             return af_placement_free_slot(p, u);

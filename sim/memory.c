@@ -58,7 +58,8 @@ void af_memory_estimate(const af_config_t *cfg, int nranks, int rank, const af_k
      * throttling (unit_base, unit_deg, unit_stamp, slow_list) and the devices' words. */
     m->fleet = 4.0 * units * C + 4.0 * units + 5.0 * units + 9.0 * units + 2.0 * chg * units +
                pf * units + 28.0 * units + 8.0 * (double)D + 8.0 * fmax(ldev, 1.0) +
-               (cfg->straggler_detect ? 4.0 * units : 0.0); /* the declared stragglers' units */
+               (cfg->straggler_detect ? 4.0 * units : 0.0) /* the declared stragglers' units */
+               + (double)af_placement_dir_bytes(D);        /* the free-capacity directory */
 
     /* Every block: block_slot and block_rank, the two exchange vectors, the move list, the replica
      * map (rep_rank, rep_off, rep_step), items and twins. */

@@ -49,6 +49,10 @@ void af_placement_destroy(af_placement_t *p)
     af_free(p->unit_load);
     af_free(p->changed);
     af_free(p->changed_mark);
+    af_free(p->dir_tree[0]);
+    af_free(p->dir_tree[1]);
+    p->dir_tree[0] = p->dir_tree[1] = NULL;
+    p->dir_state = NULL;
     p->block_slot = NULL;
     p->block_rank = NULL;
     p->slot_block = NULL;
@@ -114,6 +118,113 @@ static void mark_changed(af_placement_t *p, int64_t unit)
     }
 }
 
+/* ---- the free-capacity directory ------------------------------------------------------------ */
+
+/* Whether unit a is a better target than unit b (either may be -1: none). */
+static int dir_better(const af_placement_t *p, int64_t a, int64_t b)
+{
+    if (a < 0) {
+        return 0;
+    }
+    if (b < 0) {
+        return 1;
+    }
+    int32_t la = p->unit_load[a];
+    int32_t lb = p->unit_load[b];
+    return la < lb || (la == lb && a < b);
+}
+
+/* Device d's best unit in state s, never `exclude`. */
+static int64_t dir_leaf(const af_placement_t *p, int s, int64_t d, int64_t exclude)
+{
+    int64_t best = -1;
+    for (int64_t u = d * p->units; u < (d + 1) * p->units; ++u) {
+        if (p->dir_state[u] == s && u != exclude && p->unit_load[u] < p->capacity &&
+            dir_better(p, u, best)) {
+            best = u;
+        }
+    }
+    return best;
+}
+
+static void dir_update(af_placement_t *p, int64_t d)
+{
+    for (int s = 0; s < 2; ++s) {
+        int32_t *t = p->dir_tree[s];
+        int64_t i = p->dir_leaves + d;
+        t[i] = (int32_t)dir_leaf(p, s, d, -1);
+        for (i /= 2; i >= 1; i /= 2) {
+            int32_t a = t[2 * i];
+            int32_t b = t[2 * i + 1];
+            t[i] = dir_better(p, b, a) ? b : a;
+        }
+    }
+}
+
+size_t af_placement_dir_bytes(int64_t devices)
+{
+    int64_t leaves = 1;
+    while (leaves < devices) {
+        leaves *= 2;
+    }
+    return 2 * sizeof(int32_t) * 2 * (size_t)leaves;
+}
+
+af_result_t af_placement_dir_attach(af_placement_t *p, const int8_t *unit_state)
+{
+    p->dir_leaves = 1;
+    while (p->dir_leaves < p->devices) {
+        p->dir_leaves *= 2;
+    }
+    for (int s = 0; s < 2; ++s) {
+        p->dir_tree[s] = af_alloc(sizeof(int32_t) * 2 * (size_t)p->dir_leaves);
+        if (p->dir_tree[s] == NULL) {
+            af_error_set("placement: cannot allocate the directory of %lld devices",
+                         (long long)p->devices);
+            return AF_ERR_NOMEM;
+        }
+        for (int64_t i = 0; i < 2 * p->dir_leaves; ++i) {
+            p->dir_tree[s][i] = -1;
+        }
+    }
+    p->dir_state = unit_state;
+    for (int s = 0; s < 2; ++s) {
+        int32_t *t = p->dir_tree[s];
+        for (int64_t d = 0; d < p->devices; ++d) {
+            t[p->dir_leaves + d] = (int32_t)dir_leaf(p, s, d, -1);
+        }
+        for (int64_t i = p->dir_leaves - 1; i >= 1; --i) {
+            t[i] = dir_better(p, t[2 * i + 1], t[2 * i]) ? t[2 * i + 1] : t[2 * i];
+        }
+    }
+    return AF_OK;
+}
+
+void af_placement_dir_unit(af_placement_t *p, int64_t unit)
+{
+    if (p->dir_state != NULL) {
+        dir_update(p, unit / p->units);
+    }
+}
+
+int64_t af_placement_dir_best(const af_placement_t *p, int s, int64_t exclude)
+{
+    const int32_t *t = p->dir_tree[s];
+    if (exclude < 0 || t[1] != exclude) {
+        return t[1];
+    }
+    /* The excluded unit is the fleet's best: its device's leaf without it, then the path to
+     * the root against the siblings. */
+    int64_t i = p->dir_leaves + exclude / p->units;
+    int64_t best = dir_leaf(p, s, exclude / p->units, exclude);
+    for (; i > 1; i /= 2) {
+        int64_t other = t[i ^ 1];
+        /* Ties by unit index decide as the tree does: the lower unit wins either way. */
+        best = dir_better(p, other, best) ? other : best;
+    }
+    return best;
+}
+
 void af_placement_move(af_placement_t *p, int32_t block, int32_t dst_slot)
 {
     int32_t src = p->block_slot[block];
@@ -121,6 +232,7 @@ void af_placement_move(af_placement_t *p, int32_t block, int32_t dst_slot)
         p->slot_block[src] = -1;
         p->unit_load[af_slot_unit(p, src)]--;
         mark_changed(p, af_slot_unit(p, src));
+        af_placement_dir_unit(p, af_slot_unit(p, src));
     }
     p->slot_block[dst_slot] = block;
     p->block_slot[block] = dst_slot;
@@ -128,6 +240,21 @@ void af_placement_move(af_placement_t *p, int32_t block, int32_t dst_slot)
         (int32_t)af_device_rank(p->devices, p->nranks, af_slot_device(p, dst_slot));
     p->unit_load[af_slot_unit(p, dst_slot)]++;
     mark_changed(p, af_slot_unit(p, dst_slot));
+    af_placement_dir_unit(p, af_slot_unit(p, dst_slot));
+}
+
+void af_placement_reserve(af_placement_t *p, int32_t slot)
+{
+    p->slot_block[slot] = AF_SLOT_RESERVED;
+    p->unit_load[af_slot_unit(p, slot)]++;
+    af_placement_dir_unit(p, af_slot_unit(p, slot));
+}
+
+void af_placement_release(af_placement_t *p, int32_t slot)
+{
+    p->slot_block[slot] = AF_SLOT_FREE;
+    p->unit_load[af_slot_unit(p, slot)]--;
+    af_placement_dir_unit(p, af_slot_unit(p, slot));
 }
 
 void af_placement_changed_clear(af_placement_t *p)

@@ -32,6 +32,17 @@ typedef struct af_placement {
     int32_t *changed; /* D*U entries at most */
     int64_t n_changed;
     uint8_t *changed_mark; /* D*U entries: 1 while the unit is on the list */
+    /* The free-capacity directory (af_placement_dir_attach): for each state s in {0, 1} (the
+     * aging model's HEALTHY and FADING), a tournament tree over the devices whose leaf is the
+     * device's least-loaded unit in state s with a free slot (ties to the lowest unit index, -1
+     * when it has none) and whose inner nodes hold the better of their two children: the
+     * fleet's best unit is the root, so a target search beyond a block's own device costs
+     * O(log D) instead of a scan of every unit, and a change of one unit's load or state costs
+     * O(U + log D). Kept by af_placement_move and the reservations below; a change of a unit's
+     * state is reported with af_placement_dir_unit. */
+    const int8_t *dir_state; /* the unit states the directory follows; NULL: no directory */
+    int32_t *dir_tree[2];    /* 2 * dir_leaves entries each; node 1 is the root */
+    int64_t dir_leaves;      /* a power of two >= D */
 } af_placement_t;
 
 /* C = next_pow2(ceil(B / (D*U*(1 - max_blackout)))): the power-of-two bucket that holds every
@@ -73,6 +84,23 @@ int64_t af_placement_local_slots(const af_placement_t *p);
  * load and lowers it again within one step, writes unit_load directly and is not listed: the
  * loads the model sees from one step to the next do not include it.) */
 void af_placement_move(af_placement_t *p, int32_t block, int32_t dst_slot);
+/* Reserves a free slot for a transient DMR twin (slot_block AF_SLOT_RESERVED, the unit's load
+ * up by one, the directory kept; not listed as changed: the reservation ends within the step),
+ * and releases it again. */
+void af_placement_reserve(af_placement_t *p, int32_t slot);
+void af_placement_release(af_placement_t *p, int32_t slot);
+/* Builds the free-capacity directory over unit_state (D*U entries, which the caller keeps and
+ * reports changes of with af_placement_dir_unit). Allocates: start-up only. */
+af_result_t af_placement_dir_attach(af_placement_t *p, const int8_t *unit_state);
+/* The bytes af_placement_dir_attach allocates for a fleet of `devices` devices. */
+size_t af_placement_dir_bytes(int64_t devices);
+/* Unit u's state (or load) changed: its device's leaves and their paths to the root. */
+void af_placement_dir_unit(af_placement_t *p, int64_t unit);
+/* The fleet's least-loaded unit in state s (0 or 1) with a free slot, never `exclude` (-1:
+ * none excluded); ties to the lowest unit index; -1 when there is none. O(U + log D) with an
+ * exclusion that is the best, O(1) otherwise. Needs the directory. */
+int64_t af_placement_dir_best(const af_placement_t *p, int s, int64_t exclude);
+
 /* Empties the list of changed units (O(listed units)). */
 void af_placement_changed_clear(af_placement_t *p);
 /* First free (not reserved) slot of a unit, or -1. */

@@ -782,8 +782,7 @@ af_result_t af_dmr_begin(af_run_state_t *r, const af_move_t *only, int64_t n_onl
         if (t < 0) {
             continue; /* no room at all: this block runs without its twin */
         }
-        r->pl.slot_block[t] = AF_SLOT_RESERVED;
-        r->pl.unit_load[af_slot_unit(&r->pl, t)]++;
+        af_placement_reserve(&r->pl, t);
         r->twin[b] = t;
         r->items[n++] = b;
     }
@@ -842,8 +841,7 @@ af_result_t af_dmr_end(af_run_state_t *r, int64_t n)
     AF_CHECK(transfer(r, n, &ops, NULL));
     for (int64_t i = 0; i < n; ++i) {
         int64_t t = r->twin[r->items[i]];
-        r->pl.slot_block[t] = AF_SLOT_FREE;
-        r->pl.unit_load[af_slot_unit(&r->pl, t)]--;
+        af_placement_release(&r->pl, t);
         af_slot_control(r, t);
     }
     return r->k->ops->upload_control(r->k);

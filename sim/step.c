@@ -246,6 +246,9 @@ af_result_t af_step_init(af_run_state_t *r)
     r->my_changes = af_alloc(sizeof(af_health_change_t) * (own + (size_t)scripted + 1));
     r->my_pfade = af_alloc(sizeof(af_pfade_t) * (own + 1));
     r->scripted = af_alloc(sizeof(af_health_change_t) * (size_t)(scripted + 1));
+    /* The coordinator's targets beyond a block's own device come from the placement's
+     * directory of free capacity, which follows unit_state (all HEALTHY now). */
+    AF_CHECK(af_placement_dir_attach(&r->pl, r->unit_state));
     r->fade_units = af_alloc(sizeof(int32_t) * units);
     r->model_state = af_alloc(units);
     if (!r->my_changes || !r->my_pfade || !r->scripted || !r->fade_units || !r->model_state) {
@@ -366,6 +369,7 @@ static int64_t stragglers(af_run_state_t *r, int64_t nc)
             r->changes[nc].cause = AF_CAUSE_STRAGGLER;
             nc++;
             r->unit_state[u] = AF_FADING;
+            af_placement_dir_unit(&r->pl, u);
             strag_insert(r, u);
         }
     }
@@ -483,6 +487,7 @@ static void plan(af_run_state_t *r, int64_t n_model)
     for (int64_t i = 0; i < nc; ++i) {
         const af_health_change_t *c = &r->changes[i];
         r->unit_state[c->unit] = c->state;
+        af_placement_dir_unit(&r->pl, c->unit);
         r->model_state[c->unit] = c->state;
         r->dead_units += c->state == AF_DEAD;
     }
@@ -613,7 +618,7 @@ static af_result_t apply_plan(af_run_state_t *r)
     const af_plan_header_t *h = &r->plan;
     for (int64_t i = 0; i < h->n_changes; ++i) {
         const af_health_change_t *c = &r->changes[i];
-        r->unit_state[c->unit] = c->state;
+        /* unit_state (and the placement's directory) took the change in the plan. */
         if (c->state == AF_DEAD) {
             r->unit_p[c->unit] = 0.0;
             r->unit_deg[c->unit] = 0.0;

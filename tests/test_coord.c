@@ -600,6 +600,91 @@ static void test_plan_random_rounds_keep_invariants(void **state)
     }
 }
 
+/* ---- the free-capacity directory ---------------------------------------------------------- */
+
+/* The fleet's best unit in state s with room, never `exclude`, by a scan of every unit. */
+static int64_t ref_dir_best(const af_placement_t *p, const int8_t *st, int s, int64_t exclude)
+{
+    int64_t best = -1;
+    for (int64_t u = 0; u < p->devices * p->units; ++u) {
+        if (st[u] != s || u == exclude || p->unit_load[u] >= p->capacity) {
+            continue;
+        }
+        if (best < 0 || p->unit_load[u] < p->unit_load[best]) {
+            best = u;
+        }
+    }
+    return best;
+}
+
+/* Moves, reservations, releases and state changes at random: after each, the directory's best
+ * unit of each state (with no exclusion, excluding that best, and excluding a random unit) is
+ * the scan's, and af_coord_target through the directory picks the slot the scan's unit gives. */
+static void test_directory_matches_the_scan_over_random_histories(void **state)
+{
+    (void)state;
+    const int64_t shapes[][3] = {{1, 4, 4}, {3, 4, 24}, {7, 3, 48}, {9, 5, 60}, {16, 2, 20}};
+    uint64_t seed = 77;
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; ++si) {
+        af_placement_t p;
+        make_placement(&p, shapes[si][0], shapes[si][1], shapes[si][2], 0.75);
+        int64_t units = p.devices * p.units;
+        int8_t *st = calloc((size_t)units, 1);
+        int32_t *reserved = calloc((size_t)(units * p.capacity), sizeof(int32_t));
+        assert_non_null(st);
+        assert_non_null(reserved);
+        int64_t n_res = 0;
+        assert_int_equal(af_placement_dir_attach(&p, st), AF_OK);
+        int hits = 0;
+        for (int op = 0; op < 3000; ++op) {
+            int64_t r = rng_below(&seed, 10);
+            if (r < 5) {
+                /* A block to a random free slot. */
+                int32_t b = (int32_t)rng_below(&seed, p.blocks);
+                int64_t u = rng_below(&seed, units);
+                int32_t g = af_placement_free_slot(&p, u);
+                if (g >= 0) {
+                    af_placement_move(&p, b, g);
+                }
+            } else if (r < 8) {
+                int64_t u = rng_below(&seed, units);
+                st[u] = (int8_t)rng_below(&seed, 3); /* HEALTHY, FADING or DEAD */
+                af_placement_dir_unit(&p, u);
+            } else if (r < 9 || n_res == 0) {
+                int32_t g = af_placement_free_slot(&p, rng_below(&seed, units));
+                if (g >= 0) {
+                    af_placement_reserve(&p, g);
+                    reserved[n_res++] = g;
+                }
+            } else {
+                af_placement_release(&p, reserved[--n_res]);
+            }
+            for (int s = 0; s < 2; ++s) {
+                int64_t best = ref_dir_best(&p, st, s, -1);
+                assert_int_equal(af_placement_dir_best(&p, s, -1), best);
+                if (best >= 0) {
+                    assert_int_equal(af_placement_dir_best(&p, s, best),
+                                     ref_dir_best(&p, st, s, best));
+                    hits++;
+                }
+                int64_t ex = rng_below(&seed, units);
+                assert_int_equal(af_placement_dir_best(&p, s, ex), ref_dir_best(&p, st, s, ex));
+            }
+            int64_t want = ref_dir_best(&p, st, AF_HEALTHY, -1);
+            assert_int_equal(af_coord_target(&p, st, -1, 0),
+                             want >= 0 ? af_placement_free_slot(&p, want) : -1);
+        }
+        assert_true(hits > 0);
+        while (n_res > 0) {
+            af_placement_release(&p, reserved[--n_res]);
+        }
+        assert_int_equal(af_placement_check(&p), AF_OK);
+        free(st);
+        free(reserved);
+        af_placement_destroy(&p);
+    }
+}
+
 /* ---- replica ranks -------------------------------------------------------------------------- */
 
 /* The replicas of a rank's blocks live on another rank whenever there are two or more, and the
@@ -637,6 +722,7 @@ int main(void)
         cmocka_unit_test(test_plan_sets_exhausted_when_live_capacity_is_too_small),
         cmocka_unit_test(test_plan_restores_onto_fading_units_as_last_resort),
         cmocka_unit_test(test_plan_random_rounds_keep_invariants),
+        cmocka_unit_test(test_directory_matches_the_scan_over_random_histories),
         cmocka_unit_test(test_replica_rank_is_another_rank_and_a_permutation),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
