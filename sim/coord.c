@@ -39,8 +39,7 @@ static int debug_dir(void)
 
 /* The fleet's best unit in state `want`: from the directory when it follows these states,
  * else by the scan. */
-static int64_t fleet_best(const af_placement_t *p, const int8_t *unit_state, int8_t want,
-                          int64_t exclude)
+static int64_t fleet_best(af_placement_t *p, const int8_t *unit_state, int8_t want, int64_t exclude)
 {
     if (p->dir_state != unit_state || (want != AF_HEALTHY && want != AF_FADING)) {
         return best_unit(p, unit_state, 0, p->devices * p->units, want, exclude);
@@ -58,7 +57,7 @@ static int64_t fleet_best(const af_placement_t *p, const int8_t *unit_state, int
     return u;
 }
 
-int32_t af_coord_target_excluding(const af_placement_t *p, const int8_t *unit_state,
+int32_t af_coord_target_excluding(af_placement_t *p, const int8_t *unit_state,
                                   int64_t prefer_device, int allow_fading, int64_t exclude_unit)
 {
     const int8_t want[2] = {AF_HEALTHY, AF_FADING};
@@ -78,7 +77,7 @@ int32_t af_coord_target_excluding(const af_placement_t *p, const int8_t *unit_st
     return -1;
 }
 
-int32_t af_coord_target(const af_placement_t *p, const int8_t *unit_state, int64_t prefer_device,
+int32_t af_coord_target(af_placement_t *p, const int8_t *unit_state, int64_t prefer_device,
                         int allow_fading)
 {
     return af_coord_target_excluding(p, unit_state, prefer_device, allow_fading, -1);

@@ -40,10 +40,10 @@ typedef struct af_plan_header {
 /* The least-loaded HEALTHY unit with a free slot, the block's own device first; when none has
  * room and allow_fading is set, the least-loaded FADING unit likewise (the last resort). Ties go
  * to the lowest unit index. Returns a free global slot, or -1 when there is none. */
-int32_t af_coord_target(const af_placement_t *p, const int8_t *unit_state, int64_t prefer_device,
+int32_t af_coord_target(af_placement_t *p, const int8_t *unit_state, int64_t prefer_device,
                         int allow_fading);
 /* The same, never choosing exclude_unit (a fenced block's own unit, a twin's primary's). */
-int32_t af_coord_target_excluding(const af_placement_t *p, const int8_t *unit_state,
+int32_t af_coord_target_excluding(af_placement_t *p, const int8_t *unit_state,
                                   int64_t prefer_device, int allow_fading, int64_t exclude_unit);
 
 /* Takes back n moves planned and applied to the placement (not yet to the data), newest first:

@@ -51,13 +51,12 @@ void af_memory_estimate(const af_config_t *cfg, int nranks, int rank, const af_k
     const double flush = (double)cfg->flush_interval;
     const double chg = sizeof(af_health_change_t);
     const double mv = sizeof(af_move_t);
-    const double pf = sizeof(af_pfade_t);
 
     /* Every unit and slot of the fleet: placement (slot_block, unit_load, the list of changed
-     * units and its marks), health (unit_state, unit_p), the plan (changes and pfade),
-     * throttling (unit_base, unit_deg, unit_stamp, slow_list) and the devices' words. */
-    m->fleet = 4.0 * units * C + 4.0 * units + 5.0 * units + 9.0 * units + 2.0 * chg * units +
-               pf * units + 28.0 * units + 8.0 * (double)D + 8.0 * fmax(ldev, 1.0) +
+     * units and its marks), health (unit_state), the plan's changes, the devices' words and
+     * the local devices' delays. */
+    m->fleet = 4.0 * units * C + 4.0 * units + 5.0 * units + 1.0 * units + 2.0 * chg * units +
+               8.0 * (double)D + 8.0 * fmax(ldev, 1.0) +
                (cfg->straggler_detect ? 4.0 * units : 0.0) /* the declared stragglers' units */
                + (double)af_placement_dir_bytes(D);        /* the free-capacity directory */
 
@@ -103,12 +102,13 @@ void af_memory_estimate(const af_config_t *cfg, int nranks, int rank, const af_k
     /* The aging model of the rank's own units: per unit six doubles (lifetime, sudden,
      * offset, base age, rate, temperature), three int64 (base step, fade and death steps), two
      * int32 (rate load, fading list) and two int8 (state, cause), and its event queue (a
-     * 16-byte heap entry and a 4-byte position); what it shares each step (its changes and its
-     * FADING units' probabilities, the scripted events' changes set aside). */
-    const double own = ldev * U;
+     * 16-byte heap entry and a 4-byte position); what it shares each step (its changes, the
+     * scripted events' changes set aside); the own units' corruption probability and
+     * throttling (unit_p, unit_base, unit_deg, unit_stamp, slow_list: 36 bytes a unit). */
+    const double own = fmax(ldev * U, 1.0);
     const double scripted = (double)af_config_scripted_units(cfg);
     m->aging = (6.0 * 8.0 + 3.0 * 8.0 + 2.0 * 4.0 + 2.0 + sizeof(af_evq_entry_t) + 4.0) * own +
-               chg * (own + scripted + 1.0) + pf * (own + 1.0) + chg * (scripted + 1.0);
+               chg * (own + scripted + 1.0) + chg * (scripted + 1.0) + 36.0 * own;
     /* Every rank's coordinator: the list of the fleet's FADING units and the model's states,
      * and the straggler detector (57 bytes per device). */
     m->aging += 4.0 * units + units + (cfg->straggler_detect ? 57.0 * (double)D : 0.0);

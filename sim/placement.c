@@ -51,7 +51,12 @@ void af_placement_destroy(af_placement_t *p)
     af_free(p->changed_mark);
     af_free(p->dir_tree[0]);
     af_free(p->dir_tree[1]);
+    af_free(p->dir_dirty);
+    af_free(p->dir_mark);
     p->dir_tree[0] = p->dir_tree[1] = NULL;
+    p->dir_dirty = NULL;
+    p->dir_mark = NULL;
+    p->n_dirty = 0;
     p->dir_state = NULL;
     p->block_slot = NULL;
     p->block_rank = NULL;
@@ -161,33 +166,9 @@ static void dir_update(af_placement_t *p, int64_t d)
     }
 }
 
-size_t af_placement_dir_bytes(int64_t devices)
+/* Every leaf from the tables, then every inner node: O(D * U). */
+static void dir_rebuild(af_placement_t *p)
 {
-    int64_t leaves = 1;
-    while (leaves < devices) {
-        leaves *= 2;
-    }
-    return 2 * sizeof(int32_t) * 2 * (size_t)leaves;
-}
-
-af_result_t af_placement_dir_attach(af_placement_t *p, const int8_t *unit_state)
-{
-    p->dir_leaves = 1;
-    while (p->dir_leaves < p->devices) {
-        p->dir_leaves *= 2;
-    }
-    for (int s = 0; s < 2; ++s) {
-        p->dir_tree[s] = af_alloc(sizeof(int32_t) * 2 * (size_t)p->dir_leaves);
-        if (p->dir_tree[s] == NULL) {
-            af_error_set("placement: cannot allocate the directory of %lld devices",
-                         (long long)p->devices);
-            return AF_ERR_NOMEM;
-        }
-        for (int64_t i = 0; i < 2 * p->dir_leaves; ++i) {
-            p->dir_tree[s][i] = -1;
-        }
-    }
-    p->dir_state = unit_state;
     for (int s = 0; s < 2; ++s) {
         int32_t *t = p->dir_tree[s];
         for (int64_t d = 0; d < p->devices; ++d) {
@@ -197,18 +178,89 @@ af_result_t af_placement_dir_attach(af_placement_t *p, const int8_t *unit_state)
             t[i] = dir_better(p, t[2 * i + 1], t[2 * i]) ? t[2 * i + 1] : t[2 * i];
         }
     }
+}
+
+/* The marked devices into the trees: one path each, or one rebuild when a path each would
+ * cost more (a path is about log2 D nodes). */
+static void dir_refresh(af_placement_t *p)
+{
+    int64_t depth = 1;
+    while (((int64_t)1 << depth) < p->dir_leaves) {
+        depth++;
+    }
+    if (p->n_dirty * depth > p->devices) {
+        dir_rebuild(p);
+    } else {
+        for (int64_t i = 0; i < p->n_dirty; ++i) {
+            dir_update(p, p->dir_dirty[i]);
+        }
+    }
+    for (int64_t i = 0; i < p->n_dirty; ++i) {
+        p->dir_mark[p->dir_dirty[i]] = 0;
+    }
+    p->n_dirty = 0;
+}
+
+size_t af_placement_dir_bytes(int64_t devices)
+{
+    int64_t leaves = 1;
+    while (leaves < devices) {
+        leaves *= 2;
+    }
+    return 2 * sizeof(int32_t) * 2 * (size_t)leaves + (sizeof(int32_t) + 1) * (size_t)devices;
+}
+
+af_result_t af_placement_dir_attach(af_placement_t *p, const int8_t *unit_state)
+{
+    p->dir_leaves = 1;
+    while (p->dir_leaves < p->devices) {
+        p->dir_leaves *= 2;
+    }
+    for (int s = 0; s < 2; ++s) {
+        if (p->dir_tree[s] == NULL) {
+            p->dir_tree[s] = af_alloc(sizeof(int32_t) * 2 * (size_t)p->dir_leaves);
+        }
+    }
+    if (p->dir_dirty == NULL) {
+        p->dir_dirty = af_alloc(sizeof(int32_t) * (size_t)(p->devices > 0 ? p->devices : 1));
+        p->dir_mark = af_alloc((size_t)(p->devices > 0 ? p->devices : 1));
+    }
+    if (!p->dir_tree[0] || !p->dir_tree[1] || !p->dir_dirty || !p->dir_mark) {
+        af_error_set("placement: cannot allocate the directory of %lld devices",
+                     (long long)p->devices);
+        return AF_ERR_NOMEM;
+    }
+    for (int s = 0; s < 2; ++s) {
+        for (int64_t i = 0; i < 2 * p->dir_leaves; ++i) {
+            p->dir_tree[s][i] = -1;
+        }
+    }
+    for (int64_t d = 0; d < p->devices; ++d) {
+        p->dir_mark[d] = 0;
+    }
+    p->n_dirty = 0;
+    p->dir_state = unit_state;
+    dir_rebuild(p);
     return AF_OK;
 }
 
 void af_placement_dir_unit(af_placement_t *p, int64_t unit)
 {
-    if (p->dir_state != NULL) {
-        dir_update(p, unit / p->units);
+    if (p->dir_state == NULL) {
+        return;
+    }
+    int64_t d = unit / p->units;
+    if (!p->dir_mark[d]) {
+        p->dir_mark[d] = 1;
+        p->dir_dirty[p->n_dirty++] = (int32_t)d;
     }
 }
 
-int64_t af_placement_dir_best(const af_placement_t *p, int s, int64_t exclude)
+int64_t af_placement_dir_best(af_placement_t *p, int s, int64_t exclude)
 {
+    if (p->n_dirty > 0) {
+        dir_refresh(p);
+    }
     const int32_t *t = p->dir_tree[s];
     if (exclude < 0 || t[1] != exclude) {
         return t[1];

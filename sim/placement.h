@@ -37,12 +37,18 @@ typedef struct af_placement {
      * device's least-loaded unit in state s with a free slot (ties to the lowest unit index, -1
      * when it has none) and whose inner nodes hold the better of their two children: the
      * fleet's best unit is the root, so a target search beyond a block's own device costs
-     * O(log D) instead of a scan of every unit, and a change of one unit's load or state costs
-     * O(U + log D). Kept by af_placement_move and the reservations below; a change of a unit's
-     * state is reported with af_placement_dir_unit. */
+     * O(1) instead of a scan of every unit. A change of one unit's load or state only marks its
+     * device (O(1)); the first search after changes refreshes the marked devices' leaves and
+     * their paths to the root (O(U + log D) each, or one rebuild of the whole tree when many
+     * are marked), so the plans that never search beyond a block's own device do not pay for
+     * it. Kept by af_placement_move and the reservations below; a change of a unit's state is
+     * reported with af_placement_dir_unit. */
     const int8_t *dir_state; /* the unit states the directory follows; NULL: no directory */
     int32_t *dir_tree[2];    /* 2 * dir_leaves entries each; node 1 is the root */
     int64_t dir_leaves;      /* a power of two >= D */
+    int32_t *dir_dirty;      /* D entries at most: devices marked since the last refresh */
+    int64_t n_dirty;
+    uint8_t *dir_mark; /* D entries: 1 while the device is on dir_dirty */
 } af_placement_t;
 
 /* C = next_pow2(ceil(B / (D*U*(1 - max_blackout)))): the power-of-two bucket that holds every
@@ -90,16 +96,18 @@ void af_placement_move(af_placement_t *p, int32_t block, int32_t dst_slot);
 void af_placement_reserve(af_placement_t *p, int32_t slot);
 void af_placement_release(af_placement_t *p, int32_t slot);
 /* Builds the free-capacity directory over unit_state (D*U entries, which the caller keeps and
- * reports changes of with af_placement_dir_unit). Allocates: start-up only. */
+ * reports changes of with af_placement_dir_unit); again, it rebuilds it from the tables (after
+ * they were rewritten wholesale) without allocating. The first call allocates: start-up. */
 af_result_t af_placement_dir_attach(af_placement_t *p, const int8_t *unit_state);
 /* The bytes af_placement_dir_attach allocates for a fleet of `devices` devices. */
 size_t af_placement_dir_bytes(int64_t devices);
-/* Unit u's state (or load) changed: its device's leaves and their paths to the root. */
+/* Unit u's state (or load) changed: its device is marked for the next search. O(1). */
 void af_placement_dir_unit(af_placement_t *p, int64_t unit);
 /* The fleet's least-loaded unit in state s (0 or 1) with a free slot, never `exclude` (-1:
- * none excluded); ties to the lowest unit index; -1 when there is none. O(U + log D) with an
- * exclusion that is the best, O(1) otherwise. Needs the directory. */
-int64_t af_placement_dir_best(const af_placement_t *p, int s, int64_t exclude);
+ * none excluded); ties to the lowest unit index; -1 when there is none. Refreshes the marked
+ * devices first; then O(U + log D) with an exclusion that is the best, O(1) otherwise. Needs
+ * the directory. */
+int64_t af_placement_dir_best(af_placement_t *p, int s, int64_t exclude);
 
 /* Empties the list of changed units (O(listed units)). */
 void af_placement_changed_clear(af_placement_t *p);

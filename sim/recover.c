@@ -325,7 +325,7 @@ void af_slot_control(af_run_state_t *r, int64_t g)
     r->k->slot_mode[s] = st == AF_DEAD     ? AF_MODE_DEAD
                          : st == AF_FADING ? AF_MODE_FADING
                                            : AF_MODE_HEALTHY;
-    r->k->slot_p[s] = st == AF_FADING ? r->unit_p[u] : 0.0;
+    r->k->slot_p[s] = st == AF_FADING ? r->unit_p[af_own_unit(r, u)] : 0.0;
 }
 
 /* ---- replicas ------------------------------------------------------------------------------ */
@@ -751,10 +751,10 @@ af_result_t af_dmr_begin(af_run_state_t *r, const af_move_t *only, int64_t n_onl
          * where they always did. twin[] is only read for these blocks (containment) and for
          * the retried ones, which the retry pass resets, so the rest keep stale entries. */
         candidates = 0;
-        for (int64_t i = 0; i < r->n_pfade + r->n_strag_units; ++i) {
+        for (int64_t i = 0; i < r->n_fade + r->n_strag_units; ++i) {
             /* The model's FADING units, then the declared stragglers (FADING to the
              * coordinator; a unit may be both). */
-            int64_t u = i < r->n_pfade ? r->pfade[i].unit : r->strag_units[i - r->n_pfade];
+            int64_t u = i < r->n_fade ? r->fade_units[i] : r->strag_units[i - r->n_fade];
             for (int64_t k = 0; k < r->C; ++k) {
                 int32_t b = r->pl.slot_block[u * r->C + k];
                 if (b >= 0) {
@@ -796,7 +796,7 @@ af_result_t af_dmr_begin(af_run_state_t *r, const af_move_t *only, int64_t n_onl
             int64_t u = af_slot_unit(&r->pl, t);
             af_kernels_set_block(r->k, s, (int32_t)r->items[i]);
             r->k->slot_mode[s] = AF_MODE_SHADOW;
-            r->k->slot_p[s] = r->unit_state[u] == AF_FADING ? r->unit_p[u] : 0.0;
+            r->k->slot_p[s] = r->unit_state[u] == AF_FADING ? r->unit_p[af_own_unit(r, u)] : 0.0;
         }
     }
     *n_twins = n;

@@ -54,14 +54,6 @@ typedef struct af_payload {
 /* Outcome of a DMR comparison on the primary's slot. */
 enum { AF_DMR_NONE = 0, AF_DMR_ADOPTED = 1, AF_DMR_FENCED = 2 };
 
-/* Per fading unit corruption probability and degradation (throttling), broadcast with the
- * plan. */
-typedef struct af_pfade {
-    int64_t unit;
-    double p;
-    double deg;
-} af_pfade_t;
-
 typedef struct af_run_state {
     af_config_t cfg;
     af_world_t world;
@@ -120,32 +112,35 @@ typedef struct af_run_state {
     char graph_why[200];
     double *cellbuf; /* T doubles */
 
-    /* Health, as every rank knows it (rank 0 also runs the model). */
+    /* Health: every unit's state as every rank knows it; what only the units' own rank needs
+     * (their corruption probability, their throttling) in tables of its own units, indexed by
+     * u - own_u0 (af_own_unit). */
     int8_t *unit_state; /* units */
-    double *unit_p;     /* units: corruption probability per element */
+    int64_t own_u0;     /* the first unit of this rank's devices */
+    int64_t own_units;  /* how many */
+    double *unit_p;     /* own units: corruption probability per element */
     af_aging_t aging;   /* this rank's own devices' units */
 
     /* The step's plan, which every rank makes from the shared health changes. */
     af_plan_header_t plan;
     af_health_change_t *changes; /* units */
     af_move_t *moves;            /* blocks */
-    af_pfade_t *pfade;           /* units */
-    int64_t n_pfade;
     /* What this rank's model gives each step, before the ranks share it (gather_health). */
     af_health_change_t *my_changes; /* own units + the scripted events' units */
-    af_pfade_t *my_pfade;           /* own units */
     af_health_change_t *scripted;   /* scratch: the scripted events' units */
-    /* Rank 0's coordinator. */
-    int32_t *fade_units; /* units: the fleet's FADING units (the plan's drain list) */
+    int64_t slow_mine;              /* own live units running slower than nominal */
+    /* The coordinator's shared facts. */
+    int32_t *fade_units; /* units: the fleet's FADING units, ascending (the drain list) */
+    int64_t n_fade;
     int8_t *model_state; /* units: the state the model gives (a declared straggler stays
                             HEALTHY here) */
     int64_t dead_units;  /* units DEAD so far */
 
-    /* Throttling (sim/straggler.h), as every rank knows it. */
-    double *unit_base;   /* units: slowdown set by scripted slow events (1 nominal) */
-    double *unit_deg;    /* units: degradation of a FADING unit, from the plan */
-    int64_t *unit_stamp; /* units: scratch, the tick a unit's delay was counted in */
-    int32_t *slow_list;  /* units ever named by a slow event */
+    /* Throttling (sim/straggler.h) of this rank's own units. */
+    double *unit_base;   /* own units: slowdown set by scripted slow events (1 nominal) */
+    double *unit_deg;    /* own units: degradation of a FADING unit, from its model */
+    int64_t *unit_stamp; /* own units: scratch, the tick a unit's delay was counted in */
+    int32_t *slow_list;  /* own units ever named by a slow event (global numbers) */
     int64_t n_slow;
     double *dev_delay;     /* local devices: modelled delay of this step (us) */
     uint64_t *dev_words;   /* devices: this rank's per-block compute times, for the exchange */
@@ -240,6 +235,12 @@ typedef struct af_run_state {
     double prev_log_us;
     int progress;
 } af_run_state_t;
+
+/* The index of unit u (one of this rank's own) in the tables of own units. */
+static inline int64_t af_own_unit(const af_run_state_t *r, int64_t u)
+{
+    return u - r->own_u0;
+}
 
 /* halo.c */
 af_result_t af_halo_init(af_run_state_t *r);

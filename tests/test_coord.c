@@ -54,7 +54,7 @@ static void set_loads(af_placement_t *p, const int32_t *want)
 }
 
 /* The unit of the slot af_coord_target returns (-1 for none), after checking the slot is free. */
-static int64_t target_unit(const af_placement_t *p, const int8_t *st, int64_t prefer, int fading)
+static int64_t target_unit(af_placement_t *p, const int8_t *st, int64_t prefer, int fading)
 {
     int32_t g = af_coord_target(p, st, prefer, fading);
     if (g < 0) {
