@@ -230,7 +230,7 @@ typedef struct scale_fleet {
     /* Measured, rank 0. */
     double steps_per_s;
     double coord_p50, coord_p99; /* rank 0's plan_us: the coordinator's own work */
-    double phase_p50, phase_p99; /* the slowest rank's coord_us: with the broadcast's wait */
+    double phase_p50, phase_p99; /* the slowest rank's coord_us: with its collectives' wait */
     double quiet_p50;            /* plan_us p50 over the steps with no event around them */
     double per_change;           /* plan_us added per health change (median, event steps) */
     int quiet;
@@ -331,9 +331,9 @@ static af_result_t scale_one(af_bench_ctx_t *b, scale_fleet_t *f, int index)
     double *ph = NULL;
     int64_t rows = 0;
     AF_CHECK(af_bench_phase_max(log, "step_us", &st, &rows));
-    /* The coordinator's own work: rank 0's aging model and plan (plan_us). The coord_us phase
-     * adds the broadcast, whose wait for the slowest rank at the step's first collective
-     * follows the other phases' imbalance, not what the coordinator does. */
+    /* The coordinator's own work: rank 0's ageing of its units and its plan (plan_us). The
+     * coord_us phase adds the collectives, whose wait for the slowest rank at the step's first
+     * one follows the other phases' imbalance, not what the coordinator does. */
     rc = af_bench_phase_rank(log, "plan_us", 0, &co, &rows);
     if (rc == AF_OK) {
         rc = af_bench_phase_max(log, "coord_us", &ph, &rows);
@@ -462,7 +462,7 @@ static af_result_t bench_scale(af_bench_ctx_t *b)
         RATIO("%lld devices: steps per second", f[i].steps_per_s);
         RATIO("%lld devices: coordinator us p50 (rank 0's plan_us)", f[i].coord_p50);
         RATIO("%lld devices: coordinator us p99 (rank 0's plan_us)", f[i].coord_p99);
-        RATIO("%lld devices: coord_us p50 (slowest rank, with the broadcast)", f[i].phase_p50);
+        RATIO("%lld devices: coord_us p50 (slowest rank, with its collectives)", f[i].phase_p50);
         RATIO("%lld devices: coordinator us p50 over quiet steps (plan_us)", f[i].quiet_p50);
         RATIO("%lld devices: coordinator us per health change (plan_us)", f[i].per_change);
         RATIO("%lld devices: halo bytes per rank per step", f[i].halo_bytes_per_rank_step);
