@@ -1132,10 +1132,10 @@ static void check_units(chk_t *c, int cols_ok)
                        (long long)dev[u], (long long)unit[u], (long long)(u / c->upd),
                        (long long)(u % c->upd));
             }
-            if (cause[u] < 0 || cause[u] > 3) {
+            if (cause[u] < 0 || cause[u] > 5) {
                 rv_hit(&r_cause, u,
                        "cause %lld, expected 0 alive, 1 wear-out, 2 sudden, "
-                       "3 scripted",
+                       "3 scripted, 4 device, 5 node",
                        (long long)cause[u]);
             } else if ((cause[u] == 0) != (death[u] == -1)) {
                 rv_hit(&r_cause, u, "cause %lld with death_step %lld (alive iff never dead)",

@@ -91,7 +91,8 @@ typedef struct af_summary {
      * the executed ones, steps executed x blocks. */
     double lost_work_frac;
     int64_t units_dead;              /* by /units/cause (-1 unknown) */
-    int64_t dead_by_cause[4];        /* 0 alive, 1 wear-out, 2 sudden, 3 scripted */
+    int64_t dead_by_cause[6];        /* 0 alive, 1 wear-out, 2 sudden, 3 scripted, 4 device,
+                                        5 node */
     int64_t events[AF_NEVENT_KINDS]; /* /events by kind (all -1 when /events is absent) */
 
     /* latency (have_latency: /ranks was there in full) */

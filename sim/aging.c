@@ -9,7 +9,21 @@
 #define AF_BOLTZMANN_EV 8.617333262e-5 /* eV / K */
 
 /* Streams of the counter-based RNG, so that draws for different purposes never collide. */
-enum { RNG_LIFETIME = 1, RNG_SUDDEN = 2, RNG_HOT_DEVICE = 3, RNG_HOT_UNIT = 4 };
+enum {
+    RNG_LIFETIME = 1,
+    RNG_SUDDEN = 2,
+    RNG_HOT_DEVICE = 3,
+    RNG_HOT_UNIT = 4,
+    RNG_DEVICE_LOSS = 6,
+    RNG_NODE_LOSS = 7
+};
+
+/* An exponential time (hours) from a counter draw: +inf when the rate is 0. */
+static double exp_hours(uint64_t seed, int stream, uint64_t id, double rate)
+{
+    double y = 1.0 - af_u01(af_hash4(seed, (uint64_t)stream, id, 0));
+    return rate > 0 ? -log(y) / rate : INFINITY;
+}
 
 /* No step: a threshold the closed form never reaches (a rate of zero, or NaN). */
 #define NEVER INT64_MAX
@@ -158,6 +172,7 @@ void af_aging_destroy(af_aging_t *a)
 {
     af_free(a->lifetime_h);
     af_free(a->sudden_h);
+    af_free(a->sudden_cause);
     af_free(a->temp_off_k);
     af_free(a->base_age_h);
     af_free(a->base_step);
@@ -172,6 +187,7 @@ void af_aging_destroy(af_aging_t *a)
     af_evq_destroy(&a->queue);
     a->lifetime_h = NULL;
     a->sudden_h = NULL;
+    a->sudden_cause = NULL;
     a->temp_off_k = NULL;
     a->base_age_h = NULL;
     a->base_step = NULL;
@@ -206,6 +222,7 @@ af_result_t af_aging_init_range(af_aging_t *a, const af_config_t *cfg, int64_t d
     size_t n = (size_t)(u_hi - u_lo);
     a->lifetime_h = af_alloc(n * sizeof(double));
     a->sudden_h = af_alloc(n * sizeof(double));
+    a->sudden_cause = af_alloc(n);
     a->temp_off_k = af_alloc(n * sizeof(double));
     a->base_age_h = af_alloc(n * sizeof(double));
     a->base_step = af_alloc(n * sizeof(int64_t));
@@ -217,9 +234,9 @@ af_result_t af_aging_init_range(af_aging_t *a, const af_config_t *cfg, int64_t d
     a->fade_step = af_alloc(n * sizeof(int64_t));
     a->death_step = af_alloc(n * sizeof(int64_t));
     a->fading_list = af_alloc(n * sizeof(int32_t));
-    if (!a->lifetime_h || !a->sudden_h || !a->temp_off_k || !a->base_age_h || !a->base_step ||
-        !a->rate_h || !a->temp_k || !a->rate_load || !a->state || !a->cause || !a->fade_step ||
-        !a->death_step || !a->fading_list) {
+    if (!a->lifetime_h || !a->sudden_h || !a->sudden_cause || !a->temp_off_k || !a->base_age_h ||
+        !a->base_step || !a->rate_h || !a->temp_k || !a->rate_load || !a->state || !a->cause ||
+        !a->fade_step || !a->death_step || !a->fading_list) {
         af_aging_destroy(a);
         af_error_set("aging: cannot allocate the state of %lld units", (long long)n);
         return AF_ERR_NOMEM;
@@ -236,9 +253,23 @@ af_result_t af_aging_init_range(af_aging_t *a, const af_config_t *cfg, int64_t d
         /* Inverse-CDF draws; 1 - U in (0, 1] keeps the logarithms finite. */
         double x = 1.0 - af_u01(af_hash4(seed, RNG_LIFETIME, (uint64_t)u, 0));
         a->lifetime_h[k] = cfg->weibull_scale_hours * pow(-log(x), 1.0 / cfg->weibull_shape);
-        double y = 1.0 - af_u01(af_hash4(seed, RNG_SUDDEN, (uint64_t)u, 0));
-        a->sudden_h[k] =
-            cfg->sudden_rate_per_hour > 0 ? -log(y) / cfg->sudden_rate_per_hour : INFINITY;
+        /* A unit dies suddenly at the first of its own exponential time, its device's and its
+         * node's: every unit of a device (a node) draws the same device (node) time, so they
+         * die in the same step. Ties go to the larger domain. */
+        int64_t node = d / cfg->devices_per_node;
+        double su = exp_hours(seed, RNG_SUDDEN, (uint64_t)u, cfg->sudden_rate_per_hour);
+        double sd = exp_hours(seed, RNG_DEVICE_LOSS, (uint64_t)d, cfg->device_rate_per_hour);
+        double sn = exp_hours(seed, RNG_NODE_LOSS, (uint64_t)node, cfg->node_rate_per_hour);
+        a->sudden_h[k] = su;
+        a->sudden_cause[k] = AF_CAUSE_SUDDEN;
+        if (sd <= a->sudden_h[k]) {
+            a->sudden_h[k] = sd;
+            a->sudden_cause[k] = AF_CAUSE_DEVICE;
+        }
+        if (sn <= a->sudden_h[k]) {
+            a->sudden_h[k] = sn;
+            a->sudden_cause[k] = AF_CAUSE_NODE;
+        }
         a->temp_off_k[k] =
             cfg->hotspot_device_k * af_u01(af_hash4(seed, RNG_HOT_DEVICE, (uint64_t)d, 0)) +
             cfg->hotspot_unit_k * af_u01(af_hash4(seed, RNG_HOT_UNIT, (uint64_t)u, 0));
@@ -326,7 +357,7 @@ static void check_unit(af_aging_t *a, const af_config_t *cfg, int64_t u, int64_t
     int64_t k = u - a->u_lo;
     double age = age_at(a, k, step);
     if (a->hours >= a->sudden_h[k]) {
-        change(a, u, AF_DEAD, AF_CAUSE_SUDDEN, step, out, n);
+        change(a, u, AF_DEAD, a->sudden_cause[k], step, out, n);
         return;
     }
     if (age >= a->lifetime_h[k]) {
@@ -393,14 +424,17 @@ int64_t af_aging_step(af_aging_t *a, const af_config_t *cfg, int64_t step, const
         if (e->step != step) {
             continue;
         }
-        for (int64_t j = e->unit_lo; j <= e->unit_hi; ++j) {
-            u = e->device * a->per_device + j;
+        for (int64_t j = 0; j < af_event_devices(e) * (e->unit_hi - e->unit_lo + 1); ++j) {
+            /* Devices [device, dev_hi], units [unit_lo, unit_hi] of each, in that order. */
+            int64_t span = e->unit_hi - e->unit_lo + 1;
+            u = (e->device + j / span) * a->per_device + e->unit_lo + j % span;
             if (u < a->u_lo || u >= a->u_hi) {
                 continue;
             }
             int64_t k = u - a->u_lo;
             a->touched++;
-            if (e->action == AF_EVENT_KILL) {
+            if (e->action == AF_EVENT_KILL || e->action == AF_EVENT_KILL_DEVICE ||
+                e->action == AF_EVENT_KILL_NODE) {
                 change(a, u, AF_DEAD, AF_CAUSE_SCRIPTED, step, changes, &n);
             } else if (e->action == AF_EVENT_FADE && a->state[k] == AF_HEALTHY) {
                 /* A scripted fade starts the precursor window now, on a segment that starts

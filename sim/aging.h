@@ -45,7 +45,9 @@ enum {
     AF_CAUSE_WEAROUT = 1,
     AF_CAUSE_SUDDEN = 2,
     AF_CAUSE_SCRIPTED = 3,
-    AF_CAUSE_STRAGGLER = 4 /* declared a straggler: drained like a FADING unit */
+    AF_CAUSE_DEVICE = 4,   /* its whole device was lost (aging.device_rate_per_hour) */
+    AF_CAUSE_NODE = 5,     /* its whole node was lost (aging.node_rate_per_hour) */
+    AF_CAUSE_STRAGGLER = 6 /* declared a straggler: drained like a FADING unit (never in /units) */
 };
 
 /* A change of one unit's state in one step. */
@@ -61,7 +63,9 @@ typedef struct af_aging {
     int64_t u_lo;       /* the units held here: [u_lo, u_hi) */
     int64_t u_hi;
     double *lifetime_h;   /* Weibull draw at T_ref */
-    double *sudden_h;     /* exponential draw; +inf when the rate is 0 */
+    double *sudden_h;     /* the first of the unit's, its device's and its node's exponential
+                             draws (+inf when every rate is 0) */
+    int8_t *sudden_cause; /* which of them: AF_CAUSE_SUDDEN, _DEVICE or _NODE */
     double *temp_off_k;   /* device + unit hotspot offsets */
     double *base_age_h;   /* age at base_step, where the current linear segment starts */
     int64_t *base_step;   /* see the arithmetic above */

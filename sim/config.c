@@ -49,6 +49,8 @@ static const key_def_t KEYS[] = {
     {"scenario", "steps", T_INT, OFF(steps), 0, 1, 1e9, NULL, "1850", "steps", "time steps to run"},
     {"scenario", "devices", T_INT, OFF(devices), 0, 0, 1e7, NULL, "8", "devices",
      "fleet size D (0: one device per rank); ranks split it in contiguous ranges"},
+    {"scenario", "devices_per_node", T_INT, OFF(devices_per_node), 0, 1, 1e7, NULL, "1", "devices",
+     "devices of one node (host), the grain of a node failure; must divide devices"},
     {"scenario", "units_per_device", T_INT, OFF(units_per_device), 0, 1, 4096, NULL, "16", "units",
      "compute units U per device (the grain of failure; think SMs)"},
     {"scenario", "blocks", T_INT, OFF(blocks), 0, 1, 1e9, NULL, "256", "blocks",
@@ -90,6 +92,10 @@ static const key_def_t KEYS[] = {
      "corruption probability per output element reached at the end of the fade window"},
     {"aging", "sudden_rate_per_hour", T_REAL, OFF(sudden_rate_per_hour), 0, 0.0, 1.0, NULL, "1e-7",
      "1/hour", "rate of sudden (exponential, no precursor) unit deaths"},
+    {"aging", "device_rate_per_hour", T_REAL, OFF(device_rate_per_hour), 0, 0.0, 1.0, NULL, "0",
+     "1/hour", "rate of sudden whole-device losses (exponential): every unit of the device dies"},
+    {"aging", "node_rate_per_hour", T_REAL, OFF(node_rate_per_hour), 0, 0.0, 1.0, NULL, "0",
+     "1/hour", "rate of sudden whole-node losses (exponential): every device of the node dies"},
     {"aging", "t_ambient_k", T_REAL, OFF(t_ambient_k), 0, 200, 500, NULL, "318.15", "K",
      "ambient (coolant-side) die temperature"},
     {"aging", "t_ref_k", T_REAL, OFF(t_ref_k), 0, 200, 500, NULL, "343.15", "K",
@@ -160,7 +166,9 @@ _Static_assert(sizeof KEYS / sizeof KEYS[0] <=
     "scenario, workload, backend, log, aging, recovery, throttle, straggler, pacing, metrics or "  \
     "event.N"
 
-static const char *EVENT_KEYS[] = {"step", "action", "device", "units", "factor"};
+static const char *EVENT_KEYS[] = {"step", "action", "device", "units", "factor", "node"};
+/* In the order of AF_EVENT_*. */
+#define EVENT_ACTIONS     "kill|fade|slow|lose_replicas|kill_device|kill_node"
 #define AF_EVENT_REQUIRED 15 /* step, action, device, units */
 
 typedef struct parse_ctx {
@@ -419,7 +427,7 @@ static int set_event(parse_ctx_t *c, int n, const char *key, const char *value)
     if (e == NULL) {
         return 0;
     }
-    for (int k = 0; k < 5; ++k) {
+    for (int k = 0; k < 6; ++k) {
         if (strcmp(key, EVENT_KEYS[k]) == 0) {
             ctx_where(c, e->where[k], sizeof e->where[k]);
         }
@@ -433,12 +441,10 @@ static int set_event(parse_ctx_t *c, int n, const char *key, const char *value)
         e->step = x;
         e->set_mask |= 1;
     } else if (strcmp(key, "action") == 0) {
-        int a = enum_index("kill|fade|slow|lose_replicas", value);
+        int a = enum_index(EVENT_ACTIONS, value);
         if (a < 0) {
-            ctx_fail(c,
-                     "event.%d.action = '%s' is invalid: expected one of "
-                     "kill|fade|slow|lose_replicas",
-                     n, value);
+            ctx_fail(c, "event.%d.action = '%s' is invalid: expected one of " EVENT_ACTIONS, n,
+                     value);
             return 0;
         }
         e->action = a;
@@ -484,9 +490,17 @@ static int set_event(parse_ctx_t *c, int n, const char *key, const char *value)
         }
         e->factor = f;
         e->set_mask |= 16;
+    } else if (strcmp(key, "node") == 0) {
+        if (!parse_int(value, &x) || x < 0) {
+            ctx_fail(c, "event.%d.node = '%s' is invalid: expected an integer >= 0", n, value);
+            return 0;
+        }
+        e->node = x;
+        e->set_mask |= 32;
     } else {
         ctx_fail(c,
-                 "unknown key '%s' in [event.%d]: expected step, action, device, units or factor",
+                 "unknown key '%s' in [event.%d]: expected step, action, device, units, factor "
+                 "or node",
                  key, n);
         return 0;
     }
@@ -559,19 +573,43 @@ static char *reader(char *str, int num, void *stream)
     return str;
 }
 
-/* Each event has step, action, device and units; a slow event has a factor, and only a slow
- * event may have one. */
+/* Each event has step and action; kill, fade, slow and lose_replicas name a device and its
+ * units, kill_device a device alone, kill_node a node alone; a slow event has a factor, and
+ * only a slow event may have one. */
 static af_result_t event_complete(const af_config_t *cfg, const char *origin, char *err,
                                   size_t errlen)
 {
     for (int i = 0; i < cfg->n_events; ++i) {
         const af_event_cfg_t *e = &cfg->events[i];
-        for (int k = 0; k < 4; ++k) {
+        for (int k = 0; k < 2; ++k) {
             if (!(e->set_mask & (1 << k))) {
                 snprintf(err, errlen,
-                         "%s: [event.%d] lacks '%s' (each event needs step, action, device and "
-                         "units)",
-                         origin, e->index, EVENT_KEYS[k]);
+                         "%s: [event.%d] lacks '%s' (each event needs step and action)", origin,
+                         e->index, EVENT_KEYS[k]);
+                return AF_ERR_USAGE;
+            }
+        }
+        /* Keys each action needs (bits of set_mask) and keys it must not have. */
+        int need = e->action == AF_EVENT_KILL_NODE     ? 32
+                   : e->action == AF_EVENT_KILL_DEVICE ? 4
+                                                       : 4 | 8;
+        int forbid = e->action == AF_EVENT_KILL_NODE     ? 4 | 8
+                     : e->action == AF_EVENT_KILL_DEVICE ? 8 | 32
+                                                         : 32;
+        static const char *const needs[] = {"kill",          "fade",        "slow",
+                                            "lose_replicas", "kill_device", "kill_node"};
+        for (int k = 2; k < 6; ++k) {
+            if ((need & (1 << k)) && !(e->set_mask & (1 << k))) {
+                snprintf(err, errlen, "%s: [event.%d] lacks '%s' (a %s event needs %s)", origin,
+                         e->index, EVENT_KEYS[k], needs[e->action],
+                         e->action == AF_EVENT_KILL_NODE     ? "step, action and node"
+                         : e->action == AF_EVENT_KILL_DEVICE ? "step, action and device"
+                                                             : "step, action, device and units");
+                return AF_ERR_USAGE;
+            }
+            if ((forbid & (1 << k)) && (e->set_mask & (1 << k))) {
+                snprintf(err, errlen, "%s: event.%d.%s is set, but a %s event has none",
+                         e->where[k], e->index, EVENT_KEYS[k], needs[e->action]);
                 return AF_ERR_USAGE;
             }
         }
@@ -763,8 +801,9 @@ int64_t af_config_scripted_units(const af_config_t *cfg)
     int64_t n = 0;
     for (int i = 0; i < cfg->n_events; ++i) {
         const af_event_cfg_t *e = &cfg->events[i];
-        if (e->action == AF_EVENT_KILL || e->action == AF_EVENT_FADE) {
-            n += e->unit_hi - e->unit_lo + 1;
+        if (e->action == AF_EVENT_KILL || e->action == AF_EVENT_FADE ||
+            e->action == AF_EVENT_KILL_DEVICE || e->action == AF_EVENT_KILL_NODE) {
+            n += af_event_devices(e) * (e->unit_hi - e->unit_lo + 1);
         }
     }
     return n;
@@ -851,10 +890,38 @@ af_result_t af_config_validate(af_config_t *cfg, int nranks, char *err, size_t e
                  where(cfg, "backend", "graph"));
         return AF_ERR_USAGE;
     }
+    if (D % cfg->devices_per_node != 0) {
+        snprintf(err, errlen,
+                 "%s: scenario.devices_per_node = %lld does not divide the fleet of %lld devices: "
+                 "expected a divisor of devices",
+                 where(cfg, "scenario", "devices_per_node"), (long long)cfg->devices_per_node,
+                 (long long)D);
+        return AF_ERR_USAGE;
+    }
     int skip[AF_MAX_EVENTS] = {0};
     int nskip = 0;
     for (int i = 0; i < cfg->n_events; ++i) {
-        const af_event_cfg_t *e = &cfg->events[i];
+        af_event_cfg_t *e = &cfg->events[i];
+        /* Every event as devices [device, dev_hi] and units [unit_lo, unit_hi] of each. */
+        if (e->action == AF_EVENT_KILL_NODE) {
+            int64_t nodes = D / cfg->devices_per_node;
+            if (e->node >= nodes) {
+                snprintf(err, errlen,
+                         "%s: event.%d.node = %lld is outside the fleet: expected 0..%lld (%lld "
+                         "devices, %lld per node)",
+                         e->where[5], e->index, (long long)e->node, (long long)nodes - 1,
+                         (long long)D, (long long)cfg->devices_per_node);
+                return AF_ERR_USAGE;
+            }
+            e->device = e->node * cfg->devices_per_node;
+            e->dev_hi = e->device + cfg->devices_per_node - 1;
+        } else {
+            e->dev_hi = e->device;
+        }
+        if (e->action == AF_EVENT_KILL_NODE || e->action == AF_EVENT_KILL_DEVICE) {
+            e->unit_lo = 0;
+            e->unit_hi = cfg->units_per_device - 1;
+        }
         /* The embedded default scenario shortened by --set scenario.steps: its own events past
          * the new end are not the user's mistake; they are skipped (a user's file keeps the
          * error below). */
@@ -964,10 +1031,18 @@ size_t af_config_format(const af_config_t *cfg, char *out, size_t size)
     memcpy(ev, cfg->events, sizeof(af_event_cfg_t) * (size_t)cfg->n_events);
     qsort(ev, (size_t)cfg->n_events, sizeof ev[0], cmp_events);
     for (int i = 0; i < cfg->n_events; ++i) {
-        static const char *const actions[] = {"kill", "fade", "slow", "lose_replicas"};
-        EMIT("\n[event.%d]\nstep = %lld\naction = %s\ndevice = %lld\nunits = %lld-%lld\n",
-             ev[i].index, (long long)ev[i].step, actions[ev[i].action], (long long)ev[i].device,
-             (long long)ev[i].unit_lo, (long long)ev[i].unit_hi);
+        static const char *const actions[] = {"kill",          "fade",        "slow",
+                                              "lose_replicas", "kill_device", "kill_node"};
+        EMIT("\n[event.%d]\nstep = %lld\naction = %s\n", ev[i].index, (long long)ev[i].step,
+             actions[ev[i].action]);
+        if (ev[i].action == AF_EVENT_KILL_NODE) {
+            EMIT("node = %lld\n", (long long)ev[i].node);
+        } else if (ev[i].action == AF_EVENT_KILL_DEVICE) {
+            EMIT("device = %lld\n", (long long)ev[i].device);
+        } else {
+            EMIT("device = %lld\nunits = %lld-%lld\n", (long long)ev[i].device,
+                 (long long)ev[i].unit_lo, (long long)ev[i].unit_hi);
+        }
         if (ev[i].action == AF_EVENT_SLOW) {
             EMIT("factor = %.17g\n", ev[i].factor);
         }
@@ -1003,9 +1078,14 @@ void af_config_print_keys(void)
     printf("[event.N]  (scripted failures, any number up to %d)\n", AF_MAX_EVENTS);
     printf("  step                   steps        step at which the event happens (>= 1)\n");
     printf("  action                 -            kill (death, memory lost), fade (precursor), "
-           "slow (throttled) or lose_replicas (the replicas of the blocks the units hold)\n");
-    printf("  device                 -            device index in the fleet (0..devices-1)\n");
-    printf("  units                  -            a unit or an inclusive range A-B\n");
+           "slow (throttled), lose_replicas (the replicas of the blocks the units hold), "
+           "kill_device (every unit of the device) or kill_node (every device of the node)\n");
+    printf("  device                 -            device index in the fleet (0..devices-1); not "
+           "with kill_node\n");
+    printf("  units                  -            a unit or an inclusive range A-B; not with "
+           "kill_device or kill_node\n");
+    printf("  node                   -            kill_node only: node index (0..devices / "
+           "devices_per_node - 1)\n");
     printf("  factor                 x            slow only: the units run factor times as long "
            "as nominal (1 restores them); in [1, 1000]\n");
 }

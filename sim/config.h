@@ -21,24 +21,43 @@ enum { AF_BACKEND_AUTO = 0, AF_BACKEND_CPU = 1, AF_BACKEND_CUDA = 2 };
 enum { AF_FABRIC_AUTO = 0, AF_FABRIC_MPI = 1, AF_FABRIC_NCCL = 2 };
 enum { AF_GRAPH_AUTO = 0, AF_GRAPH_ON = 1, AF_GRAPH_OFF = 2 };
 enum { AF_DETECT_FINITE = 0, AF_DETECT_DMR = 1 };
-enum { AF_EVENT_KILL = 0, AF_EVENT_FADE = 1, AF_EVENT_SLOW = 2, AF_EVENT_LOSE_REPLICAS = 3 };
+enum {
+    AF_EVENT_KILL = 0,
+    AF_EVENT_FADE = 1,
+    AF_EVENT_SLOW = 2,
+    AF_EVENT_LOSE_REPLICAS = 3,
+    AF_EVENT_KILL_DEVICE = 4, /* every unit of `device` */
+    AF_EVENT_KILL_NODE = 5    /* every unit of every device of `node` */
+};
 enum { AF_REPLAY_LOCAL = 0, AF_REPLAY_GLOBAL = 1 };
 enum { AF_PACING_OFF = 0, AF_PACING_EWMA = 1 };
 
 /* A scripted event: at `step`, units [unit_lo, unit_hi] of `device` die, start fading, (slow)
  * run `factor` times as long as nominal from then on (1 restores the nominal speed), or
- * (lose_replicas) lose the replicas of the blocks they hold at that step. */
+ * (lose_replicas) lose the replicas of the blocks they hold at that step; kill_device kills
+ * every unit of `device`, kill_node every unit of the devices of `node`. Validation resolves
+ * every event to the devices [device, dev_hi] and the units [unit_lo, unit_hi] of each. */
 typedef struct af_event_cfg {
     int64_t step;
     int action; /* AF_EVENT_* */
     int64_t device;
+    int64_t dev_hi; /* the last device (device itself but for kill_node), set by validation */
+    int64_t node;   /* kill_node only */
     int64_t unit_lo;
     int64_t unit_hi;
     double factor;     /* slow only */
-    int set_mask;      /* which of step/action/device/units/factor were given (bits 1,2,4,8,16) */
+    int set_mask;      /* which of step/action/device/units/factor/node were given (bits 1, 2, 4,
+                          8, 16, 32) */
     int index;         /* N of [event.N] */
-    char where[5][80]; /* where step, action, device, units and factor were set */
+    char where[6][80]; /* where step, action, device, units, factor and node were set */
 } af_event_cfg_t;
+
+/* The devices an event covers, [device, device + n): one but for a validated kill_node (an
+ * event built without validation, as in tests, covers its device). */
+static inline int64_t af_event_devices(const af_event_cfg_t *e)
+{
+    return e->dev_hi > e->device ? e->dev_hi - e->device + 1 : 1;
+}
 
 typedef struct af_config {
     /* [scenario] */
@@ -46,6 +65,7 @@ typedef struct af_config {
     int64_t seed;
     int64_t steps;
     int64_t devices; /* 0: one per rank */
+    int64_t devices_per_node;
     int64_t units_per_device;
     int64_t blocks;
     int64_t block_len;
@@ -69,6 +89,8 @@ typedef struct af_config {
     double fade_window;
     double p_max;
     double sudden_rate_per_hour;
+    double device_rate_per_hour;
+    double node_rate_per_hour;
     double t_ambient_k;
     double t_ref_k;
     double ea_ev;

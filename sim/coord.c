@@ -67,6 +67,12 @@ int32_t af_coord_target_excluding(af_placement_t *p, const int8_t *unit_state,
             u = best_unit(p, unit_state, prefer_device * p->units, (prefer_device + 1) * p->units,
                           want[w], exclude_unit);
         }
+        if (u < 0 && prefer_device >= 0 && p->devices_per_node > 1) {
+            /* Then the block's own node (its own device, scanned above, has no room). */
+            int64_t n0 = (prefer_device / p->devices_per_node) * p->devices_per_node;
+            u = best_unit(p, unit_state, n0 * p->units, (n0 + p->devices_per_node) * p->units,
+                          want[w], exclude_unit);
+        }
         if (u < 0) {
             u = fleet_best(p, unit_state, want[w], exclude_unit);
         }

@@ -37,7 +37,8 @@ typedef struct af_plan_header {
     int64_t dead;        /* units DEAD after the changes */
 } af_plan_header_t;
 
-/* The least-loaded HEALTHY unit with a free slot, the block's own device first; when none has
+/* The least-loaded HEALTHY unit with a free slot, the block's own device first, then its node
+ * (placement devices_per_node), then the fleet; when none has
  * room and allow_fading is set, the least-loaded FADING unit likewise (the last resort). Ties go
  * to the lowest unit index. Returns a free global slot, or -1 when there is none. */
 int32_t af_coord_target(af_placement_t *p, const int8_t *unit_state, int64_t prefer_device,

@@ -70,13 +70,13 @@ void af_memory_estimate(const af_config_t *cfg, int nranks, int rank, const af_k
     m->blocks += 2.0 * 32.0 * most + 8.0 * most + 4.0 * B +
                  (3.0 * 8.0 + sizeof(af_p2p_t) * 2.0) * R + 8.0 * (2.0 * AF_RSUM_WORDS + 3.0);
 
-    /* The shard: the backend's host memory for its slots, and the DMR marks. */
+    /* The shard: the backend's host memory for its slots, the DMR marks and the commit marks. */
     af_shard_desc_t desc;
     memset(&desc, 0, sizeof desc);
     desc.n_slots = (int)(ldev * U * C);
     desc.block_len = (int)cfg->block_len;
     desc.blocks = (int)cfg->blocks;
-    m->shard = (double)kops->host_bytes(&desc) + (double)desc.n_slots;
+    m->shard = (double)kops->host_bytes(&desc) + 2.0 * (double)desc.n_slots;
 
     /* The replicas this rank keeps: those of the blocks that start on the rank whose buddy it
      * is (af_replica_rank is a permutation of the ranks). */
@@ -101,13 +101,13 @@ void af_memory_estimate(const af_config_t *cfg, int nranks, int rank, const af_k
 
     /* The aging model of the rank's own units: per unit six doubles (lifetime, sudden,
      * offset, base age, rate, temperature), three int64 (base step, fade and death steps), two
-     * int32 (rate load, fading list) and two int8 (state, cause), and its event queue (a
-     * 16-byte heap entry and a 4-byte position); what it shares each step (its changes, the
-     * scripted events' changes set aside); the own units' corruption probability and
-     * throttling (unit_p, unit_base, unit_deg, unit_stamp, slow_list: 36 bytes a unit). */
+     * int32 (rate load, fading list) and three int8 (state, cause, sudden cause), and its event
+     * queue (a 16-byte heap entry and a 4-byte position); what it shares each step (its changes,
+     * the scripted events' changes set aside); the own units' corruption probability and throttling
+     * (unit_p, unit_base, unit_deg, unit_stamp, slow_list: 36 bytes a unit). */
     const double own = fmax(ldev * U, 1.0);
     const double scripted = (double)af_config_scripted_units(cfg);
-    m->aging = (6.0 * 8.0 + 3.0 * 8.0 + 2.0 * 4.0 + 2.0 + sizeof(af_evq_entry_t) + 4.0) * own +
+    m->aging = (6.0 * 8.0 + 3.0 * 8.0 + 2.0 * 4.0 + 3.0 + sizeof(af_evq_entry_t) + 4.0) * own +
                chg * (own + scripted + 1.0) + chg * (scripted + 1.0) + 36.0 * own;
     /* Every rank's coordinator: the list of the fleet's FADING units and the model's states,
      * and the straggler detector (57 bytes per device). */

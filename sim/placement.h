@@ -14,10 +14,12 @@
 #define AF_SLOT_RESERVED (-2)
 
 typedef struct af_placement {
-    int64_t devices;  /* D */
-    int64_t units;    /* U per device */
-    int64_t capacity; /* C slots per unit */
-    int64_t blocks;   /* B */
+    int64_t devices;          /* D */
+    int64_t units;            /* U per device */
+    int64_t capacity;         /* C slots per unit */
+    int64_t blocks;           /* B */
+    int64_t devices_per_node; /* the node a device belongs to is device / devices_per_node (0 or
+                                 1: a node per device); moves prefer the block's own node next */
     int nranks;
     int rank;
     int64_t dev_lo; /* this rank's devices: [dev_lo, dev_hi) */

@@ -352,6 +352,7 @@ static af_result_t run_init(run_t *r)
     }
     AF_CHECK(all_ok(r, af_placement_init(&r->pl, r->D, r->U, r->B, r->cfg.max_blackout,
                                          r->world.size, r->world.rank)));
+    r->pl.devices_per_node = r->cfg.devices_per_node;
     r->C = r->pl.capacity;
     r->n_local = (int)af_placement_local_slots(&r->pl);
     r->slot0 = r->pl.dev_lo * r->U * r->C;
@@ -650,7 +651,8 @@ static af_result_t write_units(run_t *r)
             }
             if (rc == AF_OK) {
                 rc = af_log_attr_str(r->log, "/units", "cause_codes",
-                                     "0 alive, 1 wear-out, 2 sudden, 3 scripted");
+                                     "0 alive, 1 wear-out, 2 sudden, 3 scripted, 4 device, "
+                                     "5 node");
             }
         }
     }

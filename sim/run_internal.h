@@ -193,10 +193,12 @@ typedef struct af_run_state {
     int64_t *xfer_set;  /* AF_XFER_SET, -1 when empty: the slots a chunk reads and writes */
     int32_t *xfer_used; /* 2 x AF_XFER_CHUNK: the entries of xfer_set in use */
     int64_t n_xfer_used;
-    int64_t *items;    /* blocks: scratch list of work items */
-    int32_t *twin;     /* blocks: DMR twin slot of each block this step, or -1 */
-    uint8_t *dmr_mark; /* local slots: AF_DMR_* outcome of the last comparison */
-    double *twin_buf;  /* T doubles */
+    int64_t *items;         /* blocks: scratch list of work items */
+    int32_t *twin;          /* blocks: DMR twin slot of each block this step, or -1 */
+    uint8_t *dmr_mark;      /* local slots: AF_DMR_* outcome of the last comparison */
+    uint8_t *committed_now; /* local slots: 1 when containment committed the slot's result in
+                               this step (its other buffer holds the state before it) */
+    double *twin_buf;       /* T doubles */
 
     /* Memory: this rank's budget, its resident memory before start-up, and (after the verdict)
      * the largest over the ranks of budget startup and peak, baseline, allocator peak and

@@ -180,6 +180,7 @@ af_result_t af_step_init(af_run_state_t *r)
     r->items = af_alloc(sizeof(int64_t) * B);
     r->twin = af_alloc(sizeof(int32_t) * B);
     r->dmr_mark = af_alloc((size_t)(r->n_local > 0 ? r->n_local : 1));
+    r->committed_now = af_alloc((size_t)(r->n_local > 0 ? r->n_local : 1));
     size_t ldev = (size_t)(r->pl.dev_hi - r->pl.dev_lo);
     r->unit_base = af_alloc(sizeof(double) * own);
     r->unit_deg = af_alloc(sizeof(double) * own);
@@ -233,7 +234,7 @@ af_result_t af_step_init(af_run_state_t *r)
     if (!r->xchg_prev || !r->xchg_cur || !r->cellbuf || !r->twin_buf || !r->unit_state ||
         !r->unit_p || !r->changes || !r->moves || !r->rep_rank || !r->rep_off || !r->stage_send ||
         !r->stage_recv || !r->p2p || !r->xfer_set || !r->xfer_used || !r->items || !r->twin ||
-        !r->dmr_mark) {
+        !r->dmr_mark || !r->committed_now) {
         af_error_set("cannot allocate the step buffers for %lld blocks and %lld units",
                      (long long)r->B, (long long)r->units);
         return AF_ERR_NOMEM;
@@ -304,6 +305,8 @@ void af_step_destroy(af_run_state_t *r)
     af_free(r->items);
     af_free(r->twin);
     af_free(r->dmr_mark);
+    af_free(r->committed_now);
+    r->committed_now = NULL;
     af_free(r->unit_base);
     af_free(r->unit_deg);
     af_free(r->unit_stamp);
@@ -475,12 +478,15 @@ static af_result_t gather_health(af_run_state_t *r, int64_t n_mine, int64_t *n_m
      * so the one a pair takes is the one it made. */
     for (int i = 0; i < r->cfg.n_events && ns > 0; ++i) {
         const af_event_cfg_t *e = &r->cfg.events[i];
-        if (e->step != r->tick || (e->action != AF_EVENT_KILL && e->action != AF_EVENT_FADE)) {
+        if (e->step != r->tick || e->action == AF_EVENT_SLOW ||
+            e->action == AF_EVENT_LOSE_REPLICAS) {
             continue;
         }
-        int8_t st = e->action == AF_EVENT_KILL ? AF_DEAD : AF_FADING;
-        for (int64_t j = e->unit_lo; j <= e->unit_hi; ++j) {
-            int32_t u = (int32_t)(e->device * r->U + j);
+        int8_t st = e->action == AF_EVENT_FADE ? AF_FADING : AF_DEAD;
+        int64_t span = e->unit_hi - e->unit_lo + 1;
+        for (int64_t j = 0; j < af_event_devices(e) * span; ++j) {
+            /* The model's order: devices [device, dev_hi], units [unit_lo, unit_hi] of each. */
+            int32_t u = (int32_t)((e->device + j / span) * r->U + e->unit_lo + j % span);
             for (int64_t k = 0; k < ns; ++k) {
                 if (r->scripted[k].unit == u && r->scripted[k].state == st) {
                     r->changes[kept++] = r->scripted[k];
@@ -575,9 +581,11 @@ static void plan(af_run_state_t *r, int64_t n_model)
     }
     for (int64_t i = 0; i < n_model; ++i) {
         const af_health_change_t *c = &r->changes[i];
-        const char *kind = c->state == AF_FADING         ? "fade"
-                           : c->cause == AF_CAUSE_SUDDEN ? "sudden"
-                                                         : "death";
+        /* Sudden: the unit's own exponential time, or its device's or node's loss (the
+         * detail says which). */
+        int sudden =
+            c->cause == AF_CAUSE_SUDDEN || c->cause == AF_CAUSE_DEVICE || c->cause == AF_CAUSE_NODE;
+        const char *kind = c->state == AF_FADING ? "fade" : sudden ? "sudden" : "death";
         int64_t g = (int64_t)c->unit * r->C;
         log_event(r, kind, -1, g, -1, c->cause);
     }
@@ -753,8 +761,13 @@ static af_result_t contain(af_run_state_t *r, int flags, int verify)
         int live = k->slot_block[s] >= 0 &&
                    (k->slot_mode[s] == AF_MODE_HEALTHY || k->slot_mode[s] == AF_MODE_FADING);
         uint8_t backend = k->commit[s];
-        if ((selected && !k->select[s]) || !live) {
-            k->commit[s] = 0; /* committed in the main pass already, or not live */
+        if (selected && !k->select[s]) {
+            k->commit[s] = 0; /* committed in the main pass already (committed_now says) */
+            continue;
+        }
+        if (!live) {
+            k->commit[s] = 0;
+            r->committed_now[s] = 0;
             if (verify && backend != 0) {
                 disagree++;
                 first = first < 0 ? s : first;
@@ -782,6 +795,7 @@ static af_result_t contain(af_run_state_t *r, int flags, int verify)
                 r->mine.count[CNT_UNVERIFIED]++;
             }
         }
+        r->committed_now[s] = k->commit[s];
         if (verify && backend != k->commit[s]) {
             disagree++;
             first = first < 0 ? s : first;
@@ -946,6 +960,24 @@ static double throttle(af_run_state_t *r, double compute_us)
     return total;
 }
 
+/* The run stops inside a step whose fenced blocks found no slot to be retried on: those
+ * blocks hold the step before, so every block the step committed goes back to it too (its
+ * other buffer, which nothing has written since the commit), and the state the run ends with
+ * is the last step every block completed, the one the verdict compares with the reference. */
+static af_result_t undo_step_commits(af_run_state_t *r)
+{
+    af_kernels_t *k = r->k;
+    for (int i = 0; i < k->n_occ; ++i) {
+        int s = k->occ[i];
+        if (r->committed_now[s]) {
+            AF_CHECK(k->ops->read_next(k, s, r->cellbuf));
+            AF_CHECK(k->ops->write_slot(k, s, r->cellbuf));
+            r->committed_now[s] = 0;
+        }
+    }
+    return AF_OK;
+}
+
 af_result_t af_step(af_run_state_t *r, int *stop)
 {
     af_kernels_t *k = r->k;
@@ -1067,6 +1099,7 @@ af_result_t af_step(af_run_state_t *r, int *stop)
             r->exhausted = 1;
             r->exhausted_why = "fenced blocks kept failing on the FADING units left to retry on";
             *stop = 1;
+            AF_CHECK(undo_step_commits(r));
             break;
         }
         double tr = af_now_us();
@@ -1079,6 +1112,7 @@ af_result_t af_step(af_run_state_t *r, int *stop)
         r->n_retry_moves += n;
         if (r->exhausted) {
             *stop = 1;
+            AF_CHECK(undo_step_commits(r));
             break;
         }
         /* Retries that had to land on FADING units are checked by twins too. */

@@ -92,6 +92,17 @@ case_ slow_without_factor "--set: \[event.9\] is a slow event without 'factor'" 
 case_ factor_on_a_kill "--set: event.9.factor is set, but only a slow event has one" \
   --set event.9.step=3 --set event.9.action=kill --set event.9.device=0 --set event.9.units=0 \
   --set event.9.factor=2
+case_ devices_per_node "--set: scenario.devices_per_node = 3 does not divide the fleet of 8 devices" \
+  --set scenario.devices_per_node=3
+case_ node_rate "--set: aging.node_rate_per_hour = '2' is invalid: expected a number in \[0, 1\]" \
+  --set aging.node_rate_per_hour=2
+case_ event_node "--set: event.9.node = 4 is outside the fleet: expected 0..3 (8 devices, 2 per node)" \
+  --set scenario.devices_per_node=2 --set event.9.step=3 --set event.9.action=kill_node \
+  --set event.9.node=4
+case_ kill_node_without_node "--set: \[event.9\] lacks 'node' (a kill_node event needs step, action and node)" \
+  --set event.9.step=3 --set event.9.action=kill_node
+case_ units_on_kill_device "--set: event.9.units is set, but a kill_device event has none" \
+  --set event.9.step=3 --set event.9.action=kill_device --set event.9.device=1 --set event.9.units=0
 case_ pacing_mode "--set: pacing.mode = 'always' is invalid: expected one of off|ewma" \
   --set pacing.mode=always
 case_ straggler_threshold "--set: straggler.threshold = '1' is invalid: expected a number in" \

@@ -123,6 +123,9 @@ same("recovery.allocs_after_init", get("recovery.allocs_after_init"),
      int(steps["allocs_after_init"][-1]))
 cause = f["units/cause"][:]
 same("recovery.units_dead", get("recovery.units_dead"), int((cause != 0).sum()))
+for code, key in enumerate(("units_alive", "dead_wearout", "dead_sudden", "dead_scripted",
+                            "dead_device", "dead_node")):
+    same("recovery." + key, get("recovery." + key), int((cause == code).sum()))
 kinds = [k.decode() for k in f["events"]["kind"][:]]
 for kind in ("fade", "death", "sudden", "drain", "restore", "retry", "rollback", "capacity", "slow",
              "straggler"):

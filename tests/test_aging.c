@@ -70,10 +70,10 @@ static void test_init_reports_every_failed_allocation(void **state)
         assert_int_equal(af_alloc_bytes_live(), live);
         failures++;
     }
-    /* One failure per table the model holds: thirteen per-unit tables (lifetime, sudden time,
-     * offset, base age, base step, rate, temperature, rate load, state, cause, fade and death
-     * steps, fading list) and the event queue's two (heap and position index). */
-    assert_int_equal(failures, 15);
+    /* One failure per table the model holds: fourteen per-unit tables (lifetime, sudden time
+     * and its cause, offset, base age, base step, rate, temperature, rate load, state, cause,
+     * fade and death steps, fading list) and the event queue's two (heap and position index). */
+    assert_int_equal(failures, 16);
     assert_int_equal(af_alloc_bytes_live(), live);
 }
 
@@ -223,6 +223,101 @@ static void test_sudden_failure_times_are_exponential(void **state)
     free(load);
     free(ch);
     af_aging_destroy(&a);
+}
+
+/* Whole-device and whole-node losses: over T hours each device (node) is lost with probability
+ * 1 - exp(-rate T), every unit of it in the same step with the domain's cause; the counts at a
+ * fixed seed lie within 4 standard deviations of the binomial mean. With both domains on, a
+ * unit goes with whichever comes first, and a node takes all its devices. */
+static void test_device_and_node_losses_follow_their_rates(void **state)
+{
+    (void)state;
+    load_default();
+    cfg.seed = 7;
+    cfg.units_per_device = 4;
+    cfg.devices_per_node = 4;
+    cfg.sudden_rate_per_hour = 0.0;
+    cfg.weibull_scale_hours = 1e12; /* no wear-out */
+    cfg.sim_hours_per_step = 10.0;
+    const int64_t D = 2000;
+    const int64_t steps = 300; /* T = 3000 hours */
+    const double T = 3000.0;
+    for (int pass = 0; pass < 3; ++pass) {
+        cfg.device_rate_per_hour = pass != 1 ? 1e-4 : 0.0;
+        cfg.node_rate_per_hour = pass != 0 ? 5e-5 : 0.0;
+        af_aging_t a;
+        init_aging(&a, D);
+        int32_t *load = calloc((size_t)a.units, sizeof(int32_t));
+        af_health_change_t *ch = calloc((size_t)(2 * a.units), sizeof *ch);
+        assert_non_null(load);
+        assert_non_null(ch);
+        for (int64_t st = 1; st <= steps; ++st) {
+            int64_t nc = af_aging_step(&a, &cfg, st, load, NULL, 0, 16, ch);
+            for (int64_t i = 0; i < nc; ++i) {
+                assert_int_equal(ch[i].state, AF_DEAD);
+                assert_true(ch[i].cause == AF_CAUSE_DEVICE || ch[i].cause == AF_CAUSE_NODE);
+            }
+        }
+        /* Per device: all its units dead in one step with one cause, or none. */
+        int64_t lost_dev = 0;
+        int64_t lost_node_devs = 0;
+        for (int64_t d = 0; d < D; ++d) {
+            int64_t u0 = d * cfg.units_per_device;
+            for (int64_t j = 1; j < cfg.units_per_device; ++j) {
+                assert_int_equal(a.death_step[u0 + j], a.death_step[u0]);
+                assert_int_equal(a.cause[u0 + j], a.cause[u0]);
+            }
+            lost_dev += a.cause[u0] == AF_CAUSE_DEVICE;
+            lost_node_devs += a.cause[u0] == AF_CAUSE_NODE;
+        }
+        /* A node's loss takes every device of it still alive, in one step; a device lost by
+         * itself before that keeps its own cause and an earlier step. */
+        int64_t lost_nodes = 0;
+        for (int64_t n0 = 0; n0 < D; n0 += cfg.devices_per_node) {
+            int64_t at = -1;
+            for (int64_t d = n0; d < n0 + cfg.devices_per_node; ++d) {
+                int64_t u0 = d * cfg.units_per_device;
+                if (a.cause[u0] == AF_CAUSE_NODE) {
+                    assert_true(at < 0 || a.death_step[u0] == at);
+                    at = a.death_step[u0];
+                }
+            }
+            lost_nodes += at >= 0;
+            for (int64_t d = n0; at >= 0 && d < n0 + cfg.devices_per_node; ++d) {
+                int64_t u0 = d * cfg.units_per_device;
+                assert_true(a.cause[u0] == AF_CAUSE_NODE ||
+                            (a.cause[u0] == AF_CAUSE_DEVICE && a.death_step[u0] <= at));
+            }
+        }
+        const double nodes = (double)(D / cfg.devices_per_node);
+        const double pd = 1.0 - exp(-cfg.device_rate_per_hour * T);
+        const double pn = 1.0 - exp(-cfg.node_rate_per_hour * T);
+        if (pass == 0) {
+            /* Devices alone: a binomial of D. */
+            assert_int_equal(lost_node_devs, 0);
+            double sd = sqrt((double)D * pd * (1.0 - pd));
+            assert_true(lost_dev > 0 && fabs((double)lost_dev - (double)D * pd) <= 4.0 * sd);
+        } else if (pass == 1) {
+            /* Nodes alone: a binomial of the nodes, each taking all its devices. */
+            assert_int_equal(lost_dev, 0);
+            assert_int_equal(lost_node_devs, lost_nodes * cfg.devices_per_node);
+            double sn = sqrt(nodes * pn * (1.0 - pn));
+            assert_true(lost_nodes > 0 && fabs((double)lost_nodes - nodes * pn) <= 4.0 * sn);
+        } else {
+            /* Both: a device is gone by T with probability 1 - exp(-(device + node rate) T);
+             * the node's share makes the devices of a node move together, so the bound takes
+             * the nodes' variance (devices_per_node times the devices'). */
+            double lt = (cfg.device_rate_per_hour + cfg.node_rate_per_hour) * T;
+            double pg = 1.0 - exp(-lt);
+            double sg = sqrt((double)D * pg * (1.0 - pg) * (double)cfg.devices_per_node);
+            double gone = (double)(lost_dev + lost_node_devs);
+            assert_true(lost_dev > 0 && lost_nodes > 0);
+            assert_true(fabs(gone - (double)D * pg) <= 4.0 * sg);
+        }
+        free(load);
+        free(ch);
+        af_aging_destroy(&a);
+    }
 }
 
 /* ---- Arrhenius ------------------------------------------------------------------------------- */
@@ -1320,6 +1415,7 @@ int main(void)
         cmocka_unit_test(test_lifetimes_follow_weibull_shape_1_5),
         cmocka_unit_test(test_lifetimes_follow_weibull_shape_3),
         cmocka_unit_test(test_sudden_failure_times_are_exponential),
+        cmocka_unit_test(test_device_and_node_losses_follow_their_rates),
         cmocka_unit_test(test_init_reports_every_failed_allocation),
         cmocka_unit_test(test_arrhenius_is_one_at_reference_and_increasing),
         cmocka_unit_test(test_load_raises_temperature_and_aging),
