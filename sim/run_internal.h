@@ -128,6 +128,7 @@ typedef struct af_run_state {
     /* What this rank's model gives each step, before the ranks share it (gather_health). */
     af_health_change_t *my_changes; /* own units + the scripted events' units */
     af_health_change_t *scripted;   /* scratch: the scripted events' units */
+    int64_t scripted_cap;           /* its entries */
     int64_t slow_mine;              /* own live units running slower than nominal */
     /* The coordinator's shared facts. */
     int32_t *fade_units; /* units: the fleet's FADING units, ascending (the drain list) */

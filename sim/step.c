@@ -252,6 +252,7 @@ af_result_t af_step_init(af_run_state_t *r)
     r->my_changes =
         af_alloc(sizeof(af_health_change_t) * ((size_t)(own_hi - own_lo) + (size_t)scripted + 1));
     r->scripted = af_alloc(sizeof(af_health_change_t) * (size_t)(scripted + 1));
+    r->scripted_cap = scripted + 1;
     /* The coordinator's targets beyond a block's own device come from the placement's
      * directory of free capacity, which follows unit_state (all HEALTHY now). */
     AF_CHECK(af_placement_dir_attach(&r->pl, r->unit_state));
@@ -468,6 +469,11 @@ static af_result_t gather_health(af_run_state_t *r, int64_t n_mine, int64_t *n_m
     int64_t kept = 0;
     for (int64_t i = 0; i < nc; ++i) {
         if (r->changes[i].cause == AF_CAUSE_SCRIPTED) {
+            if (ns == r->scripted_cap) {
+                af_error_set("step %lld: more scripted health changes than the events name (%lld)",
+                             (long long)r->tick, (long long)r->scripted_cap - 1);
+                return AF_ERR_INTERNAL;
+            }
             r->scripted[ns++] = r->changes[i];
         } else {
             r->changes[kept++] = r->changes[i];
