@@ -83,6 +83,20 @@ static void load_attrs(af_run_t *run, const af_logfile_t *lf)
     get_i64(lf, "/", "block_len", &run->block_len);
     get_i64(lf, "/", "capacity", &run->capacity);
     get_i64(lf, "/", "steps_planned", &run->steps_planned);
+    /* The node of a device: scenario.devices_per_node in the resolved scenario the log
+     * carries (logs written before failure domains have none: a node per device). */
+    run->devices_per_node = 1;
+    {
+        char *config = malloc(65536);
+        if (config != NULL && af_logfile_attr_str(lf, "/", "config", config, 65536) == AF_OK) {
+            const char *at = strstr(config, "\ndevices_per_node = ");
+            long long v = 0;
+            if (at != NULL && sscanf(at, "\ndevices_per_node = %lld", &v) == 1 && v >= 1) {
+                run->devices_per_node = (int64_t)v;
+            }
+        }
+        free(config);
+    }
     get_f64(lf, "/", "max_blackout", &run->max_blackout_limit);
     get_f64(lf, "/", "state_bytes_static", &run->state_bytes_static);
     get_f64(lf, "/", "state_bytes_fault_free", &run->state_bytes_fault_free);

@@ -20,6 +20,63 @@ const char *af_column_name(int c)
     return c >= 0 && c < AF_NCOLUMNS ? af_step_column_names[c] : "?";
 }
 
+const char *const af_intr_names[AF_NINTR] = {"wearout", "sudden", "scripted", "device", "node"};
+
+/* Interruptions from /events: each step's deaths grouped by what failed (a node, a device, or
+ * a device's units by wear-out, sudden failure or a script), one interruption a group. */
+static void count_interruptions(af_summary_t *s, const af_run_t *run)
+{
+    s->interruptions = run->have_events ? 0 : -1;
+    for (int c = 0; c < AF_NINTR; ++c) {
+        s->intr_by_cause[c] = run->have_events ? 0 : -1;
+    }
+    s->mtbi_hours = NAN;
+    if (!run->have_events) {
+        return;
+    }
+    int64_t *seen = malloc(sizeof(int64_t) * 2 * (size_t)(run->nevents > 0 ? run->nevents : 1));
+    if (seen == NULL) {
+        s->interruptions = -1;
+        return;
+    }
+    int64_t nseen = 0;
+    int64_t step = -1;
+    const int64_t per_node = run->devices_per_node > 0 ? run->devices_per_node : 1;
+    for (int64_t e = 0; e < run->nevents; ++e) {
+        const af_event_row_t *ev = &run->events[e];
+        int death = strcmp(ev->kind, "death") == 0;
+        int sudden = strcmp(ev->kind, "sudden") == 0;
+        if (!death && !sudden) {
+            continue;
+        }
+        if (ev->step != step) {
+            step = ev->step;
+            nseen = 0;
+        }
+        int cause = ev->detail == 4   ? AF_INTR_DEVICE
+                    : ev->detail == 5 ? AF_INTR_NODE
+                    : ev->detail == 3 ? AF_INTR_SCRIPTED
+                    : sudden          ? AF_INTR_SUDDEN
+                                      : AF_INTR_WEAROUT;
+        int64_t id = cause == AF_INTR_NODE ? ev->from_device / per_node : ev->from_device;
+        int known = 0;
+        for (int64_t i = 0; i < nseen && !known; ++i) {
+            known = seen[2 * i] == cause && seen[2 * i + 1] == id;
+        }
+        if (!known) {
+            seen[2 * nseen] = cause;
+            seen[2 * nseen + 1] = id;
+            nseen++;
+            s->interruptions++;
+            s->intr_by_cause[cause]++;
+        }
+    }
+    free(seen);
+    if (s->interruptions > 0 && isfinite(s->sim_hours)) {
+        s->mtbi_hours = s->sim_hours / (double)s->interruptions;
+    }
+}
+
 int af_band_of(double f)
 {
     int b = 0;
@@ -270,6 +327,7 @@ af_result_t af_summary_compute(af_summary_t *s, const af_run_t *run)
     for (int64_t e = 0; e < run->nevents; ++e) {
         s->events[af_event_kind_index(run->events[e].kind)]++;
     }
+    count_interruptions(s, run);
 
     /* latency: buf holds one phase's rows x ranks, when a phase was read (nranks alone may come
      * from a damaged /@ranks) */
@@ -519,6 +577,12 @@ af_result_t af_summary_figures(const af_summary_t *s, af_figs_t *f)
         snprintf(key, sizeof key, "recovery.events.%s", af_event_kind_names[k]);
         count_or_null(f, 0, s->events[k] >= 0, s->events[k], key);
     }
+    count_or_null(f, 0, s->interruptions >= 0, s->interruptions, "interruptions.total");
+    for (int c = 0; c < AF_NINTR; ++c) {
+        snprintf(key, sizeof key, "interruptions.by_cause.%s", af_intr_names[c]);
+        count_or_null(f, 0, s->intr_by_cause[c] >= 0, s->intr_by_cause[c], key);
+    }
+    af_figs_real(f, 0, s->mtbi_hours, "interruptions.mtbi_hours");
 
     for (int p = 0; p < AF_NPHASES; ++p) {
         snprintf(key, sizeof key, "latency.phases.%s", af_phase_names[p]);

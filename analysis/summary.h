@@ -19,6 +19,10 @@
 
 /* Blackout bands of the latency breakdown: [0, 10%), [10, 20%), ..., [70, 80%), [80, 85%),
  * [85%, 100%]. A step falls in the band of its own /steps/blackout_frac. */
+/* Causes of interruptions, in the order of af_intr_names. */
+enum { AF_INTR_WEAROUT, AF_INTR_SUDDEN, AF_INTR_SCRIPTED, AF_INTR_DEVICE, AF_INTR_NODE, AF_NINTR };
+extern const char *const af_intr_names[AF_NINTR];
+
 #define AF_NBANDS 10
 extern const char *const af_band_labels[AF_NBANDS]; /* "0-10%", ..., "80-85%", ">=85%" */
 /* The band of a blackout fraction (0 for NAN or negative values). */
@@ -94,6 +98,12 @@ typedef struct af_summary {
     int64_t dead_by_cause[6];        /* 0 alive, 1 wear-out, 2 sudden, 3 scripted, 4 device,
                                         5 node */
     int64_t events[AF_NEVENT_KINDS]; /* /events by kind (all -1 when /events is absent) */
+    /* Interruptions of a synchronous job (-1 unknown, when /events is absent): the deaths of a
+     * step grouped by what failed, one per lost node, one per lost device, one per device whose
+     * units died by wear-out, sudden failure or a script in that step; by AF_INTR_*. */
+    int64_t interruptions;
+    int64_t intr_by_cause[AF_NINTR];
+    double mtbi_hours; /* simulated hours per interruption (NaN with none) */
 
     /* latency (have_latency: /ranks was there in full) */
     int have_latency;

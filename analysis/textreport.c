@@ -263,6 +263,22 @@ static void recovery_section(const af_summary_t *s, FILE *out)
     } else {
         fprintf(out, "  units        unknown (no /units)\n");
     }
+    if (s->interruptions >= 0) {
+        /* What a synchronous job would have stopped for: each step's deaths, one per lost
+         * node, lost device, or device whose units died otherwise. */
+        fprintf(out, "  interrupted  %lld times", (long long)s->interruptions);
+        if (s->interruptions > 0) {
+            fprintf(out, " (one per %.4g simulated hours):", s->mtbi_hours);
+            for (int c = 0; c < AF_NINTR; ++c) {
+                if (s->intr_by_cause[c] > 0) {
+                    fprintf(out, " %lld %s (%.1f%%)", (long long)s->intr_by_cause[c],
+                            af_intr_names[c],
+                            100.0 * (double)s->intr_by_cause[c] / (double)s->interruptions);
+                }
+            }
+        }
+        fprintf(out, "\n");
+    }
     if (s->events[0] >= 0) {
         fprintf(out, "  events      ");
         int any = 0;

@@ -3,6 +3,8 @@
 #                                  seeded inconsistencies, partial logs (cmocka)
 #   report_run_small         mpi   fixture: agefence on fixtures/small.ini (3 ranks)
 #   report_run_faultfree     mpi   fixture: agefence on fixtures/faultfree.ini (2 ranks)
+#   report_run_domains       mpi   fixture: the default fleet, 900 steps, with whole-device and
+#                                  whole-node losses (2 devices a node; 2 ranks)
 #   report_{text,json,verify,plots}_{small,faultfree}
 #                            mpi   agefence-report on those logs: summary, --check and
 #                                  --compare with itself (ratios exactly 1); --json parsed by
@@ -34,10 +36,16 @@ add_test(NAME report_run_small
 add_test(NAME report_run_faultfree
          COMMAND ${MPIEXEC_EXECUTABLE} -n 2 --oversubscribe $<TARGET_FILE:agefence> run -q
                  -c ${AF_REPORT_FIX}/faultfree.ini -o ${AF_REPORT_DIR}/faultfree.h5)
+add_test(NAME report_run_domains
+         COMMAND ${MPIEXEC_EXECUTABLE} -n 2 --oversubscribe $<TARGET_FILE:agefence> run -q
+                 --set scenario.steps=900 --set scenario.devices_per_node=2
+                 --set aging.device_rate_per_hour=3e-6 --set aging.node_rate_per_hour=1e-6
+                 -o ${AF_REPORT_DIR}/domains.h5)
 set_tests_properties(report_run_small PROPERTIES FIXTURES_SETUP af_report_small)
 set_tests_properties(report_run_faultfree PROPERTIES FIXTURES_SETUP af_report_faultfree)
-set_tests_properties(report_run_small report_run_faultfree PROPERTIES LABELS mpi TIMEOUT 300
-                     ENVIRONMENT "${AF_MPI_ENV}")
+set_tests_properties(report_run_domains PROPERTIES FIXTURES_SETUP af_report_domains)
+set_tests_properties(report_run_small report_run_faultfree report_run_domains PROPERTIES LABELS
+                     mpi TIMEOUT 300 ENVIRONMENT "${AF_MPI_ENV}")
 
 set(AF_REPORT_TESTS)
 foreach(log small faultfree)
@@ -49,6 +57,16 @@ foreach(log small faultfree)
     set_tests_properties(report_${what}_${log} PROPERTIES FIXTURES_REQUIRED af_report_${log})
     list(APPEND AF_REPORT_TESTS report_${what}_${log})
   endforeach()
+endforeach()
+# The domains' log: the summary and --compare, the JSON, and numpy's recount of every figure
+# (the interruptions by node and device among them).
+foreach(what text json verify)
+  add_test(NAME report_${what}_domains
+           COMMAND bash ${AF_REPORT_SH} ${what} $<TARGET_FILE:agefence-report>
+                   $<TARGET_FILE:report_mutate> ${AF_REPORT_DIR}/domains.h5
+                   ${AF_REPORT_DIR}/${what}_domains)
+  set_tests_properties(report_${what}_domains PROPERTIES FIXTURES_REQUIRED af_report_domains)
+  list(APPEND AF_REPORT_TESTS report_${what}_domains)
 endforeach()
 foreach(what plots_no_python bad_input)
   add_test(NAME report_${what}

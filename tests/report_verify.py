@@ -131,6 +131,30 @@ for kind in ("fade", "death", "sudden", "drain", "restore", "retry", "rollback",
              "straggler"):
     same("recovery.events." + kind, get("recovery.events." + kind), kinds.count(kind))
 same("recovery.events_logged", get("recovery.events_logged"), len(kinds))
+# Interruptions: each step's deaths, one per lost node (devices_per_node of /@config), lost
+# device, or device whose units died by wear-out, sudden failure or a script.
+config = root["config"].decode() if isinstance(root["config"], bytes) else str(root["config"])
+per_node = 1
+for line in config.splitlines():
+    if line.startswith("devices_per_node = "):
+        per_node = int(line.split("=")[1])
+ev = f["events"][:]
+groups = set()
+for row in ev:
+    kind = row["kind"].decode()
+    if kind not in ("death", "sudden"):
+        continue
+    d = int(row["detail"])
+    cause = {4: "device", 5: "node", 3: "scripted"}.get(d, "sudden" if kind == "sudden" else "wearout")
+    dev = int(row["from_device"])
+    groups.add((int(row["step"]), cause, dev // per_node if cause == "node" else dev))
+same("interruptions.total", get("interruptions.total"), len(groups))
+for cause in ("wearout", "sudden", "scripted", "device", "node"):
+    same("interruptions.by_cause." + cause, get("interruptions.by_cause." + cause),
+         sum(1 for g in groups if g[1] == cause))
+hours = float(steps["sim_hours"][-1]) if n else float("nan")
+same("interruptions.mtbi_hours", get("interruptions.mtbi_hours"),
+     hours / len(groups) if groups else None)
 same("recovery.event_log_errors", get("recovery.event_log_errors"),
      int(final["event_log_errors"]))
 
