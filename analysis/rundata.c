@@ -86,9 +86,11 @@ static void load_attrs(af_run_t *run, const af_logfile_t *lf)
     /* The node of a device: scenario.devices_per_node in the resolved scenario the log
      * carries (logs written before failure domains have none: a node per device). */
     run->devices_per_node = 1;
+    af_goodput_defaults(&run->goodput);
     {
         char *config = malloc(65536);
         if (config != NULL && af_logfile_attr_str(lf, "/", "config", config, 65536) == AF_OK) {
+            af_goodput_parse(&run->goodput, config);
             const char *at = strstr(config, "\ndevices_per_node = ");
             long long v = 0;
             if (at != NULL && sscanf(at, "\ndevices_per_node = %lld", &v) == 1 && v >= 1) {

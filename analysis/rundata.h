@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "goodput.h"
 #include "../common/af_result.h"
 #include "../common/log_schema.h"
 #include "logread.h"
@@ -69,7 +70,8 @@ typedef struct af_run {
     char slurm_job_id[64];    /* "" outside Slurm */
     char slurm_nodelist[1024];
     af_opt_i64_t seed, ranks, devices, units_per_device, blocks, block_len, capacity, steps_planned;
-    int64_t devices_per_node; /* scenario.devices_per_node of /@config (1 when it has none) */
+    int64_t devices_per_node;    /* scenario.devices_per_node of /@config (1 when it has none) */
+    af_goodput_params_t goodput; /* [goodput] of /@config (the defaults where it has none) */
     af_opt_f64_t max_blackout_limit, state_bytes_static, state_bytes_fault_free;
 
     /* /final attributes. */

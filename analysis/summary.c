@@ -77,6 +77,65 @@ static void count_interruptions(af_summary_t *s, const af_run_t *run)
     }
 }
 
+/* The lost time of agefence's own recovery in this run, in steps (analysis/goodput.h). */
+static double remap_lost_steps(const af_run_t *run)
+{
+    const int64_t n = run->nrows;
+    const int64_t *rs = run->icol[AF_COL_replayed_steps];
+    const int64_t *rb = run->icol[AF_COL_replayed_blocks];
+    const int64_t *rbs = run->icol[AF_COL_replayed_block_steps];
+    if (n == 0 || rs == NULL || rb == NULL || rbs == NULL) {
+        return NAN;
+    }
+    double lost = 0.0;
+    for (int64_t i = 0; i < n; ++i) {
+        lost += (double)rs[i];
+        if (rb[i] > 0) {
+            lost += (double)rbs[i] / (double)rb[i];
+        }
+    }
+    /* The measured recovery: steps with moves or a rollback above the quiet steps' median. */
+    const double *st = run->phase[AF_PHASE_step_us];
+    const int64_t *mv[] = {run->icol[AF_COL_moves_drain], run->icol[AF_COL_moves_restore],
+                           run->icol[AF_COL_moves_retry], run->icol[AF_COL_rollbacks]};
+    if (st == NULL || mv[0] == NULL || mv[1] == NULL || mv[2] == NULL || mv[3] == NULL) {
+        return lost;
+    }
+    const int64_t R = run->nranks;
+    double *row = malloc(sizeof(double) * (size_t)n);
+    double *quiet = malloc(sizeof(double) * (size_t)n);
+    if (row == NULL || quiet == NULL) {
+        free(row);
+        free(quiet);
+        return lost;
+    }
+    int64_t nq = 0;
+    for (int64_t i = 0; i < n; ++i) {
+        row[i] = st[i * R];
+        for (int64_t q = 1; q < R; ++q) {
+            row[i] = st[i * R + q] > row[i] ? st[i * R + q] : row[i];
+        }
+        if (mv[0][i] + mv[1][i] + mv[2][i] + mv[3][i] == 0) {
+            quiet[nq++] = row[i];
+        }
+    }
+    double med = NAN;
+    if (nq > 0) {
+        af_stats_sort(quiet, (size_t)nq);
+        med = af_stats_percentile_sorted(quiet, (size_t)nq, 50.0);
+    }
+    if (med > 0) {
+        for (int64_t i = 0; i < n; ++i) {
+            if (mv[0][i] + mv[1][i] + mv[2][i] + mv[3][i] > 0 && row[i] > med) {
+                lost += (row[i] - med) / med;
+            }
+        }
+    }
+    free(row);
+    free(quiet);
+    return lost;
+}
+
 int af_band_of(double f)
 {
     int b = 0;
@@ -328,6 +387,21 @@ af_result_t af_summary_compute(af_summary_t *s, const af_run_t *run)
         s->events[af_event_kind_index(run->events[e].kind)]++;
     }
     count_interruptions(s, run);
+    {
+        double useful = isfinite(s->sim_hours) ? s->sim_hours * 3600.0 : NAN;
+        s->remap_lost_steps = remap_lost_steps(run);
+        s->ettr_remap = af_goodput_remap(useful, s->remap_lost_steps, &run->goodput);
+        s->ettr_shrink = s->interruptions >= 0
+                             ? af_goodput_shrink(useful, s->interruptions, &run->goodput)
+                             : NAN;
+        s->ettr_checkpoint = s->interruptions >= 0
+                                 ? af_goodput_checkpoint(useful, s->interruptions, &run->goodput,
+                                                         &s->checkpoint_interval_s)
+                                 : NAN;
+        if (s->interruptions < 0) {
+            s->checkpoint_interval_s = NAN;
+        }
+    }
 
     /* latency: buf holds one phase's rows x ranks, when a phase was read (nranks alone may come
      * from a damaged /@ranks) */
@@ -583,6 +657,16 @@ af_result_t af_summary_figures(const af_summary_t *s, af_figs_t *f)
         count_or_null(f, 0, s->intr_by_cause[c] >= 0, s->intr_by_cause[c], key);
     }
     af_figs_real(f, 0, s->mtbi_hours, "interruptions.mtbi_hours");
+    af_figs_real(f, 0, s->ettr_remap, "goodput.remap.ettr");
+    af_figs_real(f, 0, s->remap_lost_steps, "goodput.remap.lost_steps");
+    af_figs_real(f, 0, s->ettr_shrink, "goodput.shrink_rebuild.ettr");
+    af_figs_real(f, 0, s->ettr_checkpoint, "goodput.checkpoint_restart.ettr");
+    af_figs_real(f, 0, s->checkpoint_interval_s, "goodput.checkpoint_restart.interval_s");
+    af_figs_real(f, 0, r->goodput.step_s, "goodput.params.step_seconds");
+    af_figs_real(f, 0, r->goodput.checkpoint_s, "goodput.params.checkpoint_seconds");
+    af_figs_real(f, 0, r->goodput.restart_s, "goodput.params.restart_seconds");
+    af_figs_real(f, 0, r->goodput.shrink_s, "goodput.params.shrink_seconds");
+    af_figs_real(f, 0, r->goodput.repartition_s, "goodput.params.repartition_seconds");
 
     for (int p = 0; p < AF_NPHASES; ++p) {
         snprintf(key, sizeof key, "latency.phases.%s", af_phase_names[p]);

@@ -104,6 +104,9 @@ typedef struct af_summary {
     int64_t interruptions;
     int64_t intr_by_cause[AF_NINTR];
     double mtbi_hours; /* simulated hours per interruption (NaN with none) */
+    /* The goodput of recovery policies on this history (analysis/goodput.h; NaN unknown). */
+    double remap_lost_steps; /* replayed and recovery time of the run, in steps */
+    double ettr_remap, ettr_shrink, ettr_checkpoint, checkpoint_interval_s;
 
     /* latency (have_latency: /ranks was there in full) */
     int have_latency;

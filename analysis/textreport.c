@@ -265,7 +265,9 @@ static void recovery_section(const af_summary_t *s, FILE *out)
     }
     if (s->interruptions >= 0) {
         /* What a synchronous job would have stopped for: each step's deaths, one per lost
-         * node, lost device, or device whose units died otherwise. */
+         * node, lost device, or device whose units died otherwise; and the same history's
+         * effective training time under three recovery policies (analysis/goodput.h; the
+         * [goodput] times are in --json). */
         fprintf(out, "  interrupted  %lld times", (long long)s->interruptions);
         if (s->interruptions > 0) {
             fprintf(out, " (one per %.4g simulated hours):", s->mtbi_hours);
@@ -276,6 +278,12 @@ static void recovery_section(const af_summary_t *s, FILE *out)
                             100.0 * (double)s->intr_by_cause[c] / (double)s->interruptions);
                 }
             }
+        }
+        if (isfinite(s->ettr_checkpoint)) {
+            fprintf(out,
+                    "; goodput remap %.4f (%.1f steps lost), shrink_rebuild %.4f, "
+                    "checkpoint_restart %.4f",
+                    s->ettr_remap, s->remap_lost_steps, s->ettr_shrink, s->ettr_checkpoint);
         }
         fprintf(out, "\n");
     }

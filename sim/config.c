@@ -155,6 +155,18 @@ static const key_def_t KEYS[] = {
      "Prometheus text file rank 0 rewrites atomically (empty: none)"},
     {"metrics", "interval", T_INT, OFF(metrics_interval), 0, 1, 1e9, NULL, "100", "steps",
      "steps between rewrites of the metrics file"},
+    {"goodput", "step_seconds", T_REAL, OFF(goodput_step_s), 0, 1e-3, 1e5, NULL, "10", "s",
+     "agefence-report's goodput: one training step of the real job (chosen: a large model's "
+     "step on thousands of GPUs)"},
+    {"goodput", "checkpoint_seconds", T_REAL, OFF(goodput_checkpoint_s), 0, 0.0, 1e5, NULL, "60",
+     "s", "the job's stall to write one checkpoint (chosen)"},
+    {"goodput", "restart_seconds", T_REAL, OFF(goodput_restart_s), 0, 0.0, 1e6, NULL, "600", "s",
+     "a whole-job restart: reschedule, communicator set-up, checkpoint load (chosen)"},
+    {"goodput", "shrink_seconds", T_REAL, OFF(goodput_shrink_s), 0, 0.0, 1e5, NULL, "2.0", "s",
+     "a communicator shrink after a device-level loss (ncclCommShrink: 1.4-2.0 s measured at "
+     "32-1,024 GPUs; the upper end)"},
+    {"goodput", "repartition_seconds", T_REAL, OFF(goodput_repartition_s), 0, 0.0, 1e5, NULL, "30",
+     "s", "after a shrink, the lost device's share rebuilt on the survivors (chosen)"},
 };
 #define NKEYS ((int)(sizeof KEYS / sizeof KEYS[0]))
 _Static_assert(sizeof KEYS / sizeof KEYS[0] <=
@@ -163,8 +175,8 @@ _Static_assert(sizeof KEYS / sizeof KEYS[0] <=
 
 /* The sections of the key table, and events, as error messages list them. */
 #define SECTIONS                                                                                   \
-    "scenario, workload, backend, log, aging, recovery, throttle, straggler, pacing, metrics or "  \
-    "event.N"
+    "scenario, workload, backend, log, aging, recovery, throttle, straggler, pacing, metrics, "    \
+    "goodput or event.N"
 
 static const char *EVENT_KEYS[] = {"step", "action", "device", "units", "factor", "node"};
 /* In the order of AF_EVENT_*. */

@@ -123,6 +123,12 @@ typedef struct af_config {
     /* [metrics] */
     char metrics_textfile[AF_PATH_LEN];
     int64_t metrics_interval;
+    /* [goodput]: the real job agefence's history is replayed against (agefence-report) */
+    double goodput_step_s;
+    double goodput_checkpoint_s;
+    double goodput_restart_s;
+    double goodput_shrink_s;
+    double goodput_repartition_s;
     /* [event.N] */
     int n_events;
     af_event_cfg_t events[AF_MAX_EVENTS];

@@ -155,6 +155,50 @@ for cause in ("wearout", "sudden", "scripted", "device", "node"):
 hours = float(steps["sim_hours"][-1]) if n else float("nan")
 same("interruptions.mtbi_hours", get("interruptions.mtbi_hours"),
      hours / len(groups) if groups else None)
+# Goodput (analysis/goodput.h), the [goodput] keys from /@config.
+gp = {"step_seconds": 10.0, "checkpoint_seconds": 60.0, "restart_seconds": 600.0,
+      "shrink_seconds": 2.0, "repartition_seconds": 30.0}
+section = None
+for line in config.splitlines():
+    if line.startswith("["):
+        section = line.strip("[]")
+    elif section == "goodput" and " = " in line:
+        k, v = line.split(" = ")
+        gp[k] = float(v)
+useful = hours * 3600.0
+nint = len(groups)
+rs, rb, rbs = steps["replayed_steps"], steps["replayed_blocks"], steps["replayed_block_steps"]
+lost = float(rs.sum()) + float(np.sum(np.where(rb > 0, rbs / np.maximum(rb, 1), 0.0)))
+row = ranks["step_us"].max(axis=1)
+moved = (steps["moves_drain"] + steps["moves_restore"] + steps["moves_retry"]
+         + steps["rollbacks"]) > 0
+if (~moved).any():
+    med = float(np.percentile(row[~moved], 50))
+    if med > 0:
+        extra = row[moved] - med
+        lost += float(np.sum(extra[extra > 0]) / med)
+same("goodput.remap.lost_steps", get("goodput.remap.lost_steps"), lost)
+if useful <= 0:
+    # No service time (aging off): no ratio is defined.
+    for key in ("goodput.remap.ettr", "goodput.shrink_rebuild.ettr",
+                "goodput.checkpoint_restart.ettr"):
+        same(key, get(key), None)
+elif nint > 0:
+    same("goodput.remap.ettr", get("goodput.remap.ettr"),
+         useful / (useful + lost * gp["step_seconds"]))
+    same("goodput.shrink_rebuild.ettr", get("goodput.shrink_rebuild.ettr"),
+         useful / (useful + nint * (gp["shrink_seconds"] + gp["repartition_seconds"]
+                                    + gp["step_seconds"])))
+    tau = math.sqrt(2.0 * gp["checkpoint_seconds"] * useful / nint)
+    wall = useful * (1.0 + (gp["checkpoint_seconds"] / tau if tau > 0 else 0.0)) \
+        + nint * (tau / 2.0 + gp["restart_seconds"])
+    same("goodput.checkpoint_restart.interval_s", get("goodput.checkpoint_restart.interval_s"), tau)
+    same("goodput.checkpoint_restart.ettr", get("goodput.checkpoint_restart.ettr"), useful / wall)
+else:
+    same("goodput.remap.ettr", get("goodput.remap.ettr"),
+         useful / (useful + lost * gp["step_seconds"]))
+    same("goodput.shrink_rebuild.ettr", get("goodput.shrink_rebuild.ettr"), 1.0)
+    same("goodput.checkpoint_restart.ettr", get("goodput.checkpoint_restart.ettr"), 1.0)
 same("recovery.event_log_errors", get("recovery.event_log_errors"),
      int(final["event_log_errors"]))
 

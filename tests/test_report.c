@@ -3,6 +3,7 @@
  * whose every figure is known, partial logs (the report says what is missing and does not
  * crash), and af_logfile_check catching each seeded inconsistency by its path. */
 #include "analysis/figures.h"
+#include "analysis/goodput.h"
 #include "analysis/logread.h"
 #include "analysis/rundata.h"
 #include "analysis/stats.h"
@@ -1151,10 +1152,46 @@ static void test_partial_logs_report_what_is_missing(void **state)
     }
 }
 
+/* The goodput formulas on cases worked by hand (analysis/goodput.h). */
+static void test_goodput_formulas_match_hand_computed_cases(void **state)
+{
+    (void)state;
+    af_goodput_params_t p;
+    af_goodput_defaults(&p);
+    assert_true(p.step_s == 10.0 && p.checkpoint_s == 60.0 && p.restart_s == 600.0 &&
+                p.shrink_s == 2.0 && p.repartition_s == 30.0);
+    /* 1,000 h of service, 100 interruptions: M = 36,000 s; tau = sqrt(2 x 60 x 36,000) =
+     * 2,078.46 s; wall = 3.6e6 (1 + 60 / 2,078.46) + 100 (1,039.23 + 600) = 3,867,838.5 s. */
+    double tau = 0;
+    double e = af_goodput_checkpoint(3.6e6, 100, &p, &tau);
+    assert_true(fabs(tau - 2078.4609690826528) < 1e-6);
+    assert_true(fabs(e - 3.6e6 / (3.6e6 * (1.0 + 60.0 / 2078.4609690826528) +
+                                  100.0 * (1039.2304845413264 + 600.0))) < 1e-12);
+    assert_true(fabs(e - 0.9307506) < 1e-7);
+    /* shrink_rebuild: 100 x (2 + 30 + 10) = 4,200 s lost: 3.6e6 / 3,604,200. */
+    assert_true(fabs(af_goodput_shrink(3.6e6, 100, &p) - 3.6e6 / 3604200.0) < 1e-15);
+    /* remap: 50 steps lost of 10 s. */
+    assert_true(fabs(af_goodput_remap(3.6e6, 50.0, &p) - 3.6e6 / 3600500.0) < 1e-15);
+    /* No interruption: no checkpoint needed, nothing lost. */
+    assert_true(af_goodput_checkpoint(3.6e6, 0, &p, &tau) == 1.0 && tau == 0.0);
+    assert_true(af_goodput_shrink(3.6e6, 0, &p) == 1.0);
+    /* No checkpoint cost: only the restarts count. */
+    p.checkpoint_s = 0.0;
+    assert_true(fabs(af_goodput_checkpoint(3.6e6, 100, &p, &tau) - 3.6e6 / 3660000.0) < 1e-15);
+    /* The [goodput] section of a resolved scenario, keys it lacks left alone. */
+    af_goodput_defaults(&p);
+    af_goodput_parse(&p, "[scenario]\nstep_seconds = 99\n\n[goodput]\nstep_seconds = 4.5\n"
+                         "restart_seconds = 120\n\n[event.1]\nstep = 3\n");
+    assert_true(p.step_s == 4.5 && p.restart_s == 120.0 && p.checkpoint_s == 60.0);
+    af_goodput_parse(&p, "no such section");
+    assert_true(p.step_s == 4.5);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_percentiles_match_hand_computed_values),
+        cmocka_unit_test(test_goodput_formulas_match_hand_computed_cases),
         cmocka_unit_test(test_stats_summary_of_a_known_sample),
         cmocka_unit_test(test_blackout_bands),
         cmocka_unit_test(test_json_nests_dotted_keys_and_arrays),
