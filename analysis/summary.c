@@ -115,8 +115,9 @@ static double remap_lost_steps(const af_run_t *run)
         for (int64_t q = 1; q < R; ++q) {
             row[i] = st[i * R + q] > row[i] ? st[i * R + q] : row[i];
         }
-        if (mv[0][i] + mv[1][i] + mv[2][i] + mv[3][i] == 0) {
-            quiet[nq++] = row[i];
+        if (!(mv[0][i] > 0 || mv[1][i] > 0 || mv[2][i] > 0 || mv[3][i] > 0)) {
+            quiet[nq++] = row[i]; /* no move and no rollback (each column on its own: no sum
+                                     of counts a damaged log could overflow) */
         }
     }
     double med = NAN;
@@ -126,7 +127,7 @@ static double remap_lost_steps(const af_run_t *run)
     }
     if (med > 0) {
         for (int64_t i = 0; i < n; ++i) {
-            if (mv[0][i] + mv[1][i] + mv[2][i] + mv[3][i] > 0 && row[i] > med) {
+            if ((mv[0][i] > 0 || mv[1][i] > 0 || mv[2][i] > 0 || mv[3][i] > 0) && row[i] > med) {
                 lost += (row[i] - med) / med;
             }
         }
