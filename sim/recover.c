@@ -242,6 +242,15 @@ static void get_read_set(const af_run_state_t *r, int how, int64_t b, uint64_t *
     }
 }
 
+/* Block b's read-set as the next (block, left, right) triple of the send buffer's part for
+ * rank q (halo_at, from af_halo_offsets). */
+static void pack_read_set(af_run_state_t *r, uint64_t *send, int q, int how, int64_t b)
+{
+    uint64_t *t = send + 3 * r->halo_at[q]++;
+    t[0] = (uint64_t)b;
+    get_read_set(r, how, b, &t[1], &t[2]);
+}
+
 /* After a batch of transfers: the blocks that changed rank take their read-sets with them, in
  * triples (block, left, right), one message per pair of ranks and chunk. Without it the new
  * rank would compute with edges it never received: the neighbour halo delivers each block's
@@ -291,9 +300,7 @@ static af_result_t carry_edges(af_run_state_t *r, int64_t n, const xfer_ops_t *o
             if (how == CARRY_NONE || src != me || dst < 0 || dst == me) {
                 continue;
             }
-            uint64_t *t = r->carry_send + 3 * r->halo_at[dst]++;
-            t[0] = (uint64_t)b;
-            get_read_set(r, how, b, &t[1], &t[2]);
+            pack_read_set(r, r->carry_send, dst, how, b);
         }
         int64_t got = 0;
         AF_CHECK(af_halo_post(r, r->carry_send, cs, r->carry_recv, cr, 3, &got, CNT_HALO_BYTES));
@@ -446,9 +453,7 @@ af_result_t af_replicas_log_edges(af_run_state_t *r)
             get_read_set(r, CARRY_XCHG, b, &e[0], &e[1]);
             continue;
         }
-        uint64_t *t = r->halo_send + 3 * r->halo_at[q]++;
-        t[0] = (uint64_t)b;
-        get_read_set(r, CARRY_XCHG, b, &t[1], &t[2]);
+        pack_read_set(r, r->halo_send, q, CARRY_XCHG, b);
     }
     int64_t got = 0;
     AF_CHECK(af_halo_post(r, r->halo_send, cs, r->rep_edges_in, cr, 3, &got, CNT_LOG_BYTES));
