@@ -25,14 +25,13 @@ typedef struct af_move {
  * broadcast only when there are any. */
 typedef struct af_plan_header {
     int64_t step;        /* executed step this plan is for */
-    int64_t n_changes;   /* health changes that follow */
-    int64_t n_moves;     /* moves that follow */
+    int64_t n_changes;   /* health changes of the step (the model's, then declared stragglers') */
+    int64_t n_moves;     /* moves planned */
     int64_t rollback_to; /* -1, or the logical step every block rolls back to */
     int64_t restart;     /* 1: a block and its replica were lost together: every block restarts
                             from the initial state (rollback_to = 0) */
     int64_t exhausted;   /* 1: some block has no live slot left (capacity exhausted) */
-    int64_t n_model;     /* of the n_changes, those of the aging model; the rest are the
-                            declared stragglers' */
+    int64_t stop;        /* reserved */
     int64_t fading;      /* units FADING after the changes */
     int64_t dead;        /* units DEAD after the changes */
 } af_plan_header_t;

@@ -571,7 +571,6 @@ static void plan(af_run_state_t *r, int64_t n_model)
         count_stragglers(r); /* for the log's row, on the rank that writes it */
     }
     h->n_changes = nc;
-    h->n_model = n_model;
     h->n_moves = nm;
     h->exhausted = exhausted;
     h->fading = r->n_fade;
