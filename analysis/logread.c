@@ -108,6 +108,15 @@ static void type_desc(hid_t t, char *buf, size_t n)
 
 enum { WANT_I64, WANT_F64, WANT_STR };
 
+/* 1 when the run stopped because its capacity ran out: exit reason capacity_exhausted, or a
+ * mismatch that ran out of capacity after it had committed a corruption (/final@exhausted_why
+ * says so in both). */
+static int ran_out(const chk_t *c)
+{
+    return strcmp(c->reason, "capacity_exhausted") == 0 ||
+           H5Aexists_by_name(c->f, "/final", "exhausted_why", H5P_DEFAULT) > 0;
+}
+
 static const char *want_desc(int want)
 {
     return want == WANT_I64   ? "a 64-bit signed integer"
@@ -690,7 +699,7 @@ static void check_steps_contents(chk_t *c)
     /* The logical step advances by one, or goes back by the steps a rollback replays. The step
      * that finds the capacity exhausted commits nothing: it stays where it was, or where its
      * rollback took it (a rollback, then no live slot left to retry a fenced block on). */
-    int exhausted = strcmp(c->reason, "capacity_exhausted") == 0;
+    int exhausted = ran_out(c);
     rv_init(&rv);
     for (int64_t i = 0; i < n; ++i) {
         int64_t prev = i > 0 ? I(state_step)[i - 1] : 0;
@@ -771,6 +780,14 @@ static void check_steps_contents(chk_t *c)
         }
     }
     rv_report(c, &rv, "/steps/corrupt_detected");
+    rv_init(&rv);
+    for (int64_t i = 0; i < n; ++i) {
+        if (I(sdc_harmful)[i] < 0 || I(sdc_harmful)[i] > I(sdc_undetected)[i]) {
+            rv_hit(&rv, i, "%lld, expected 0..sdc_undetected (%lld)", (long long)I(sdc_harmful)[i],
+                   (long long)I(sdc_undetected)[i]);
+        }
+    }
+    rv_report(c, &rv, "/steps/sdc_harmful");
     rv_init(&rv);
     for (int64_t i = 0; i < n; ++i) {
         if (I(unverified_commits)[i] < 0 ||
@@ -1082,9 +1099,9 @@ static void check_units(chk_t *c, int cols_ok)
             viol(c, "/units@cause_codes: empty");
         }
     }
-    const char *inames[] = {"device", "unit", "fade_step", "death_step", "cause"};
+    const char *inames[] = {"device", "unit", "fade_step", "death_step", "cause", "silent"};
     const char *fnames[] = {"lifetime_hours", "age_hours", "temperature_K"};
-    enum { NI = 5, NF = 3 };
+    enum { NI = 6, NF = 3 };
     int64_t want = c->fleet_ok ? c->units : -1;
     int64_t *iv[NI] = {NULL};
     double *fv[NF] = {NULL};
@@ -1118,6 +1135,7 @@ static void check_units(chk_t *c, int cols_ok)
     }
     if (all) {
         int64_t *dev = iv[0], *unit = iv[1], *fade = iv[2], *death = iv[3], *cause = iv[4];
+        int64_t *silent = iv[5];
         double *life = fv[0], *age = fv[1], *temp = fv[2];
         rowviol_t r_id, r_cause, r_steps, r_phys;
         rv_init(&r_id);
@@ -1131,6 +1149,9 @@ static void check_units(chk_t *c, int cols_ok)
                 rv_hit(&r_id, u, "device %lld unit %lld, expected device %lld unit %lld",
                        (long long)dev[u], (long long)unit[u], (long long)(u / c->upd),
                        (long long)(u % c->upd));
+            }
+            if (silent[u] != 0 && silent[u] != 1) {
+                rv_hit(&r_id, u, "silent %lld, expected 0 or 1", (long long)silent[u]);
             }
             if (cause[u] < 0 || cause[u] > 5) {
                 rv_hit(&r_cause, u,
@@ -1289,7 +1310,7 @@ static void check_final(chk_t *c, int cols_ok)
         f_ok[i] = need_attr(c, "/final", flts[i], WANT_F64);
         fv[i] = get_f64(c, "/final", flts[i], &ok);
         /* Blocks lost when the capacity ran out leave NaN in the final state, and its mass. */
-        int lost = i == 1 && strcmp(c->reason, "capacity_exhausted") == 0;
+        int lost = i == 1 && ran_out(c);
         if (f_ok[i] && !isfinite(fv[i]) && !lost) {
             viol(c, "/final@%s: %g, expected a finite value", flts[i], fv[i]);
             f_ok[i] = 0;
@@ -1399,6 +1420,7 @@ static void check_final(chk_t *c, int cols_ok)
                   {"retried_total", AF_COL_retried},
                   {"nonfinite_leaked_total", AF_COL_nonfinite_leaked},
                   {"sdc_undetected_total", AF_COL_sdc_undetected},
+                  {"sdc_harmful_total", AF_COL_sdc_harmful},
                   {"unverified_commits_total", AF_COL_unverified_commits},
                   {"moves_drain_total", AF_COL_moves_drain},
                   {"moves_restore_total", AF_COL_moves_restore},

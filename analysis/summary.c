@@ -599,6 +599,7 @@ af_result_t af_summary_figures(const af_summary_t *s, af_figs_t *f)
                 {"retried", AF_COL_retried},
                 {"leaked", AF_COL_nonfinite_leaked},
                 {"sdc_undetected", AF_COL_sdc_undetected},
+                {"sdc_harmful", AF_COL_sdc_harmful},
                 {"unverified_commits", AF_COL_unverified_commits}};
     char key[160];
     for (size_t k = 0; k < sizeof cont / sizeof cont[0]; ++k) {

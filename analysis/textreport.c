@@ -224,9 +224,9 @@ static void containment_section(const af_summary_t *s, FILE *out)
     fprintf(out, "  NaN/Inf leaked        %9lld  %s per step%s\n", T(nonfinite_leaked),
             numg(b1, sizeof b1, 0, s->leaked_per_step),
             s->tot[AF_COL_nonfinite_leaked] ? "  <-- LEAKED INTO COMMITTED STATE" : "");
-    fprintf(out, "  finite undetected     %9lld  %s per step, %s of injected%s\n",
+    fprintf(out, "  finite undetected     %9lld  %s per step, %s of injected, %lld harmful%s\n",
             T(sdc_undetected), numg(b1, sizeof b1, 0, s->sdc_per_step),
-            pct(b2, sizeof b2, s->undetected_per_injected),
+            pct(b2, sizeof b2, s->undetected_per_injected), T(sdc_harmful),
             s->tot[AF_COL_sdc_undetected] ? "  <-- SILENT DATA CORRUPTION" : "");
     fprintf(out,
             "  unverified commits    %9lld  block results of FADING units committed without a "

@@ -11,6 +11,7 @@
 #include "../common/af_alloc.h"
 #include "../common/af_time.h"
 #include "bench.h"
+#include "../sim/aging.h"
 #include "../sim/reference.h"
 
 enum { V_MASKED, V_UNMASKED, V_COPY, V_TRIAD, NV };
@@ -113,7 +114,13 @@ static af_result_t bench_kernel(af_bench_ctx_t *b)
                           "workload.dt=1e-12"};
     AF_CHECK(af_config_load(&cfg, NULL, sets, 4, err, sizeof err) == AF_OK ? AF_OK
                                                                            : AF_ERR_INTERNAL);
-    af_shard_desc_t desc = {kb.slots, T, kb.slots, af_scheme_coeffs(&cfg), 1, -1};
+    af_shard_desc_t desc = {.n_slots = kb.slots,
+                            .block_len = T,
+                            .blocks = kb.slots,
+                            .coeffs = af_scheme_coeffs(&cfg),
+                            .seed = 1,
+                            .mix = af_corrupt_mix(&cfg),
+                            .cuda_device = -1};
     AF_CHECK(af_kernels_cpu.create(&desc, &kb.k));
     kb.xchg = af_alloc(sizeof(uint64_t) * af_xchg_len(kb.slots));
     kb.a = af_alloc(sizeof(double) * (size_t)kb.cells);

@@ -147,6 +147,11 @@ int main(int argc, char **argv)
     desc.coeffs.c_diff = 0.4;                  /* nu dt / dx^2, stable */
     desc.coeffs.c_adv = 0.4 * dx / 0.05 / 4.0; /* dt / (4 dx) with nu = 0.05 */
     desc.seed = 1;
+    /* The default [corruption] mix (configs/default.ini), as cumulative shares. */
+    desc.mix.nonfinite = 0.01;
+    desc.mix.single = 0.39;
+    desc.mix.mantissa = 0.89;
+    desc.mix.harm_rel = 1e-6;
     desc.cuda_device = 0;
     af_kernels_t *k = NULL;
     AFCHECK(af_kernels_cuda->create(&desc, &k));

@@ -10,8 +10,9 @@
  * and /steps/unverified_commits. 4: /steps/replayed_blocks and replayed_block_steps (blocks
  * replayed alone from their replicas), the replica_lost event, and a restore's detail is the
  * logical step its data comes from; /steps/halo_bytes and replica_log_bytes, /ranks/plan_us, and
- * mass and energy are exact sums. */
-#define AF_SCHEMA_VERSION 4
+ * mass and energy are exact sums. 5: /steps/sdc_harmful and /final@sdc_harmful_total (the
+ * corruption mix of [corruption]), /units/silent. */
+#define AF_SCHEMA_VERSION 5
 
 /* /steps/<name>: one value per step. X(name, type, doc) with type I64 or F64. */
 #define AF_STEP_COLUMNS(X)                                                                         \
@@ -26,12 +27,14 @@
     X(straggler_units, I64, "units of declared straggler devices the model still calls HEALTHY")   \
     X(slow_units, I64, "live units running slower than nominal (throttled) in the step")           \
     X(blackout_frac, F64, "dead_units / all units")                                                \
-    X(corrupt_injected, I64, "corrupted output elements injected on FADING units")                 \
+    X(corrupt_injected, I64, "corrupted output elements injected (FADING and silent units)")       \
     X(corrupt_detected, I64, "injected corruptions caught (non-finite count, or DMR mismatch)")    \
     X(fenced, I64, "slot results not committed because they failed containment")                   \
     X(retried, I64, "blocks recomputed on a healthy unit within the step")                         \
     X(nonfinite_leaked, I64, "non-finite values committed to state (must be 0)")                   \
     X(sdc_undetected, I64, "finite corruptions committed (silent data corruption)")                \
+    X(sdc_harmful, I64,                                                                            \
+      "of sdc_undetected, those whose relative error exceeds corruption.harm_rel_error")           \
     X(unverified_commits, I64,                                                                     \
       "blocks of FADING units committed without a DMR twin (detect = dmr, no room for one)")       \
     X(moves_drain, I64, "blocks moved off FADING units")                                           \

@@ -659,7 +659,8 @@ static void put_final(fdp_t *f, hid_t file, const shape_t *s, double *buf)
         "corrupt_injected_total", "corrupt_detected_total", "fenced_total",
         "retried_total",          "nonfinite_leaked_total", "sdc_undetected_total",
         "moves_drain_total",      "moves_restore_total",    "moves_retry_total",
-        "rollbacks_total",        "replayed_steps_total",   "unverified_commits_total"};
+        "rollbacks_total",        "replayed_steps_total",   "unverified_commits_total",
+        "sdc_harmful_total"};
     for (size_t i = 0; i < sizeof totals / sizeof totals[0]; ++i) {
         put_i64(f, g, totals[i], 0);
     }
@@ -678,14 +679,15 @@ static void put_units(fdp_t *f, hid_t file, const shape_t *s, double *buf)
         return;
     }
     put_str(f, g, "cause_codes", "0 alive, 1 wear-out, 2 sudden, 3 scripted");
-    static const char *const names[] = {"device", "unit",           "fade_step", "death_step",
-                                        "cause",  "lifetime_hours", "age_hours", "temperature_K"};
-    for (int k = 0; k < 8; ++k) {
+    static const char *const names[] = {"device",         "unit",      "fade_step",
+                                        "death_step",     "cause",     "silent",
+                                        "lifetime_hours", "age_hours", "temperature_K"};
+    for (int k = 0; k < 9; ++k) {
         for (int64_t u = 0; u < s->units; ++u) {
-            static const double other[] = {-1.0, -1.0, 0.0, 1000.0, 30.0, 330.0};
+            static const double other[] = {-1.0, -1.0, 0.0, 0.0, 1000.0, 30.0, 330.0};
             buf[u] = k == 0 ? (double)(u / s->upd) : k == 1 ? (double)(u % s->upd) : other[k - 2];
         }
-        put_dataset(f, g, names[k], k < 5, (hsize_t)s->units, 0, buf);
+        put_dataset(f, g, names[k], k < 6, (hsize_t)s->units, 0, buf);
     }
     H5Gclose(g);
 }

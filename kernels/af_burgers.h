@@ -110,17 +110,56 @@ enum {
     AF_CORRUPT_NAN = 1,
     AF_CORRUPT_PINF = 2,
     AF_CORRUPT_NINF = 3,
-    AF_CORRUPT_BITFLIP = 4
+    AF_CORRUPT_BITFLIP = 4,        /* one bit of the 64 flipped (may stay finite) */
+    AF_CORRUPT_MULTI_MANTISSA = 5, /* two or more bits flipped, all in the 52-bit mantissa */
+    AF_CORRUPT_MULTI_EXPONENT = 6  /* two or more bits flipped, at least one in the exponent */
 };
 
-/* Fault injection on a FADING unit's output: with probability p per element (keyed by seed,
- * step, logical block and element, so it does not depend on where the block runs), replaces
- * the value by a NaN with a payload, +Inf, -Inf, or the value with one bit flipped (which may
- * stay finite: silent data corruption). Sets *kind to what was injected. */
+/* What a corrupted output element becomes: the mix of corruption modes (cumulative shares of a
+ * uniform draw: [0, nonfinite) NaN/+Inf/-Inf, [nonfinite, single) one bit flipped, [single,
+ * mantissa) several mantissa bits, [mantissa, 1) several bits reaching the exponent), and the
+ * relative error above which a corrupted value is harmful (non-finite values always are). The
+ * driver builds it from [corruption] (sim/config.c); every backend injects with it. */
+typedef struct af_corrupt_mix {
+    double nonfinite; /* cumulative share: non-finite */
+    double single;    /* cumulative share: + single-bit flips */
+    double mantissa;  /* cumulative share: + multi-bit mantissa flips */
+    double harm_rel;  /* |v' - v| > harm_rel * |v|: harmful */
+} af_corrupt_mix_t;
+
+/* The fields of a double's bit pattern the multi-bit modes flip. */
+#define AF_MANTISSA_BITS 0x000fffffffffffffULL
+#define AF_EXPONENT_BITS 0x7ff0000000000000ULL
+
+/* A sparse random mask of `field`'s bits (each kept with probability 1/8) with at least two
+ * bits set: the multi-bit flips. */
+AF_HD uint64_t af_multibit_mask(uint64_t h, uint64_t field, int nbits, int first_bit)
+{
+    uint64_t a = af_mix64(h + 1U);
+    uint64_t b = af_mix64(h + 2U);
+    uint64_t c = af_mix64(h + 3U);
+    uint64_t m = a & b & c & field;
+    if ((m & (m - 1U)) == 0) { /* fewer than two bits: add two distinct bits of the field */
+        uint64_t d = af_mix64(h + 4U);
+        int i = (int)(d % (uint64_t)nbits);
+        int j = (i + 1 + (int)((d >> 20) % (uint64_t)(nbits - 1))) % nbits;
+        m |= (1ULL << (first_bit + i)) | (1ULL << (first_bit + j));
+    }
+    return m;
+}
+
+/* Fault injection on a corrupting unit's output: with probability p per element (keyed by
+ * seed, step, logical block and element, so it does not depend on where the block runs),
+ * replaces the value by one of mix's modes: a NaN with a payload, +Inf or -Inf (a third each);
+ * one of the 64 bits flipped; two or more mantissa bits flipped; or two or more bits of bits
+ * 0-62 flipped with at least one in the exponent. Sets *kind to what was injected and *harm to
+ * 1 when the result is non-finite or its relative error exceeds mix.harm_rel (the simulator's
+ * truth: no detector reads it). */
 AF_HD double af_inject(double v, double p, uint64_t seed, uint64_t step, uint64_t block,
-                       uint64_t elem, int *kind)
+                       uint64_t elem, af_corrupt_mix_t mix, int *kind, int *harm)
 {
     *kind = AF_CORRUPT_NONE;
+    *harm = 0;
     if (p <= 0.0) {
         return v;
     }
@@ -129,20 +168,36 @@ AF_HD double af_inject(double v, double p, uint64_t seed, uint64_t step, uint64_
         return v;
     }
     uint64_t h2 = af_mix64(h);
-    switch (h2 & 3U) {
-    case 0:
-        *kind = AF_CORRUPT_NAN;
-        return af_double(0x7ff8000000000000ULL | ((h2 >> 8) & 0x0007ffffffffffffULL) | 1ULL);
-    case 1:
-        *kind = AF_CORRUPT_PINF;
-        return af_double(0x7ff0000000000000ULL);
-    case 2:
-        *kind = AF_CORRUPT_NINF;
-        return af_double(0xfff0000000000000ULL);
-    default:
+    double m = af_u01(h2);
+    uint64_t h3 = af_mix64(h2);
+    double out;
+    if (m < mix.nonfinite) {
+        uint64_t which = h3 % 3U;
+        *kind = which == 0 ? AF_CORRUPT_NAN : which == 1 ? AF_CORRUPT_PINF : AF_CORRUPT_NINF;
+        out = which == 0
+                  ? af_double(0x7ff8000000000000ULL | ((h3 >> 8) & 0x0007ffffffffffffULL) | 1ULL)
+              : which == 1 ? af_double(0x7ff0000000000000ULL)
+                           : af_double(0xfff0000000000000ULL);
+    } else if (m < mix.single) {
         *kind = AF_CORRUPT_BITFLIP;
-        return af_double(af_bits(v) ^ (1ULL << ((h2 >> 2) % 64U)));
+        out = af_double(af_bits(v) ^ (1ULL << (h3 % 64U)));
+    } else if (m < mix.mantissa) {
+        *kind = AF_CORRUPT_MULTI_MANTISSA;
+        out = af_double(af_bits(v) ^ af_multibit_mask(h3, AF_MANTISSA_BITS, 52, 0));
+    } else {
+        *kind = AF_CORRUPT_MULTI_EXPONENT;
+        uint64_t mask = af_multibit_mask(h3, AF_MANTISSA_BITS | AF_EXPONENT_BITS, 63, 0);
+        mask |= 1ULL << (52 + (int)((h3 >> 40) % 11U)); /* at least one exponent bit */
+        out = af_double(af_bits(v) ^ mask);
     }
+    if (af_nonfinite(out)) {
+        *harm = 1;
+    } else {
+        double err = out - v;
+        double mag = v < 0.0 ? -v : v;
+        *harm = (err < 0.0 ? -err : err) > mix.harm_rel * mag;
+    }
+    return out;
 }
 
 /* The fixed-order block diagnostics: AF_LANES interleaved partial sums (element i goes to

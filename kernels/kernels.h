@@ -55,7 +55,8 @@ typedef struct af_shard_desc {
     int block_len; /* T, cells per block */
     int blocks;    /* B, blocks of the whole problem (edge array indexing) */
     af_coeffs_t coeffs;
-    uint64_t seed; /* fault-injection key */
+    uint64_t seed;        /* fault-injection key */
+    af_corrupt_mix_t mix; /* what a corrupted element becomes, and when it is harmful */
     int cuda_device;
 } af_shard_desc_t;
 
@@ -120,10 +121,10 @@ typedef struct af_kernels_ops {
     af_result_t (*pack_owned)(af_kernels_t *k, uint64_t *xchg);
     /* The masked Burgers step over the full static grid: every occupied, non-dead slot reads
      * its committed buffer and its neighbours' edges from xchg and writes the other buffer;
-     * FADING slots get fault injection keyed by (seed, step, block, element), SHADOW slots with
-     * slot_p > 0 by (seed, step ^ AF_TWIN_SALT, block, element); per-slot counts of
-     * non-finite outputs and injected corruptions go to the result arrays. Nothing is
-     * committed. */
+     * HEALTHY and FADING slots with slot_p > 0 get fault injection (desc.mix) keyed by (seed,
+     * step, block, element), SHADOW slots with slot_p > 0 by (seed, step ^ AF_TWIN_SALT, block,
+     * element); per-slot counts of non-finite outputs, injected corruptions and harmful ones
+     * go to the result arrays. Nothing is committed. */
     af_result_t (*compute)(af_kernels_t *k, uint64_t step, const uint64_t *xchg, int flags);
     /* Makes the result arrays (nonfinite, injected) readable through the host views. Blocking. */
     af_result_t (*download_results)(af_kernels_t *k);
@@ -167,13 +168,13 @@ struct af_kernels {
     /* Control, written by sim/ then upload_control(). */
     int32_t *slot_block; /* logical block of each slot, -1 when empty */
     uint8_t *slot_mode;  /* AF_MODE_* of the slot's unit */
-    double *slot_p;      /* corruption probability per element (FADING slots) */
+    double *slot_p;      /* corruption probability per element (FADING units, silent units) */
     uint8_t *commit;     /* 1: commit this slot's computed buffer */
     uint8_t *select;     /* 1: compute this slot under AF_COMPUTE_SELECTED */
     /* Results, valid after download_results(). */
     int32_t *nonfinite; /* non-finite outputs of the last compute */
     int32_t *injected;  /* corruptions injected by the last compute */
-    int32_t *bitflips;  /* of which bit flips (may stay finite) */
+    int32_t *harmful;   /* of which harmful: non-finite, or a relative error above mix.harm_rel */
     /* The occupied slots (slot_block >= 0), in no particular order, kept by
      * af_kernels_set_block(): the CPU backend's passes and the driver's host passes visit
      * these, so their cost follows the shard's blocks, not its static grid of slots.
@@ -221,7 +222,7 @@ void af_kernels_occ_free(af_kernels_t *k);
 size_t af_kernels_occ_bytes(const af_shard_desc_t *desc);
 
 /* Sets slot s's block (-1: empty) in the slot_block host view and keeps the occupied list in
- * step. A slot that empties gets zero results (nonfinite, injected, bitflips) and zero
+ * step. A slot that empties gets zero results (nonfinite, injected, harmful) and zero
  * commit[] and select[], as a masked compute leaves them. Every write of slot_block goes
  * through here; upload_control() still publishes it. O(1), never allocates. */
 void af_kernels_set_block(af_kernels_t *k, int s, int32_t block);

@@ -146,7 +146,7 @@ static void cpu_destroy(af_kernels_t *k)
     af_free(k->select);
     af_free(k->nonfinite);
     af_free(k->injected);
-    af_free(k->bitflips);
+    af_free(k->harmful);
     af_kernels_occ_free(k);
     af_free(k);
 }
@@ -184,10 +184,10 @@ static af_result_t cpu_create(const af_shard_desc_t *desc, af_kernels_t **out)
     k->select = af_alloc(n);
     k->nonfinite = af_alloc(n * sizeof(int32_t));
     k->injected = af_alloc(n * sizeof(int32_t));
-    k->bitflips = af_alloc(n * sizeof(int32_t));
+    k->harmful = af_alloc(n * sizeof(int32_t));
     AF_REQUIRE_GOTO(c->state && c->parity && c->diag && k->slot_block && k->slot_mode &&
                         k->slot_p && k->commit && k->select && k->nonfinite && k->injected &&
-                        k->bitflips,
+                        k->harmful,
                     AF_ERR_NOMEM, rc, fail);
     AF_CHECK_GOTO(af_kernels_occ_alloc(k), rc, fail);
     for (size_t s = 0; s < n; ++s) {
@@ -306,7 +306,7 @@ static af_result_t cpu_compute(af_kernels_t *k, uint64_t step, const uint64_t *x
         }
         k->nonfinite[s] = 0;
         k->injected[s] = 0;
-        k->bitflips[s] = 0;
+        k->harmful[s] = 0;
         if (!unmasked && (b < 0 || k->slot_mode[s] == AF_MODE_DEAD)) {
             continue; /* empty or lost: masked out, nothing written */
         }
@@ -321,23 +321,24 @@ static af_result_t cpu_compute(af_kernels_t *k, uint64_t step, const uint64_t *x
         double ur = af_double(xchg[2 * (size_t)right]);
         int mode = k->slot_mode[s];
         double *d = cpu_diag(c, s, c->parity[s] ^ 1);
-        int inject =
-            !unmasked && (mode == AF_MODE_FADING || mode == AF_MODE_SHADOW) && k->slot_p[s] > 0.0;
+        /* HEALTHY slots inject too when slot_p > 0: a silent unit corrupts with no precursor. */
+        int inject = !unmasked && k->slot_p[s] > 0.0;
         cpu_slot_update(u, un, T, ul, ur, kc);
         if (inject) {
-            /* FADING outputs: corrupted after the update, before they are counted. */
+            /* Corrupting outputs: corrupted after the update, before they are counted. */
             uint64_t key = mode == AF_MODE_SHADOW ? step ^ AF_TWIN_SALT : step;
             int inj = 0;
-            int flips = 0;
+            int harm = 0;
             for (int i = 0; i < T; ++i) {
                 int kind = AF_CORRUPT_NONE;
+                int h = 0;
                 un[i] = af_inject(un[i], k->slot_p[s], k->desc.seed, key, (uint64_t)b, (uint64_t)i,
-                                  &kind);
+                                  k->desc.mix, &kind, &h);
                 inj += kind != AF_CORRUPT_NONE;
-                flips += kind == AF_CORRUPT_BITFLIP;
+                harm += h;
             }
             k->injected[s] = inj;
-            k->bitflips[s] = flips;
+            k->harmful[s] = harm;
         }
         cpu_fill_diag(un, T, d);
         if (!unmasked) {

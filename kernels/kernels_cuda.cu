@@ -9,7 +9,7 @@
  *            | select (u8), filled by upload_control() from a pinned staging copy of the host
  *            views; pack() and compute() read this mirror, so the host views must be uploaded
  *            after they change
- *   results  device, one region: nonfinite | injected | bitflips (i32 each), copied back into a
+ *   results  device, one region: nonfinite | injected | harmful (i32 each), copied back into a
  *            pinned host region by download_results(); the host views point into it
  *
  *   graph    the steady-state step (graph_prepare): captured once on the stream and
@@ -77,7 +77,7 @@ typedef struct af_cuda {
     unsigned char *control;   /* device control region, control_bytes */
     unsigned char *results;   /* device results region, results_bytes */
     unsigned char *h_stage;   /* pinned staging copy of the control host views */
-    unsigned char *h_results; /* pinned; nonfinite/injected/bitflips point into it */
+    unsigned char *h_results; /* pinned; nonfinite/injected/harmful point into it */
     uint8_t *h_parity;        /* host mirror of parity */
     size_t control_bytes;
     size_t results_bytes;
@@ -105,7 +105,7 @@ typedef struct af_cuda_ctl {
 typedef struct af_cuda_res {
     int32_t *nonfinite;
     int32_t *injected;
-    int32_t *bitflips;
+    int32_t *harmful;
 } af_cuda_res_t;
 
 static size_t ctl_bytes(size_t n)
@@ -129,7 +129,7 @@ static af_cuda_res_t res_view(unsigned char *base, size_t n)
     af_cuda_res_t r;
     r.nonfinite = (int32_t *)base;
     r.injected = r.nonfinite + n;
-    r.bitflips = r.injected + n;
+    r.harmful = r.injected + n;
     return r;
 }
 
@@ -190,6 +190,7 @@ typedef struct step_args {
     int B;
     af_coeffs_t coeffs;
     uint64_t seed;
+    af_corrupt_mix_t mix;
     uint64_t step;
     const uint64_t *step_dev; /* when set, the key is read here instead (the step graph) */
     int selected;             /* AF_COMPUTE_SELECTED: only slots whose select[] is set */
@@ -206,7 +207,7 @@ typedef struct step_args {
  * its diagnostic partials need. Fault injection is not here but in inject_kernel, launched
  * after it: with the injection path compiled in, this kernel needed 59 registers instead of 48
  * on sm_90 (ptxas), which cuts the warps resident per SM from 40 to 32 for every slot, while
- * only FADING slots and their twins inject. */
+ * only the corrupting slots (FADING, silent) and their twins inject. */
 template <bool kMasked> __global__ void __launch_bounds__(AF_CUDA_BLOCK) step_kernel(step_args_t a)
 {
     const int lane = (int)(threadIdx.x % AF_LANES);
@@ -222,7 +223,7 @@ template <bool kMasked> __global__ void __launch_bounds__(AF_CUDA_BLOCK) step_ke
     if (lane == 0) {
         a.res.nonfinite[s] = 0;
         a.res.injected[s] = 0;
-        a.res.bitflips[s] = 0;
+        a.res.harmful[s] = 0;
     }
     if (kMasked && (b < 0 || mode == AF_MODE_DEAD)) {
         return; /* empty or lost: masked out, nothing written */
@@ -288,8 +289,9 @@ template <bool kMasked> __global__ void __launch_bounds__(AF_CUDA_BLOCK) step_ke
     }
 }
 
-/* Fault injection after step_kernel<true>, on the slots that inject: occupied FADING slots,
- * keyed by the step, and SHADOW twins with slot_p > 0, keyed by step ^ AF_TWIN_SALT (in a retry
+/* Fault injection after step_kernel<true>, on the slots that inject: occupied HEALTHY (silent
+ * units) and FADING slots with slot_p > 0, keyed by the step, and SHADOW twins with slot_p > 0,
+ * keyed by step ^ AF_TWIN_SALT (in a retry
  * round only the selected ones). One warp per slot, every other warp leaves at once. A slot's
  * computed buffer gets af_inject() cell by cell, as on the CPU; then warp_block_diag() gives
  * the injected buffer's diagnostics and non-finite count in the lane order of the CPU's
@@ -304,7 +306,7 @@ __global__ void __launch_bounds__(AF_CUDA_BLOCK) inject_kernel(step_args_t a)
     const int b = a.ctl.slot_block[s];
     const int mode = a.ctl.slot_mode[s];
     const double prob = a.ctl.slot_p[s];
-    if (b < 0 || (mode != AF_MODE_FADING && mode != AF_MODE_SHADOW) || !(prob > 0.0)) {
+    if (b < 0 || mode == AF_MODE_DEAD || !(prob > 0.0)) {
         return;
     }
     const int T = a.T;
@@ -313,22 +315,24 @@ __global__ void __launch_bounds__(AF_CUDA_BLOCK) inject_kernel(step_args_t a)
     const uint64_t step = a.step_dev != NULL ? *a.step_dev : a.step;
     const uint64_t key = mode == AF_MODE_SHADOW ? step ^ AF_TWIN_SALT : step;
     int injected = 0;
-    int bitflips = 0;
+    int harmful = 0;
     for (int base = 0; base < T; base += AF_LANES) { /* warp-uniform bounds: the ballots are safe */
         const int i = base + lane;
         int kind = AF_CORRUPT_NONE;
+        int harm = 0;
         if (i < T) {
-            un[i] = af_inject(un[i], prob, a.seed, key, (uint64_t)b, (uint64_t)i, &kind);
+            un[i] =
+                af_inject(un[i], prob, a.seed, key, (uint64_t)b, (uint64_t)i, a.mix, &kind, &harm);
         }
         injected += __popc(__ballot_sync(AF_FULL_MASK, kind != AF_CORRUPT_NONE));
-        bitflips += __popc(__ballot_sync(AF_FULL_MASK, kind == AF_CORRUPT_BITFLIP));
+        harmful += __popc(__ballot_sync(AF_FULL_MASK, harm != 0));
     }
     double *d = a.diag + ((size_t)s * 2 + (size_t)(p ^ 1)) * 3;
     warp_block_diag(un, T, lane, d);
     if (lane == 0) {
         a.res.nonfinite[s] = (int32_t)d[2];
         a.res.injected[s] = injected;
-        a.res.bitflips[s] = bitflips;
+        a.res.harmful[s] = harmful;
     }
 }
 
@@ -558,7 +562,7 @@ static af_result_t cuda_create(const af_shard_desc_t *desc, af_kernels_t **out)
         af_cuda_res_t hr = res_view(c->h_results, n);
         k->nonfinite = hr.nonfinite;
         k->injected = hr.injected;
-        k->bitflips = hr.bitflips;
+        k->harmful = hr.harmful;
     }
     for (size_t s = 0; s < n; ++s) {
         k->slot_block[s] = -1;
@@ -664,6 +668,7 @@ static af_result_t launch_compute(af_kernels_t *k, const uint64_t *xchg, uint64_
     a.B = k->desc.blocks;
     a.coeffs = k->desc.coeffs;
     a.seed = k->desc.seed;
+    a.mix = k->desc.mix;
     a.step = step;
     a.step_dev = step_dev;
     a.selected = (flags & AF_COMPUTE_SELECTED) != 0;

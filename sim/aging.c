@@ -15,7 +15,8 @@ enum {
     RNG_HOT_DEVICE = 3,
     RNG_HOT_UNIT = 4,
     RNG_DEVICE_LOSS = 6,
-    RNG_NODE_LOSS = 7
+    RNG_NODE_LOSS = 7,
+    RNG_SILENT = 0x511e
 };
 
 /* An exponential time (hours) from a counter draw: +inf when the rate is 0. */
@@ -465,6 +466,22 @@ double af_aging_degradation(const af_aging_t *a, const af_config_t *cfg, int64_t
     double start = a->lifetime_h[k] - w;
     double frac = w > 0 ? (age_at(a, k, a->step) - start) / w : 1.0;
     return frac < 0 ? 0 : frac > 1 ? 1 : frac;
+}
+
+int af_aging_silent(const af_config_t *cfg, int64_t unit)
+{
+    return cfg->silent_fraction > 0.0 && af_u01(af_hash4((uint64_t)cfg->seed, RNG_SILENT,
+                                                         (uint64_t)unit, 0)) < cfg->silent_fraction;
+}
+
+af_corrupt_mix_t af_corrupt_mix(const af_config_t *cfg)
+{
+    af_corrupt_mix_t m;
+    m.nonfinite = cfg->corrupt_nonfinite;
+    m.single = m.nonfinite + cfg->corrupt_single_bit;
+    m.mantissa = m.single + cfg->corrupt_multi_mantissa;
+    m.harm_rel = cfg->corrupt_harm_rel;
+    return m;
 }
 
 double af_aging_p_corrupt(const af_aging_t *a, const af_config_t *cfg, int64_t u)

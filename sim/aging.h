@@ -36,6 +36,7 @@
 #include <stdint.h>
 
 #include "../common/af_result.h"
+#include "../kernels/af_burgers.h"
 #include "config.h"
 #include "evq.h"
 
@@ -124,6 +125,15 @@ double af_aging_age_h(const af_aging_t *a, int64_t unit);
 double af_aging_degradation(const af_aging_t *a, const af_config_t *cfg, int64_t unit);
 /* Corruption probability per output element of a unit now (0 unless FADING). */
 double af_aging_p_corrupt(const af_aging_t *a, const af_config_t *cfg, int64_t unit);
+
+/* 1 when unit u is one of the fleet's silent (mercurial) units: drawn from (seed, unit) alone
+ * with probability corruption.silent_fraction. A silent unit corrupts its outputs with
+ * probability corruption.silent_p per element while it lives, with no FADING precursor and no
+ * slowdown; the detectors never read this. */
+int af_aging_silent(const af_config_t *cfg, int64_t unit);
+
+/* The kernels' corruption mix of [corruption]: cumulative shares and the harm threshold. */
+af_corrupt_mix_t af_corrupt_mix(const af_config_t *cfg);
 
 /* The live units held whose rate was computed for another load than unit_load holds now: 0
  * after every step when the caller listed every changed load (a debug check, O(units)). */

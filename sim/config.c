@@ -121,6 +121,23 @@ static const key_def_t KEYS[] = {
      "a block restored from a replica older than the committed state: local replays that block "
      "alone from its replica and the neighbour edges logged beside it; global rolls every block "
      "back to the replica step"},
+    {"corruption", "nonfinite", T_REAL, OFF(corrupt_nonfinite), 0, 0.0, 1.0, NULL, "0.01",
+     "fraction", "share of corruptions that turn a value into NaN, +Inf or -Inf (a third each)"},
+    {"corruption", "single_bit", T_REAL, OFF(corrupt_single_bit), 0, 0.0, 1.0, NULL, "0.38",
+     "fraction", "share that flip one of the value's 64 bits"},
+    {"corruption", "multi_mantissa", T_REAL, OFF(corrupt_multi_mantissa), 0, 0.0, 1.0, NULL, "0.50",
+     "fraction", "share that flip two or more mantissa bits"},
+    {"corruption", "multi_exponent", T_REAL, OFF(corrupt_multi_exponent), 0, 0.0, 1.0, NULL, "0.11",
+     "fraction",
+     "share that flip two or more bits, at least one in the exponent; the four shares sum to 1"},
+    {"corruption", "harm_rel_error", T_REAL, OFF(corrupt_harm_rel), 0, 0.0, 1e300, NULL, "1e-6", "",
+     "a corrupted value whose relative error exceeds this is harmful (non-finite always is)"},
+    {"corruption", "silent_fraction", T_REAL, OFF(silent_fraction), 0, 0.0, 1.0, NULL, "0",
+     "fraction",
+     "units that corrupt their outputs with no FADING precursor and no slowdown "
+     "(mercurial units), drawn from the seed"},
+    {"corruption", "silent_p", T_REAL, OFF(silent_p), 0, 0.0, 1.0, NULL, "1e-4", "per element",
+     "corruption probability per output element of a silent unit while it lives"},
     {"throttle", "slowdown", T_REAL, OFF(throttle_slowdown), 0, 0.0, 1000, NULL, "1.0", "",
      "a FADING unit at degradation d (0 at fade, 1 at death) runs 1 + slowdown*d^exponent times "
      "as long as nominal"},
@@ -175,8 +192,8 @@ _Static_assert(sizeof KEYS / sizeof KEYS[0] <=
 
 /* The sections of the key table, and events, as error messages list them. */
 #define SECTIONS                                                                                   \
-    "scenario, workload, backend, log, aging, recovery, throttle, straggler, pacing, metrics, "    \
-    "goodput or event.N"
+    "scenario, workload, backend, log, aging, recovery, corruption, throttle, straggler, pacing, " \
+    "metrics, goodput or event.N"
 
 static const char *EVENT_KEYS[] = {"step", "action", "device", "units", "factor", "node"};
 /* In the order of AF_EVENT_*. */
@@ -900,6 +917,26 @@ af_result_t af_config_validate(af_config_t *cfg, int nranks, char *err, size_t e
                  "reduces the exchange before the per-device times are known): expected graph = "
                  "auto or off",
                  where(cfg, "backend", "graph"));
+        return AF_ERR_USAGE;
+    }
+    double shares = cfg->corrupt_nonfinite + cfg->corrupt_single_bit + cfg->corrupt_multi_mantissa +
+                    cfg->corrupt_multi_exponent;
+    if (fabs(shares - 1.0) > 1e-9) {
+        /* Named where the user set one of the four (the embedded defaults sum to 1). */
+        static const char *const share_keys[] = {"nonfinite", "single_bit", "multi_mantissa",
+                                                 "multi_exponent"};
+        const char *at = where(cfg, "corruption", "nonfinite");
+        for (int i = 0; i < 4; ++i) {
+            const char *w = where(cfg, "corruption", share_keys[i]);
+            if (strncmp(w, EMBEDDED_ORIGIN, strlen(EMBEDDED_ORIGIN)) != 0) {
+                at = w;
+                break;
+            }
+        }
+        snprintf(err, errlen,
+                 "%s: corruption.nonfinite + single_bit + multi_mantissa + multi_exponent = %.17g: "
+                 "expected the four shares to sum to 1",
+                 at, shares);
         return AF_ERR_USAGE;
     }
     if (D % cfg->devices_per_node != 0) {

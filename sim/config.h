@@ -104,6 +104,16 @@ typedef struct af_config {
     int drain;
     int replay; /* AF_REPLAY_*: how a block restored from an older replica catches up */
     /* [throttle] */
+    /* [corruption]: what a corrupting unit produces (shares summing to 1), when a corrupted
+     * value is harmful, and the silent (mercurial) units. */
+    double corrupt_nonfinite;
+    double corrupt_single_bit;
+    double corrupt_multi_mantissa;
+    double corrupt_multi_exponent;
+    double corrupt_harm_rel;
+    double silent_fraction;
+    double silent_p;
+
     double throttle_slowdown;
     double throttle_exponent;
     double throttle_block_us;
@@ -138,7 +148,7 @@ typedef struct af_config {
 
     /* Where each key's value came from ("FILE:LINE", "--set", "default"), for error messages;
      * indexed like the key table. */
-    char where[64][AF_PATH_LEN + 16];
+    char where[96][AF_PATH_LEN + 16];
 } af_config_t;
 
 /* The embedded default scenario (configs/default.ini, compiled in). */

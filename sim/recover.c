@@ -319,6 +319,16 @@ static af_result_t carry_edges(af_run_state_t *r, int64_t n, const xfer_ops_t *o
 
 /* ---- slot control ---------------------------------------------------------------------------- */
 
+/* The corruption probability per element of a local unit's outputs: a FADING unit's from the
+ * aging model, a silent unit's while it is HEALTHY, 0 for the others. */
+static double unit_corrupt_p(const af_run_state_t *r, int64_t u)
+{
+    int8_t st = r->unit_state[u];
+    return st == AF_FADING                                   ? r->unit_p[af_own_unit(r, u)]
+           : st == AF_HEALTHY && af_aging_silent(&r->cfg, u) ? r->cfg.silent_p
+                                                             : 0.0;
+}
+
 void af_slot_control(af_run_state_t *r, int64_t g)
 {
     if (!af_slot_is_local(&r->pl, g)) {
@@ -332,7 +342,7 @@ void af_slot_control(af_run_state_t *r, int64_t g)
     r->k->slot_mode[s] = st == AF_DEAD     ? AF_MODE_DEAD
                          : st == AF_FADING ? AF_MODE_FADING
                                            : AF_MODE_HEALTHY;
-    r->k->slot_p[s] = st == AF_FADING ? r->unit_p[af_own_unit(r, u)] : 0.0;
+    r->k->slot_p[s] = unit_corrupt_p(r, u);
 }
 
 /* ---- replicas ------------------------------------------------------------------------------ */
@@ -801,7 +811,7 @@ af_result_t af_dmr_begin(af_run_state_t *r, const af_move_t *only, int64_t n_onl
             int64_t u = af_slot_unit(&r->pl, t);
             af_kernels_set_block(r->k, s, (int32_t)r->items[i]);
             r->k->slot_mode[s] = AF_MODE_SHADOW;
-            r->k->slot_p[s] = r->unit_state[u] == AF_FADING ? r->unit_p[af_own_unit(r, u)] : 0.0;
+            r->k->slot_p[s] = unit_corrupt_p(r, u);
         }
     }
     *n_twins = n;
@@ -819,9 +829,56 @@ static af_result_t twin_out_read(af_run_state_t *r, void *ctx, int64_t i, double
     return r->k->ops->read_next(r->k, local_of(r, r->twin[r->items[i]]), buf);
 }
 
+/* The simulator's truth about an adopted twin result (no detector reads it): a twin on a
+ * HEALTHY unit corrupts only when the unit is silent, and what it injected is now committed.
+ * The draws are the kernels' own (af_inject under the twin's key), so they are counted here
+ * without the twin's rank; an element's harm is judged against the primary's value where the
+ * primary drew no corruption there, and counted harmful where both did (the clean value is
+ * then nobody's). */
+static void count_twin_corruption(af_run_state_t *r, int64_t b, int64_t tu, int s,
+                                  const double *twin)
+{
+    double pt = af_aging_silent(&r->cfg, tu) ? r->cfg.silent_p : 0.0;
+    if (!(pt > 0.0)) {
+        return;
+    }
+    const af_corrupt_mix_t mix = r->k->desc.mix;
+    const uint64_t seed = (uint64_t)r->cfg.seed;
+    const uint64_t key = af_inject_key(r, 0);
+    const double ps = r->k->slot_p[s];
+    int64_t injected = 0;
+    int64_t harmful = 0;
+    for (int64_t i = 0; i < r->T; ++i) {
+        int kind = AF_CORRUPT_NONE;
+        int harm = 0;
+        (void)af_inject(0.0, pt, seed, key ^ AF_TWIN_SALT, (uint64_t)b, (uint64_t)i, mix, &kind,
+                        &harm);
+        if (kind == AF_CORRUPT_NONE) {
+            continue;
+        }
+        injected++;
+        int pkind = AF_CORRUPT_NONE;
+        (void)af_inject(0.0, ps, seed, key, (uint64_t)b, (uint64_t)i, mix, &pkind, &harm);
+        if (pkind != AF_CORRUPT_NONE) {
+            harmful++;
+            continue;
+        }
+        /* The primary's value here is clean: the twin's corruption of it, judged as the
+         * kernels judge it. */
+        double clean = r->twin_buf[i];
+        double err = twin[i] - clean;
+        double mag = clean < 0.0 ? -clean : clean;
+        harmful += af_nonfinite(twin[i]) || (err < 0.0 ? -err : err) > mix.harm_rel * mag;
+    }
+    r->mine.count[CNT_INJECTED] += injected;
+    r->mine.count[CNT_SDC] += injected;
+    r->mine.count[CNT_SDC_HARMFUL] += harmful;
+}
+
 /* The primary's rank compares its result with the twin's, bit for bit. On a mismatch it adopts
- * the twin's result when the twin ran on a HEALTHY unit, and fences the block otherwise (two
- * FADING units disagree: neither is trusted). The outcome goes to dmr_mark[]. */
+ * the twin's result when the twin ran on a HEALTHY unit and its result is finite, and fences the
+ * block otherwise (two FADING units disagree: neither is trusted). The outcome goes to dmr_mark[].
+ */
 static af_result_t twin_out_write(af_run_state_t *r, void *ctx, int64_t i, const double *buf)
 {
     (void)ctx;
@@ -829,9 +886,16 @@ static af_result_t twin_out_write(af_run_state_t *r, void *ctx, int64_t i, const
     int s = local_of(r, r->pl.block_slot[b]);
     AF_CHECK(r->k->ops->read_next(r->k, s, r->twin_buf));
     if (memcmp(buf, r->twin_buf, sizeof(double) * (size_t)r->T) != 0) {
-        if (r->unit_state[af_slot_unit(&r->pl, r->twin[b])] == AF_HEALTHY) {
+        int64_t tu = af_slot_unit(&r->pl, r->twin[b]);
+        int twin_finite = 1;
+        for (int64_t j = 0; j < r->T; ++j) {
+            twin_finite &= !af_nonfinite(buf[j]);
+        }
+        /* A twin's non-finite result fails containment like any other: never adopted. */
+        if (r->unit_state[tu] == AF_HEALTHY && twin_finite) {
             AF_CHECK(r->k->ops->write_next(r->k, s, buf));
             r->dmr_mark[s] = AF_DMR_ADOPTED;
+            count_twin_corruption(r, b, tu, s, buf);
         } else {
             r->dmr_mark[s] = AF_DMR_FENCED;
         }

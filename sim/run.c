@@ -362,6 +362,7 @@ static af_result_t run_init(run_t *r)
         .blocks = (int)r->B,
         .coeffs = r->coeffs,
         .seed = (uint64_t)r->cfg.seed,
+        .mix = af_corrupt_mix(&r->cfg),
         .cuda_device = cuda_device,
     };
     AF_CHECK(all_ok(r, kops->create(&desc, &r->k)));
@@ -649,6 +650,14 @@ static af_result_t write_units(run_t *r)
             if (rc == AF_OK) {
                 rc = af_log_write_i64(r->log, "/units/unit", all, n);
             }
+            /* The simulator's truth about the silent units, for the analysis: no detector
+             * read it during the run. */
+            for (size_t u = 0; rc == AF_OK && u < n; ++u) {
+                all[u] = af_aging_silent(&r->cfg, (int64_t)u);
+            }
+            if (rc == AF_OK) {
+                rc = af_log_write_i64(r->log, "/units/silent", all, n);
+            }
             if (rc == AF_OK) {
                 rc = af_log_attr_str(r->log, "/units", "cause_codes",
                                      "0 alive, 1 wear-out, 2 sudden, 3 scripted, 4 device, "
@@ -697,6 +706,7 @@ static af_result_t write_final(run_t *r, const verdict_t *v)
     AF_CHECK(af_log_attr_f64(log, "/final", "max_blackout", r->max_blackout));
     AF_CHECK(af_log_attr_i64(log, "/final", "nonfinite_leaked_total", r->leaked_total));
     AF_CHECK(af_log_attr_i64(log, "/final", "sdc_undetected_total", r->sdc_total));
+    AF_CHECK(af_log_attr_i64(log, "/final", "sdc_harmful_total", r->totals.sdc_harmful));
     AF_CHECK(af_log_attr_i64(log, "/final", "event_log_errors", r->event_log_errors));
     /* Over every rank (each row carries the ranks' cumulative counts, summed). */
     AF_CHECK(af_log_attr_i64(log, "/final", "allocs_after_init", r->totals.allocs_after_init));
@@ -759,9 +769,19 @@ static void print_summary(const run_t *r, const verdict_t *v, double wall_s)
            100.0 * r->max_blackout, (long long)r->units,
            r->cfg.detect == AF_DETECT_DMR ? "dmr" : "finite", r->cfg.drain ? "on" : "off");
     printf("  containment    %lld corruptions injected, %lld detected, %lld fenced, %lld "
-           "retried; %lld NaN/Inf leaked, %lld finite undetected\n",
+           "retried; %lld NaN/Inf leaked, %lld finite undetected (%lld harmful, %lld benign)\n",
            (long long)t->corrupt_injected, (long long)t->corrupt_detected, (long long)t->fenced,
-           (long long)t->retried, (long long)r->leaked_total, (long long)r->sdc_total);
+           (long long)t->retried, (long long)r->leaked_total, (long long)r->sdc_total,
+           (long long)t->sdc_harmful, (long long)(r->sdc_total - t->sdc_harmful));
+    if (r->cfg.silent_fraction > 0.0) {
+        int64_t silent = 0;
+        for (int64_t u = 0; u < r->units; ++u) {
+            silent += af_aging_silent(&r->cfg, u);
+        }
+        printf("  silent units   %lld of %lld units corrupt with no precursor (p = %g per element; "
+               "corruption.silent_fraction = %g)\n",
+               (long long)silent, (long long)r->units, r->cfg.silent_p, r->cfg.silent_fraction);
+    }
     if (r->cfg.detect == AF_DETECT_DMR) {
         printf("  unverified     %lld block results of FADING units committed without a DMR "
                "twin (no room for one)%s\n",
@@ -965,13 +985,16 @@ int af_run_in_world(const af_run_opts_t *opts, const af_world_t *world)
     AF_CHECK_GOTO(memory_measures(r), rc, fail);
     AF_CHECK_GOTO(write_units(r), rc, fail);
     if (r->world.rank == 0) {
-        if (r->exhausted) {
+        /* A run that stopped for want of capacity after it had committed a corruption ends
+         * as a mismatch: the wrong state is what it has to say first. (Blocks lost when the
+         * capacity ran out leave NaN in the state: that alone is capacity_exhausted.) */
+        if (r->exhausted && (v.bitwise_equal || r->sdc_total == 0)) {
             v.exit_reason = "capacity_exhausted";
             v.exit_code = AF_EXIT_CAPACITY;
         } else if (r->stop_signal) {
             v.exit_reason = "signal";
             v.exit_code = AF_EXIT_SIGNAL;
-        } else if (r->state_step < r->cfg.steps) {
+        } else if (!r->exhausted && r->state_step < r->cfg.steps) {
             /* The loop ran out of executed steps: deaths came faster than replica refreshes,
              * and every rollback replayed the same steps again. */
             v.exit_reason = "no_progress";

@@ -26,6 +26,7 @@ enum {
     CNT_FENCED,
     CNT_RETRIED,
     CNT_SDC,
+    CNT_SDC_HARMFUL, /* of CNT_SDC, relative error above corruption.harm_rel_error */
     CNT_UNVERIFIED,
     CNT_ALLOCS,
     CNT_COMMS,
@@ -238,6 +239,13 @@ typedef struct af_run_state {
     double prev_log_us;
     int progress;
 } af_run_state_t;
+
+/* The injection counter of a compute pass: executed step x 8 + retry round, so a retry (or a
+ * replay after a rollback) draws fresh corruption, whatever unit it runs on. */
+static inline uint64_t af_inject_key(const af_run_state_t *r, int round)
+{
+    return (uint64_t)r->tick * 8U + (uint64_t)round;
+}
 
 /* The index of unit u (one of this rank's own) in the tables of own units. */
 static inline int64_t af_own_unit(const af_run_state_t *r, int64_t u)

@@ -24,13 +24,6 @@
  * injection: a second round means something is wrong). */
 #define AF_MAX_RETRY_ROUNDS 6
 
-/* The injection counter of a compute pass: executed step x 8 + retry round, so a retry (or a
- * replay after a rollback) draws fresh corruption, whatever unit it runs on. */
-static uint64_t inject_key(const af_run_state_t *r, int round)
-{
-    return (uint64_t)r->tick * 8U + (uint64_t)round;
-}
-
 /* AGEFENCE_DEBUG=allocafter=N or commafter=N: at executed step N every rank makes one
  * allocation through af_alloc, or creates one communicator, and frees it at once. The run
  * breaks a promise of start-up on purpose, so that tests/checks_fail.sh can show the counters
@@ -793,6 +786,7 @@ static af_result_t contain(af_run_state_t *r, int flags, int verify)
         } else {
             k->commit[s] = 1;
             r->mine.count[CNT_SDC] += k->injected[s]; /* finite corruption got through */
+            r->mine.count[CNT_SDC_HARMFUL] += k->harmful[s];
             /* DMR promises a twin for every block of a FADING unit; with no room left for one
              * (af_dmr_begin) the block is committed unchecked: counted, never hidden. */
             if (r->cfg.detect == AF_DETECT_DMR && k->slot_mode[s] == AF_MODE_FADING &&
@@ -831,7 +825,7 @@ static af_result_t graph_step(af_run_state_t *r, double *t_kernel)
     r->gio.xchg_out = r->dxchg_cur != NULL ? r->dxchg_cur : r->xchg_cur;
     r->gio.host_out = r->xchg_cur;
     double tc = af_now_us();
-    AF_CHECK(k->ops->graph_run(k, &r->gio, inject_key(r, 0), flags));
+    AF_CHECK(k->ops->graph_run(k, &r->gio, af_inject_key(r, 0), flags));
     r->mine.phase[AF_PHASE_throttle_us] = throttle(r, af_now_us() - tc);
     AF_CHECK(contain(r, 0, 1));
     *t_kernel = af_now_us();
@@ -1081,7 +1075,7 @@ af_result_t af_step(af_run_state_t *r, int *stop)
         debug_scan(r, "commit");
     } else {
         double tc = af_now_us();
-        AF_CHECK(k->ops->compute(k, inject_key(r, 0), kernel_xchg(r), 0));
+        AF_CHECK(k->ops->compute(k, af_inject_key(r, 0), kernel_xchg(r), 0));
         AF_CHECK(k->ops->download_results(k));
         r->mine.phase[AF_PHASE_throttle_us] = throttle(r, af_now_us() - tc);
         if (twins > 0) {
@@ -1100,9 +1094,22 @@ af_result_t af_step(af_run_state_t *r, int *stop)
     double t_retry = 0.0;
     for (int round = 0; r->n_fenced > 0; ++round) {
         if (round == AF_MAX_RETRY_ROUNDS) {
-            /* Only FADING units were left to retry on, and they kept failing. */
+            /* Only FADING units were left to retry on, and they kept failing; or the fenced
+             * blocks' own committed state turns non-finite wherever they run (a finite
+             * corruption committed earlier: a huge value squared). Which of the two, the
+             * simulator knows (slots that failed with nothing injected in the last round); it
+             * only names the cause. */
+            uint64_t poisoned = 0;
+            for (int i = 0; i < k->n_occ; ++i) {
+                int s = k->occ[i];
+                poisoned |= k->select[s] && k->nonfinite[s] > 0 && k->injected[s] == 0;
+            }
+            AF_CHECK(r->fab->ops->allreduce_max_u64(r->fab, &poisoned, 1));
             r->exhausted = 1;
-            r->exhausted_why = "fenced blocks kept failing on the FADING units left to retry on";
+            r->exhausted_why =
+                poisoned ? "fenced blocks kept failing: their committed state turns non-finite "
+                           "wherever they run (a finite corruption committed earlier)"
+                         : "fenced blocks kept failing on the FADING units left to retry on";
             *stop = 1;
             AF_CHECK(undo_step_commits(r));
             break;
@@ -1135,7 +1142,8 @@ af_result_t af_step(af_run_state_t *r, int *stop)
             }
             AF_CHECK(k->ops->upload_control(k));
         }
-        AF_CHECK(k->ops->compute(k, inject_key(r, round + 1), kernel_xchg(r), AF_COMPUTE_SELECTED));
+        AF_CHECK(
+            k->ops->compute(k, af_inject_key(r, round + 1), kernel_xchg(r), AF_COMPUTE_SELECTED));
         AF_CHECK(k->ops->download_results(k));
         if (rtwins > 0) {
             AF_CHECK(af_dmr_end(r, rtwins));
@@ -1213,6 +1221,7 @@ static af_result_t write_rows(af_run_state_t *r, int64_t n)
             row->fenced += p->count[CNT_FENCED];
             row->retried += p->count[CNT_RETRIED];
             row->sdc_undetected += p->count[CNT_SDC];
+            row->sdc_harmful += p->count[CNT_SDC_HARMFUL];
             row->unverified_commits += p->count[CNT_UNVERIFIED];
             row->allocs_after_init += p->count[CNT_ALLOCS];
             row->halo_bytes += p->count[CNT_HALO_BYTES];
@@ -1228,6 +1237,7 @@ static af_result_t write_rows(af_run_state_t *r, int64_t n)
         r->totals.fenced += row->fenced;
         r->totals.retried += row->retried;
         r->totals.unverified_commits += row->unverified_commits;
+        r->totals.sdc_harmful += row->sdc_harmful;
         r->totals.moves_drain += row->moves_drain;
         r->totals.moves_restore += row->moves_restore;
         r->totals.moves_retry += row->moves_retry;

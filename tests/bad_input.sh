@@ -75,11 +75,16 @@ case_ event_device "event.ini:6: event.1.device = 99 is outside the fleet" -c ev
 # and through --set (only the embedded default scenario's own events are skipped instead).
 case_ event_after_end "event_after_end.ini:4: event.1.step = 300 is after the last step: expected 1..100" \
   -c event_after_end.ini
-case_ default_copy_after_end "default.ini:55: event.1.step = 300 is after the last step: expected 1..100" \
+case_ default_copy_after_end "default.ini:67: event.1.step = 300 is after the last step: expected 1..100" \
   -c "$fixtures/../../configs/default.ini" --set scenario.steps=100
 case_ set_event_after_end "--set: event.2.step = 200 is after the last step: expected 1..100" \
   --set scenario.steps=100 --set event.2.step=200 --set event.2.action=kill \
   --set event.2.device=0 --set event.2.units=0
+case_ corruption_shares "--set: corruption.nonfinite + single_bit + multi_mantissa + multi_exponent = 1.4" \
+  --set corruption.single_bit=0.87
+case_ corruption_share_range "--set: corruption.nonfinite = '1.5' is invalid" \
+  --set corruption.nonfinite=1.5
+case_ silent_p_range "--set: corruption.silent_p = '-1' is invalid" --set corruption.silent_p=-1
 case_ missing_file "nosuch.ini: cannot open the scenario file" -c nosuch.ini
 if [ "$(id -u)" != 0 ]; then
   case_ unreadable_file "unreadable.ini: cannot open the scenario file" -c unreadable.ini

@@ -22,7 +22,12 @@ across_ranks() {
     "$mpiexec" -n "$np" --oversubscribe "$agefence" run -q "$@" -o "$work/$name.n$np.h5" \
       >"$work/$name.out$np" 2>&1
     rc=$?
-    if [ "$rc" != 0 ] && [ "$rc" != 4 ]; then
+    if [ "$rc" = 3 ]; then
+      why=$(af_sdc_mismatch "$report" "$work/$name.n$np.h5") || fail "$name np=$np: $why"
+      # A mismatch that then ran out of capacity compares the exhausted path too.
+      "$report" --attr /final exhausted_why "$work/$name.n$np.h5" >/dev/null 2>&1 &&
+        [ "$np" = 1 ] && exhausted=$((exhausted + 1))
+    elif [ "$rc" != 0 ] && [ "$rc" != 4 ]; then
       cat "$work/$name.out$np"
       fail "$name np=$np: exit $rc"
     fi

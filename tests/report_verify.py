@@ -97,7 +97,7 @@ same("correctness.mass_dev_max", get("correctness.mass_dev_max"),
 tot = {k: int(v.sum()) for k, v in steps.items() if v.dtype.kind == "i"}
 for key, col in (("injected", "corrupt_injected"), ("detected", "corrupt_detected"),
                  ("fenced", "fenced"), ("retried", "retried"), ("leaked", "nonfinite_leaked"),
-                 ("sdc_undetected", "sdc_undetected"),
+                 ("sdc_undetected", "sdc_undetected"), ("sdc_harmful", "sdc_harmful"),
                  ("unverified_commits", "unverified_commits")):
     same("containment." + key, get("containment." + key), tot[col])
     same(f"/final@{col}_total", tot[col], int(final.get(col + "_total", tot[col])))

@@ -36,7 +36,10 @@ pair() {
 
 pair default_dmr_np1 1 default
 pair default_dmr_np2_seed5 2 default --set scenario.seed=5
-pair default_finite_np3 3 default --set recovery.detect=finite --set scenario.devices=6
+# Every corruption non-finite: finite containment fences them all, in the graph too.
+pair default_finite_np3 3 default --set recovery.detect=finite --set scenario.devices=6 \
+  --set corruption.nonfinite=1 --set corruption.single_bit=0 --set corruption.multi_mantissa=0 \
+  --set corruption.multi_exponent=0
 pair small_nodrain_np2 2 "$small" --set recovery.drain=off --set scenario.seed=11
 pair small_dmr_np4_seed3 4 "$small" --set recovery.detect=dmr --set scenario.seed=3
 

@@ -13,6 +13,7 @@
 #include "fabric/fabric.h"
 #include "kernels/kernels.h"
 #include "sim/backend.h"
+#include "sim/aging.h"
 #include "sim/config.h"
 #include "sim/reference.h"
 
@@ -65,6 +66,7 @@ static af_shard_desc_t shard_desc(int n_slots, uint64_t seed)
     d.blocks = (int)cfg.blocks;
     d.coeffs = af_scheme_coeffs(&cfg);
     d.seed = seed;
+    d.mix = af_corrupt_mix(&cfg);
     d.cuda_device = 0;
     return d;
 }
@@ -198,10 +200,10 @@ static void pair_compute(pair_t *p, int step, int flags)
     for (int s = 0; s < p->n; ++s) {
         if (p->cpu->nonfinite[s] != p->gpu->nonfinite[s] ||
             p->cpu->injected[s] != p->gpu->injected[s] ||
-            p->cpu->bitflips[s] != p->gpu->bitflips[s]) {
-            fail_msg("step %d slot %d: cpu nonfinite/injected/bitflips %d/%d/%d, cuda %d/%d/%d",
-                     step, s, p->cpu->nonfinite[s], p->cpu->injected[s], p->cpu->bitflips[s],
-                     p->gpu->nonfinite[s], p->gpu->injected[s], p->gpu->bitflips[s]);
+            p->cpu->harmful[s] != p->gpu->harmful[s]) {
+            fail_msg("step %d slot %d: cpu nonfinite/injected/harmful %d/%d/%d, cuda %d/%d/%d",
+                     step, s, p->cpu->nonfinite[s], p->cpu->injected[s], p->cpu->harmful[s],
+                     p->gpu->nonfinite[s], p->gpu->injected[s], p->gpu->harmful[s]);
         }
     }
 }
@@ -300,7 +302,7 @@ static void run_lockstep(int blocks, int block_len, int steps)
             p.cpu->select[s] = 0;
             p.gpu->select[s] = 0;
             injected += p.cpu->injected[s];
-            flips += p.cpu->bitflips[s];
+            flips += p.cpu->harmful[s];
             fenced += live && !commit;
         }
         pair_upload(&p);

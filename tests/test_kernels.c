@@ -5,6 +5,7 @@
  * diagnostics. */
 #include "kernels/kernels.h"
 #include "kernels/af_burgers.h"
+#include "sim/aging.h"
 #include "sim/config.h"
 #include "sim/reference.h"
 
@@ -74,6 +75,7 @@ static void shard_create(shard_t *sh, int n_slots, const int *slot_of_block, uin
     desc.blocks = sh->blocks;
     desc.coeffs = af_scheme_coeffs(&cfg);
     desc.seed = seed;
+    desc.mix = af_corrupt_mix(&cfg);
     desc.cuda_device = -1;
     assert_int_equal(af_kernels_cpu.create(&desc, &sh->k), AF_OK);
     assert_non_null(sh->k);
@@ -297,7 +299,9 @@ static int predicted_injections(uint64_t seed, uint64_t step, int b, int T, doub
     int n = 0;
     for (int i = 0; i < T; ++i) {
         int kind = AF_CORRUPT_NONE;
-        (void)af_inject(1.0, p, seed, step, (uint64_t)b, (uint64_t)i, &kind);
+        int harm = 0;
+        (void)af_inject(1.0, p, seed, step, (uint64_t)b, (uint64_t)i, af_corrupt_mix(&cfg), &kind,
+                        &harm);
         n += kind != AF_CORRUPT_NONE;
     }
     return n;
@@ -318,6 +322,10 @@ static void test_fading_slot_injection_is_keyed_by_block_not_by_slot(void **stat
     shard_t b;
     shard_create(&a, 6, layout_a, seed);
     shard_create(&b, 14, layout_b, seed);
+    /* Non-finite corruptions only: each one is its own non-finite output (a huge finite value
+     * would spread Inf to its neighbours a step later). */
+    a.k->desc.mix = (af_corrupt_mix_t){1.0, 1.0, 1.0, 1e-6};
+    b.k->desc.mix = a.k->desc.mix;
     int sa = layout_a[fading_block];
     int sb = layout_b[fading_block];
     a.k->slot_mode[sa] = AF_MODE_FADING;
@@ -332,10 +340,10 @@ static void test_fading_slot_injection_is_keyed_by_block_not_by_slot(void **stat
         int want = predicted_injections(seed, step, fading_block, T, p);
         assert_int_equal(a.k->injected[sa], want);
         assert_int_equal(b.k->injected[sb], want);
-        assert_int_equal(a.k->bitflips[sa], b.k->bitflips[sb]);
+        assert_int_equal(a.k->harmful[sa], b.k->harmful[sb]);
         assert_int_equal(a.k->nonfinite[sa], b.k->nonfinite[sb]);
-        assert_true(a.k->bitflips[sa] <= a.k->injected[sa]);
-        assert_true(a.k->nonfinite[sa] <= a.k->injected[sa]);
+        assert_int_equal(a.k->harmful[sa], a.k->injected[sa]);
+        assert_int_equal(a.k->nonfinite[sa], a.k->injected[sa]);
         total += want;
         total_nonfinite += a.k->nonfinite[sa];
         /* Healthy slots get nothing injected. */
@@ -372,6 +380,8 @@ static void test_nonfinite_count_equals_nonfinite_outputs_of_the_slot(void **sta
     const int layout[] = {2, 0, 1};
     shard_t sh;
     shard_create(&sh, 3, layout, 4242);
+    /* Three in four corruptions non-finite, the rest single bit flips: both kinds show. */
+    sh.k->desc.mix = (af_corrupt_mix_t){0.75, 1.0, 1.0, 1e-6};
     /* p = 1: every element of the slot is corrupted. */
     sh.k->slot_mode[0] = AF_MODE_FADING;
     sh.k->slot_p[0] = 1.0;
@@ -389,14 +399,181 @@ static void test_nonfinite_count_equals_nonfinite_outputs_of_the_slot(void **sta
     for (int i = 0; i < T; ++i) {
         nf += af_nonfinite(u[i]);
     }
-    print_message("p = 1 over %d cells: %d non-finite, %d bit flips\n", T, nf, sh.k->bitflips[0]);
+    print_message("p = 1 over %d cells: %d non-finite, %d harmful\n", T, nf, sh.k->harmful[0]);
     assert_int_equal(sh.k->nonfinite[0], nf);
     assert_true(nf > 0);
-    assert_true(sh.k->bitflips[0] > 0);
-    assert_true(sh.k->bitflips[0] < T);
+    assert_true(nf < T); /* some single bit flips stayed finite */
+    /* Every non-finite value is harmful; a finite flip is harmful when it moves the value by
+     * more than harm_rel: low mantissa bits do not, so not every corruption is harmful. */
+    assert_true(sh.k->harmful[0] >= nf);
+    assert_true(sh.k->harmful[0] < T);
     assert_int_equal(sh.k->nonfinite[1], 0);
     assert_int_equal(sh.k->nonfinite[2], 0);
     shard_destroy(&sh);
+}
+
+static int bits_set(uint64_t x)
+{
+    int n = 0;
+    for (; x != 0; x &= x - 1U) {
+        n++;
+    }
+    return n;
+}
+
+/* Each corruption mode of the mix produces what it says, on values of either sign and many
+ * magnitudes, and the harm flag is the relative-error rule. */
+static void test_each_corruption_mode_produces_what_it_says(void **state)
+{
+    (void)state;
+    const int N = 20000;
+    /* Mixes with a single mode: non-finite, single bit, multi mantissa, multi exponent. */
+    const af_corrupt_mix_t mixes[4] = {
+        {1.0, 1.0, 1.0, 1e-6}, {0.0, 1.0, 1.0, 1e-6}, {0.0, 0.0, 1.0, 1e-6}, {0.0, 0.0, 0.0, 1e-6}};
+    const int kinds[4] = {-1, AF_CORRUPT_BITFLIP, AF_CORRUPT_MULTI_MANTISSA,
+                          AF_CORRUPT_MULTI_EXPONENT};
+    for (int m = 0; m < 4; ++m) {
+        int nan = 0;
+        int pinf = 0;
+        int ninf = 0;
+        int harmful = 0;
+        uint64_t positions = 0;
+        for (int i = 0; i < N; ++i) {
+            double v = (i % 2 ? -1.0 : 1.0) * (0.5 + sin((double)i)) * pow(10.0, (i % 7) - 3);
+            int kind = AF_CORRUPT_NONE;
+            int harm = 0;
+            double out = af_inject(v, 1.0, 7, 3, (uint64_t)i, 5, mixes[m], &kind, &harm);
+            uint64_t diff = af_bits(out) ^ af_bits(v);
+            double err = fabs(out - v);
+            int want_harm = af_nonfinite(out) || err > 1e-6 * fabs(v);
+            assert_int_equal(harm, want_harm);
+            harmful += harm;
+            if (m == 0) {
+                assert_true(af_nonfinite(out));
+                assert_true(kind == AF_CORRUPT_NAN || kind == AF_CORRUPT_PINF ||
+                            kind == AF_CORRUPT_NINF);
+                nan += kind == AF_CORRUPT_NAN && isnan(out);
+                pinf += kind == AF_CORRUPT_PINF && out == INFINITY;
+                ninf += kind == AF_CORRUPT_NINF && out == -INFINITY;
+                continue;
+            }
+            assert_int_equal(kind, kinds[m]);
+            positions |= diff;
+            if (m == 1) {
+                assert_int_equal(bits_set(diff), 1);
+            } else if (m == 2) {
+                assert_true(bits_set(diff) >= 2);
+                assert_true((diff & ~AF_MANTISSA_BITS) == 0);
+            } else {
+                assert_true(bits_set(diff) >= 2);
+                assert_true((diff & AF_EXPONENT_BITS) != 0);
+                assert_true((diff >> 63) == 0); /* the sign is not part of the mode */
+            }
+        }
+        if (m == 0) {
+            assert_int_equal(nan + pinf + ninf, N);
+            assert_in_range(nan, N / 3 - 400, N / 3 + 400);
+            assert_in_range(pinf, N / 3 - 400, N / 3 + 400);
+            assert_int_equal(harmful, N);
+        } else if (m == 1) {
+            assert_true(positions == ~0ULL); /* every one of the 64 bits is flipped somewhere */
+        } else if (m == 2) {
+            assert_true(positions == AF_MANTISSA_BITS);
+        } else {
+            assert_true(positions == (AF_MANTISSA_BITS | AF_EXPONENT_BITS));
+            assert_int_equal(harmful, N); /* an exponent bit moves any non-zero value a lot */
+        }
+        print_message("mode %d: %d of %d harmful\n", m, harmful, N);
+    }
+}
+
+/* The default mix's shares come out as configured (within five binomial deviations), and
+ * p decides how many elements are corrupted, not which mode. */
+static void test_default_mix_shares_match_the_configuration(void **state)
+{
+    (void)state;
+    make_config(4, 16);
+    const af_corrupt_mix_t mix = af_corrupt_mix(&cfg);
+    const double want[4] = {cfg.corrupt_nonfinite, cfg.corrupt_single_bit,
+                            cfg.corrupt_multi_mantissa, cfg.corrupt_multi_exponent};
+    assert_true(fabs(want[0] + want[1] + want[2] + want[3] - 1.0) < 1e-12);
+    const int N = 200000;
+    int count[4] = {0, 0, 0, 0};
+    int injected = 0;
+    for (int i = 0; i < N; ++i) {
+        int kind = AF_CORRUPT_NONE;
+        int harm = 0;
+        (void)af_inject(0.75, 0.5, 11, 2, (uint64_t)i, 0, mix, &kind, &harm);
+        if (kind == AF_CORRUPT_NONE) {
+            continue;
+        }
+        injected++;
+        count[kind <= AF_CORRUPT_NINF ? 0 : kind - AF_CORRUPT_BITFLIP + 1]++;
+    }
+    assert_in_range(injected, N / 2 - 1200, N / 2 + 1200);
+    for (int m = 0; m < 4; ++m) {
+        double share = (double)count[m] / (double)injected;
+        double sd = sqrt(want[m] * (1.0 - want[m]) / (double)injected);
+        print_message("mode %d: share %.4f, configured %.4f (sd %.4f)\n", m, share, want[m], sd);
+        assert_true(fabs(share - want[m]) <= 5.0 * sd);
+    }
+}
+
+/* A HEALTHY slot with slot_p > 0 (a silent unit) injects exactly as a FADING one does, and
+ * its harmful count is the number of elements whose relative error exceeds harm_rel. */
+static void test_healthy_slot_with_probability_injects_like_a_silent_unit(void **state)
+{
+    (void)state;
+    const int B = 3;
+    const int T = 64;
+    make_config(B, T);
+    const int layout[] = {0, 1, 2};
+    shard_t h;
+    shard_t f;
+    shard_create(&h, 3, layout, 321);
+    shard_create(&f, 3, layout, 321);
+    h.k->slot_p[1] = 0.2; /* HEALTHY mode: a silent unit */
+    f.k->slot_mode[1] = AF_MODE_FADING;
+    f.k->slot_p[1] = 0.2;
+    int injected = 0;
+    int harmful = 0;
+    for (uint64_t step = 1; step <= 20; ++step) {
+        double before[MAX_CELLS];
+        assert_int_equal(h.k->ops->read_slot(h.k, 1, before), AF_OK);
+        shard_compute(&h, step);
+        shard_compute(&f, step);
+        assert_int_equal(h.k->injected[1], predicted_injections(321, step, 1, T, 0.2));
+        assert_int_equal(h.k->injected[1], f.k->injected[1]);
+        assert_int_equal(h.k->harmful[1], f.k->harmful[1]);
+        assert_int_equal(h.k->injected[0] + h.k->injected[2], 0);
+        /* The harmful count against the clean update of the same committed state. */
+        double clean[MAX_CELLS];
+        double got[MAX_CELLS];
+        uint64_t *x = h.xchg;
+        double ul = af_double(x[2 * 0 + 1]);
+        double ur = af_double(x[2 * 2]);
+        af_block_update(before, clean, T, ul, ur, af_scheme_coeffs(&cfg));
+        assert_int_equal(h.k->ops->read_next(h.k, 1, got), AF_OK);
+        int want = 0;
+        for (int i = 0; i < T; ++i) {
+            want += af_nonfinite(got[i]) || fabs(got[i] - clean[i]) > 1e-6 * fabs(clean[i]);
+        }
+        assert_int_equal(h.k->harmful[1], want);
+        injected += h.k->injected[1];
+        harmful += h.k->harmful[1];
+        /* Keep the clean state: the next step starts from a fault-free one. */
+        for (int s = 0; s < 3; ++s) {
+            h.k->commit[s] = s != 1;
+            f.k->commit[s] = s != 1;
+        }
+        assert_int_equal(h.k->ops->commit(h.k), AF_OK);
+        assert_int_equal(f.k->ops->commit(f.k), AF_OK);
+    }
+    print_message("silent slot: %d injected, %d harmful\n", injected, harmful);
+    assert_true(injected > 100);
+    assert_true(harmful > 0 && harmful < injected);
+    shard_destroy(&h);
+    shard_destroy(&f);
 }
 
 static void test_fading_slot_with_zero_probability_injects_nothing(void **state)
@@ -416,7 +593,7 @@ static void test_fading_slot_with_zero_probability_injects_nothing(void **state)
         shard_compute(&sh, step);
         for (int s = 0; s < 4; ++s) {
             assert_int_equal(sh.k->injected[s], 0);
-            assert_int_equal(sh.k->bitflips[s], 0);
+            assert_int_equal(sh.k->harmful[s], 0);
             assert_int_equal(sh.k->nonfinite[s], 0);
         }
         shard_commit_finite(&sh);
@@ -662,6 +839,9 @@ int main(void)
         cmocka_unit_test(test_fading_slot_injection_is_keyed_by_block_not_by_slot),
         cmocka_unit_test(test_nonfinite_count_equals_nonfinite_outputs_of_the_slot),
         cmocka_unit_test(test_fading_slot_with_zero_probability_injects_nothing),
+        cmocka_unit_test(test_each_corruption_mode_produces_what_it_says),
+        cmocka_unit_test(test_default_mix_shares_match_the_configuration),
+        cmocka_unit_test(test_healthy_slot_with_probability_injects_like_a_silent_unit),
         cmocka_unit_test(test_uncommitted_slot_keeps_its_previous_committed_state),
         cmocka_unit_test(test_poison_slot_fills_both_buffers_with_nan),
         cmocka_unit_test(test_copy_slot_copies_the_committed_buffer_and_diagnostics),

@@ -206,6 +206,10 @@ static void write_log(const char *path, defect_t defect)
         iv[u] = u % UNITS;
     }
     assert_int_equal(af_log_write_i64(log, "/units/unit", iv, DEVICES * UNITS), AF_OK);
+    for (int u = 0; u < DEVICES * UNITS; ++u) {
+        iv[u] = u == 3; /* one silent unit */
+    }
+    assert_int_equal(af_log_write_i64(log, "/units/silent", iv, DEVICES * UNITS), AF_OK);
     assert_int_equal(af_log_attr_str(log, "/units", "cause_codes", "0 alive, 1 wear-out"), AF_OK);
 
     double state[BLOCKS * BLOCK_LEN];
@@ -231,6 +235,7 @@ static void write_log(const char *path, defect_t defect)
                {"state_step", NROWS},
                {"nonfinite_leaked_total", 0},
                {"sdc_undetected_total", tot.sdc_undetected},
+               {"sdc_harmful_total", tot.sdc_harmful},
                {"event_log_errors", 0},
                {"unverified_commits_total", tot.unverified_commits},
                {"allocs_after_init", 0},

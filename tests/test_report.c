@@ -418,6 +418,10 @@ static void write_log(const char *path)
     assert_int_equal(af_log_write_i64(log, "/units/cause", cause, UNITS), AF_OK);
     assert_int_equal(af_log_write_i64(log, "/units/device", dev, UNITS), AF_OK);
     assert_int_equal(af_log_write_i64(log, "/units/unit", unit, UNITS), AF_OK);
+    for (int u = 0; u < UNITS; ++u) {
+        fade[u] = 0; /* no silent unit */
+    }
+    assert_int_equal(af_log_write_i64(log, "/units/silent", fade, UNITS), AF_OK);
     assert_int_equal(af_log_attr_str(log, "/units", "cause_codes", "0 alive, 1 wear-out"), AF_OK);
 
     double state[BLOCKS * BLOCK_LEN];
@@ -435,6 +439,7 @@ static void write_log(const char *path)
                {"bitwise_equal", 1},
                {"nonfinite_leaked_total", tot.nonfinite_leaked},
                {"sdc_undetected_total", tot.sdc_undetected},
+               {"sdc_harmful_total", tot.sdc_harmful},
                {"event_log_errors", 0},
                {"unverified_commits_total", tot.unverified_commits},
                {"allocs_after_init", 0},
