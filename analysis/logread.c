@@ -790,6 +790,29 @@ static void check_steps_contents(chk_t *c)
     rv_report(c, &rv, "/steps/sdc_harmful");
     rv_init(&rv);
     for (int64_t i = 0; i < n; ++i) {
+        int64_t split = 0;
+        int over = __builtin_add_overflow(I(detected_finite)[i], I(detected_abft)[i], &split) ||
+                   __builtin_add_overflow(split, I(detected_twin)[i], &split);
+        if (over || split != I(corrupt_detected)[i] || I(detected_finite)[i] < 0 ||
+            I(detected_abft)[i] < 0 || I(detected_twin)[i] < 0) {
+            rv_hit(&rv, i, "finite %lld + abft %lld + twin %lld, expected corrupt_detected %lld",
+                   (long long)I(detected_finite)[i], (long long)I(detected_abft)[i],
+                   (long long)I(detected_twin)[i], (long long)I(corrupt_detected)[i]);
+        }
+    }
+    rv_report(c, &rv, "/steps/detected_finite");
+    rv_init(&rv);
+    for (int64_t i = 0; i < n; ++i) {
+        if (I(corrupt_harmful)[i] < 0 || I(corrupt_harmful)[i] > I(corrupt_injected)[i] ||
+            I(sdc_harmful)[i] > I(corrupt_harmful)[i]) {
+            rv_hit(&rv, i, "%lld, expected 0..corrupt_injected (%lld) and >= sdc_harmful (%lld)",
+                   (long long)I(corrupt_harmful)[i], (long long)I(corrupt_injected)[i],
+                   (long long)I(sdc_harmful)[i]);
+        }
+    }
+    rv_report(c, &rv, "/steps/corrupt_harmful");
+    rv_init(&rv);
+    for (int64_t i = 0; i < n; ++i) {
         if (I(unverified_commits)[i] < 0 ||
             (I(unverified_commits)[i] > 0 && I(fading_units)[i] == 0 && i > 0 &&
              I(fading_units)[i - 1] == 0)) {
@@ -985,9 +1008,9 @@ static void check_events(chk_t *c, int cols_ok)
         viol(c, "/events: unreadable");
         return;
     }
-    static const char *const kinds[] = {"fade",     "death", "sudden",    "drain",
-                                        "restore",  "retry", "rollback",  "replica",
-                                        "capacity", "slow",  "straggler", "replica_lost"};
+    static const char *const kinds[] = {
+        "fade",    "death",    "sudden", "drain",     "restore",      "retry",  "rollback",
+        "replica", "capacity", "slow",   "straggler", "replica_lost", "suspect"};
     enum { NK = sizeof kinds / sizeof kinds[0] };
     int64_t count[NK] = {0};
     char known[160] = "";
@@ -1099,9 +1122,10 @@ static void check_units(chk_t *c, int cols_ok)
             viol(c, "/units@cause_codes: empty");
         }
     }
-    const char *inames[] = {"device", "unit", "fade_step", "death_step", "cause", "silent"};
+    const char *inames[] = {"device", "unit",   "fade_step",        "death_step",
+                            "cause",  "silent", "quarantined_step", "first_corrupt_step"};
     const char *fnames[] = {"lifetime_hours", "age_hours", "temperature_K"};
-    enum { NI = 6, NF = 3 };
+    enum { NI = 8, NF = 3 };
     int64_t want = c->fleet_ok ? c->units : -1;
     int64_t *iv[NI] = {NULL};
     double *fv[NF] = {NULL};
@@ -1135,7 +1159,7 @@ static void check_units(chk_t *c, int cols_ok)
     }
     if (all) {
         int64_t *dev = iv[0], *unit = iv[1], *fade = iv[2], *death = iv[3], *cause = iv[4];
-        int64_t *silent = iv[5];
+        int64_t *silent = iv[5], *quar = iv[6], *first = iv[7];
         double *life = fv[0], *age = fv[1], *temp = fv[2];
         rowviol_t r_id, r_cause, r_steps, r_phys;
         rv_init(&r_id);
@@ -1152,6 +1176,14 @@ static void check_units(chk_t *c, int cols_ok)
             }
             if (silent[u] != 0 && silent[u] != 1) {
                 rv_hit(&r_id, u, "silent %lld, expected 0 or 1", (long long)silent[u]);
+            }
+            if (quar[u] != -1 && (quar[u] < 1 || quar[u] > last)) {
+                rv_hit(&r_steps, u, "quarantined_step %lld: expected -1 or a logged step",
+                       (long long)quar[u]);
+            }
+            if (first[u] != -1 && (first[u] < 1 || first[u] > last)) {
+                rv_hit(&r_steps, u, "first_corrupt_step %lld: expected -1 or a logged step",
+                       (long long)first[u]);
             }
             if (cause[u] < 0 || cause[u] > 5) {
                 rv_hit(&r_cause, u,
@@ -1421,6 +1453,13 @@ static void check_final(chk_t *c, int cols_ok)
                   {"nonfinite_leaked_total", AF_COL_nonfinite_leaked},
                   {"sdc_undetected_total", AF_COL_sdc_undetected},
                   {"sdc_harmful_total", AF_COL_sdc_harmful},
+                  {"corrupt_harmful_total", AF_COL_corrupt_harmful},
+                  {"detected_finite_total", AF_COL_detected_finite},
+                  {"detected_abft_total", AF_COL_detected_abft},
+                  {"detected_twin_total", AF_COL_detected_twin},
+                  {"abft_false_alarms_total", AF_COL_abft_false_alarms},
+                  {"quarantined_units_total", AF_COL_quarantined_units},
+                  {"twins_total", AF_COL_twins},
                   {"unverified_commits_total", AF_COL_unverified_commits},
                   {"moves_drain_total", AF_COL_moves_drain},
                   {"moves_restore_total", AF_COL_moves_restore},

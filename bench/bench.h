@@ -90,5 +90,6 @@ extern const af_bench_def_t af_bench_log;
 extern const af_bench_def_t af_bench_scale;
 extern const af_bench_def_t af_bench_jitter;
 extern const af_bench_def_t af_bench_graph;
+extern const af_bench_def_t af_bench_sdc;
 
 #endif

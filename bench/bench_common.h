@@ -12,6 +12,11 @@
 af_result_t af_bench_run_scenario(af_bench_ctx_t *b, const char *const *extra, int nextra,
                                   const char *log_path, af_run_hook_t hook, void *ctx,
                                   double *wall_s);
+/* The same, for a benchmark that judges the outcome itself: *code gets the run's exit status
+ * (the same on every rank), and no status marks the benchmark invalid here. */
+af_result_t af_bench_run_scenario_code(af_bench_ctx_t *b, const char *const *extra, int nextra,
+                                       const char *log_path, af_run_hook_t hook, void *ctx,
+                                       double *wall_s, int *code);
 /* Rank 0: one rank's column of /ranks/<phase> per step (rank_col < 0: the maximum over ranks),
  * malloc'ed. */
 af_result_t af_bench_phase_rank(const char *log_path, const char *phase, int rank_col, double **out,

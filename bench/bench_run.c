@@ -16,6 +16,18 @@ af_result_t af_bench_run_scenario(af_bench_ctx_t *b, const char *const *extra, i
                                   const char *log_path, af_run_hook_t hook, void *ctx,
                                   double *wall_s)
 {
+    int code = AF_EXIT_OK;
+    AF_CHECK(af_bench_run_scenario_code(b, extra, nextra, log_path, hook, ctx, wall_s, &code));
+    if (code != AF_EXIT_OK) {
+        af_bench_fail(b, "the scenario run exited with status %d (see its log %s)", code, log_path);
+    }
+    return AF_OK;
+}
+
+af_result_t af_bench_run_scenario_code(af_bench_ctx_t *b, const char *const *extra, int nextra,
+                                       const char *log_path, af_run_hook_t hook, void *ctx,
+                                       double *wall_s, int *code_out)
+{
     af_run_opts_t o = b->run;
     if (o.nsets + nextra > AF_MAX_SETS) {
         af_error_set("bench: %d settings of its own and %d --set options exceed %d", nextra,
@@ -40,9 +52,7 @@ af_result_t af_bench_run_scenario(af_bench_ctx_t *b, const char *const *extra, i
     if (code == AF_EXIT_USAGE) {
         return AF_ERR_USAGE;
     }
-    if (code != AF_EXIT_OK) {
-        af_bench_fail(b, "the scenario run exited with status %d (see its log %s)", code, log_path);
-    }
+    *code_out = code;
     return AF_OK;
 }
 

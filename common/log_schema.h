@@ -11,7 +11,9 @@
  * replayed alone from their replicas), the replica_lost event, and a restore's detail is the
  * logical step its data comes from; /steps/halo_bytes and replica_log_bytes, /ranks/plan_us, and
  * mass and energy are exact sums. 5: /steps/sdc_harmful and /final@sdc_harmful_total (the
- * corruption mix of [corruption]), /units/silent. */
+ * corruption mix of [corruption]), /units/silent; corrupt_harmful, the detected_* split,
+ * abft_false_alarms, quarantined_units, the suspect event and /units/quarantined_step (the
+ * detectors of recovery.detect). */
 #define AF_SCHEMA_VERSION 5
 
 /* /steps/<name>: one value per step. X(name, type, doc) with type I64 or F64. */
@@ -24,11 +26,20 @@
     X(healthy_units, I64, "units HEALTHY after the step")                                          \
     X(fading_units, I64, "units FADING after the step")                                            \
     X(dead_units, I64, "units DEAD after the step")                                                \
-    X(straggler_units, I64, "units of declared straggler devices the model still calls HEALTHY")   \
+    X(straggler_units, I64,                                                                        \
+      "units of declared straggler devices, and suspects, the model still calls HEALTHY")          \
     X(slow_units, I64, "live units running slower than nominal (throttled) in the step")           \
     X(blackout_frac, F64, "dead_units / all units")                                                \
     X(corrupt_injected, I64, "corrupted output elements injected (FADING and silent units)")       \
-    X(corrupt_detected, I64, "injected corruptions caught (non-finite count, or DMR mismatch)")    \
+    X(corrupt_harmful, I64,                                                                        \
+      "of corrupt_injected, those whose relative error exceeds corruption.harm_rel_error")         \
+    X(corrupt_detected, I64, "injected corruptions caught (non-finite count, abft or a twin)")     \
+    X(detected_finite, I64, "of corrupt_detected, in results fenced for a non-finite output")      \
+    X(detected_abft, I64, "of corrupt_detected, in results fenced by the mass balance (abft)")     \
+    X(detected_twin, I64,                                                                          \
+      "of corrupt_detected, in results a twin disagreed with (dmr or sampled; fenced or "          \
+      "replaced)")                                                                                 \
+    X(abft_false_alarms, I64, "results abft fenced with nothing injected into them")               \
     X(fenced, I64, "slot results not committed because they failed containment")                   \
     X(retried, I64, "blocks recomputed on a healthy unit within the step")                         \
     X(nonfinite_leaked, I64, "non-finite values committed to state (must be 0)")                   \
@@ -37,6 +48,9 @@
       "of sdc_undetected, those whose relative error exceeds corruption.harm_rel_error")           \
     X(unverified_commits, I64,                                                                     \
       "blocks of FADING units committed without a DMR twin (detect = dmr, no room for one)")       \
+    X(twins, I64, "twin computations (dmr and sampled, main pass and retries) in the step")        \
+    X(quarantined_units, I64,                                                                      \
+      "units declared suspect in the step (fenced recovery.quarantine_after times) and drained")   \
     X(moves_drain, I64, "blocks moved off FADING units")                                           \
     X(moves_restore, I64, "blocks restored from replicas after a death")                           \
     X(moves_retry, I64, "blocks re-homed after being fenced")                                      \
@@ -105,7 +119,7 @@ enum {
 };
 
 /* One /events row. kind is one of "fade", "death", "sudden", "drain", "restore", "retry",
- * "rollback", "replica", "capacity", "slow", "straggler", "replica_lost". */
+ * "rollback", "replica", "capacity", "slow", "straggler", "replica_lost", "suspect". */
 typedef struct af_event_row {
     int64_t step;
     char kind[16];

@@ -655,12 +655,26 @@ static void put_final(fdp_t *f, hid_t file, const shape_t *s, double *buf)
     put_i64(f, g, "allocs_after_init", 0);
     put_i64(f, g, "event_log_errors", 0);
     put_str(f, g, "exhausted_why", "no slot left");
-    static const char *const totals[] = {
-        "corrupt_injected_total", "corrupt_detected_total", "fenced_total",
-        "retried_total",          "nonfinite_leaked_total", "sdc_undetected_total",
-        "moves_drain_total",      "moves_restore_total",    "moves_retry_total",
-        "rollbacks_total",        "replayed_steps_total",   "unverified_commits_total",
-        "sdc_harmful_total"};
+    static const char *const totals[] = {"corrupt_injected_total",
+                                         "corrupt_detected_total",
+                                         "fenced_total",
+                                         "retried_total",
+                                         "nonfinite_leaked_total",
+                                         "sdc_undetected_total",
+                                         "moves_drain_total",
+                                         "moves_restore_total",
+                                         "moves_retry_total",
+                                         "rollbacks_total",
+                                         "replayed_steps_total",
+                                         "unverified_commits_total",
+                                         "sdc_harmful_total",
+                                         "corrupt_harmful_total",
+                                         "detected_finite_total",
+                                         "detected_abft_total",
+                                         "detected_twin_total",
+                                         "abft_false_alarms_total",
+                                         "quarantined_units_total",
+                                         "twins_total"};
     for (size_t i = 0; i < sizeof totals / sizeof totals[0]; ++i) {
         put_i64(f, g, totals[i], 0);
     }
@@ -679,15 +693,16 @@ static void put_units(fdp_t *f, hid_t file, const shape_t *s, double *buf)
         return;
     }
     put_str(f, g, "cause_codes", "0 alive, 1 wear-out, 2 sudden, 3 scripted");
-    static const char *const names[] = {"device",         "unit",      "fade_step",
-                                        "death_step",     "cause",     "silent",
-                                        "lifetime_hours", "age_hours", "temperature_K"};
-    for (int k = 0; k < 9; ++k) {
+    static const char *const names[] = {
+        "device",         "unit",      "fade_step",        "death_step",
+        "cause",          "silent",    "quarantined_step", "first_corrupt_step",
+        "lifetime_hours", "age_hours", "temperature_K"};
+    for (int k = 0; k < 11; ++k) {
         for (int64_t u = 0; u < s->units; ++u) {
-            static const double other[] = {-1.0, -1.0, 0.0, 0.0, 1000.0, 30.0, 330.0};
+            static const double other[] = {-1.0, -1.0, 0.0, 0.0, -1.0, -1.0, 1000.0, 30.0, 330.0};
             buf[u] = k == 0 ? (double)(u / s->upd) : k == 1 ? (double)(u % s->upd) : other[k - 2];
         }
-        put_dataset(f, g, names[k], k < 6, (hsize_t)s->units, 0, buf);
+        put_dataset(f, g, names[k], k < 8, (hsize_t)s->units, 0, buf);
     }
     H5Gclose(g);
 }

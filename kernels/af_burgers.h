@@ -7,6 +7,9 @@
 #define AF_BURGERS_H
 
 #include <stdint.h>
+#ifndef __CUDACC__
+#include <math.h>
+#endif
 
 #ifdef __CUDACC__
 #define AF_HD __host__ __device__ __forceinline__
@@ -198,6 +201,38 @@ AF_HD double af_inject(double v, double p, uint64_t seed, uint64_t step, uint64_
         *harm = (err < 0.0 ? -err : err) > mix.harm_rel * mag;
     }
     return out;
+}
+
+/* ABFT for the conservative Burgers step: summed over a block's cells, the update telescopes,
+ * so the block's mass changes by exactly its two edge fluxes,
+ *   sum(un) - sum(u) = c_diff (ur - u[T-1] - u[0] + ul) - c_adv (ur^2 + u[T-1]^2 - u[0]^2 - ul^2),
+ * with ul, ur the neighbours' edge cells. The check compares the two sides from the blocks'
+ * diagnostics (m_* the lane-ordered sums, e_* the sums of u^2/2) within a rounding bound:
+ * each cell's update rounds at most ~7 times and each of the two lane-ordered sums adds
+ * T/32 + 5 roundings, on terms whose magnitudes are bounded by sum|u| <= sqrt(2 T e)
+ * (Cauchy-Schwarz), the flux terms by c_adv (2 * 2e + ul^2 + ur^2) and the diffusion terms by
+ * 4 c_diff sum|u|; the bound takes (T/32 + 24) epsilon (machine epsilon, twice the unit
+ * roundoff) times that sum, about twice the worst case. A corruption is seen when it moves the
+ * block's mass by more than the bound (about 1e-12 of a block of 256 values of order 1); one
+ * that conserves the mass (two errors that cancel) or moves it by less is not. Non-finite new
+ * diagnostics always fail it (a huge finite value whose square overflows). Returns 1 when the
+ * block is consistent. */
+AF_HD int af_abft_consistent(double m_old, double e_old, double m_new, double e_new, double u0,
+                             double ulast, double ul, double ur, int T, af_coeffs_t k)
+{
+    if (af_nonfinite(m_new) || af_nonfinite(e_new) || af_nonfinite(m_old) || af_nonfinite(e_old)) {
+        return 0;
+    }
+    double flux = (ur * ur + ulast * ulast - u0 * u0 - ul * ul) * k.c_adv;
+    double diff = (ur - ulast - u0 + ul) * k.c_diff;
+    double dev = (m_new - m_old) - (diff - flux);
+    double a_old = sqrt(2.0 * (double)T * e_old);
+    double a_new = sqrt(2.0 * (double)T * e_new);
+    double scale = a_new + a_old * (1.0 + 4.0 * k.c_diff) +
+                   2.0 * k.c_adv * (4.0 * e_old + ul * ul + ur * ur) + (flux < 0 ? -flux : flux) +
+                   (diff < 0 ? -diff : diff);
+    double bound = ((double)T / 32.0 + 24.0) * 2.220446049250313e-16 * scale;
+    return (dev < 0 ? -dev : dev) <= bound;
 }
 
 /* The fixed-order block diagnostics: AF_LANES interleaved partial sums (element i goes to

@@ -29,12 +29,13 @@ enum {
 };
 
 /* The containment decision of a step without DMR twins: a slot's computed result is committed
- * when the slot is occupied, published (HEALTHY or FADING) and every output is finite. The
+ * when the slot is occupied, published (HEALTHY or FADING), every output is finite and (with
+ * desc.abft) its mass balance holds. The
  * driver's containment (sim/step.c) and the backends' step graphs decide by this rule. */
-AF_HD uint8_t af_commit_decision(int32_t block, int mode, int32_t nonfinite)
+AF_HD uint8_t af_commit_decision(int32_t block, int mode, int32_t nonfinite, int32_t abft_fail)
 {
     return (uint8_t)(block >= 0 && (mode == AF_MODE_HEALTHY || mode == AF_MODE_FADING) &&
-                     nonfinite == 0);
+                     nonfinite == 0 && abft_fail == 0);
 }
 
 /* The exchange vector of one step, combined across ranks with the exact max all-reduce:
@@ -57,6 +58,7 @@ typedef struct af_shard_desc {
     af_coeffs_t coeffs;
     uint64_t seed;        /* fault-injection key */
     af_corrupt_mix_t mix; /* what a corrupted element becomes, and when it is harmful */
+    int abft;             /* 1: compute() checks each slot's mass balance (af_abft_consistent) */
     int cuda_device;
 } af_shard_desc_t;
 
@@ -123,8 +125,9 @@ typedef struct af_kernels_ops {
      * its committed buffer and its neighbours' edges from xchg and writes the other buffer;
      * HEALTHY and FADING slots with slot_p > 0 get fault injection (desc.mix) keyed by (seed,
      * step, block, element), SHADOW slots with slot_p > 0 by (seed, step ^ AF_TWIN_SALT, block,
-     * element); per-slot counts of non-finite outputs, injected corruptions and harmful ones
-     * go to the result arrays. Nothing is committed. */
+     * element); per-slot counts of non-finite outputs, injected corruptions and harmful ones,
+     * and with desc.abft the mass-balance verdict, go to the result arrays. Nothing is
+     * committed. */
     af_result_t (*compute)(af_kernels_t *k, uint64_t step, const uint64_t *xchg, int flags);
     /* Makes the result arrays (nonfinite, injected) readable through the host views. Blocking. */
     af_result_t (*download_results)(af_kernels_t *k);
@@ -175,6 +178,7 @@ struct af_kernels {
     int32_t *nonfinite; /* non-finite outputs of the last compute */
     int32_t *injected;  /* corruptions injected by the last compute */
     int32_t *harmful;   /* of which harmful: non-finite, or a relative error above mix.harm_rel */
+    int32_t *abft;      /* 1: the computed buffer failed the mass balance (desc.abft; else 0) */
     /* The occupied slots (slot_block >= 0), in no particular order, kept by
      * af_kernels_set_block(): the CPU backend's passes and the driver's host passes visit
      * these, so their cost follows the shard's blocks, not its static grid of slots.

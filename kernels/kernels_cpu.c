@@ -147,6 +147,7 @@ static void cpu_destroy(af_kernels_t *k)
     af_free(k->nonfinite);
     af_free(k->injected);
     af_free(k->harmful);
+    af_free(k->abft);
     af_kernels_occ_free(k);
     af_free(k);
 }
@@ -154,11 +155,11 @@ static void cpu_destroy(af_kernels_t *k)
 static size_t cpu_host_bytes(const af_shard_desc_t *desc)
 {
     /* Per slot: two buffers of T doubles, parity, 6 diagnostics, the control arrays (block,
-     * mode, p, commit, select) and the three result counters. */
+     * mode, p, commit, select) and the four result counters. */
     size_t n = (size_t)desc->n_slots;
     return sizeof(af_kernels_t) +
            n * (2 * (size_t)desc->block_len * sizeof(double) + 1 + 6 * sizeof(double) +
-                sizeof(int32_t) + 1 + sizeof(double) + 1 + 1 + 3 * sizeof(int32_t)) +
+                sizeof(int32_t) + 1 + sizeof(double) + 1 + 1 + 4 * sizeof(int32_t)) +
            af_kernels_occ_bytes(desc);
 }
 
@@ -185,9 +186,10 @@ static af_result_t cpu_create(const af_shard_desc_t *desc, af_kernels_t **out)
     k->nonfinite = af_alloc(n * sizeof(int32_t));
     k->injected = af_alloc(n * sizeof(int32_t));
     k->harmful = af_alloc(n * sizeof(int32_t));
+    k->abft = af_alloc(n * sizeof(int32_t));
     AF_REQUIRE_GOTO(c->state && c->parity && c->diag && k->slot_block && k->slot_mode &&
                         k->slot_p && k->commit && k->select && k->nonfinite && k->injected &&
-                        k->harmful,
+                        k->harmful && k->abft,
                     AF_ERR_NOMEM, rc, fail);
     AF_CHECK_GOTO(af_kernels_occ_alloc(k), rc, fail);
     for (size_t s = 0; s < n; ++s) {
@@ -307,6 +309,7 @@ static af_result_t cpu_compute(af_kernels_t *k, uint64_t step, const uint64_t *x
         k->nonfinite[s] = 0;
         k->injected[s] = 0;
         k->harmful[s] = 0;
+        k->abft[s] = 0;
         if (!unmasked && (b < 0 || k->slot_mode[s] == AF_MODE_DEAD)) {
             continue; /* empty or lost: masked out, nothing written */
         }
@@ -343,6 +346,11 @@ static af_result_t cpu_compute(af_kernels_t *k, uint64_t step, const uint64_t *x
         cpu_fill_diag(un, T, d);
         if (!unmasked) {
             k->nonfinite[s] = (int32_t)d[2];
+            if (k->desc.abft) {
+                const double *od = cpu_diag(c, s, c->parity[s]);
+                k->abft[s] =
+                    !af_abft_consistent(od[0], od[1], d[0], d[1], u[0], u[T - 1], ul, ur, T, kc);
+            }
         }
     }
     return AF_OK;
@@ -451,7 +459,8 @@ static af_result_t cpu_graph_run(af_kernels_t *k, const af_graph_io_t *io, uint6
     AF_CHECK(cpu_graph_prepare(k, io));
     AF_CHECK(cpu_compute(k, step, io->xchg_in, 0));
     for (int s = 0; s < k->desc.n_slots; ++s) {
-        k->commit[s] = af_commit_decision(k->slot_block[s], k->slot_mode[s], k->nonfinite[s]);
+        k->commit[s] =
+            af_commit_decision(k->slot_block[s], k->slot_mode[s], k->nonfinite[s], k->abft[s]);
     }
     AF_CHECK(cpu_commit(k));
     AF_CHECK(cpu_pack(k, io->xchg_out));

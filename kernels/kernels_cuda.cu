@@ -9,8 +9,8 @@
  *            | select (u8), filled by upload_control() from a pinned staging copy of the host
  *            views; pack() and compute() read this mirror, so the host views must be uploaded
  *            after they change
- *   results  device, one region: nonfinite | injected | harmful (i32 each), copied back into a
- *            pinned host region by download_results(); the host views point into it
+ *   results  device, one region: nonfinite | injected | harmful | abft (i32 each), copied back into
+ * a pinned host region by download_results(); the host views point into it
  *
  *   graph    the steady-state step (graph_prepare): captured once on the stream and
  *            instantiated once; its per-step inputs are read at launch from pinned host words
@@ -77,7 +77,7 @@ typedef struct af_cuda {
     unsigned char *control;   /* device control region, control_bytes */
     unsigned char *results;   /* device results region, results_bytes */
     unsigned char *h_stage;   /* pinned staging copy of the control host views */
-    unsigned char *h_results; /* pinned; nonfinite/injected/harmful point into it */
+    unsigned char *h_results; /* pinned; nonfinite/injected/harmful/abft point into it */
     uint8_t *h_parity;        /* host mirror of parity */
     size_t control_bytes;
     size_t results_bytes;
@@ -106,6 +106,7 @@ typedef struct af_cuda_res {
     int32_t *nonfinite;
     int32_t *injected;
     int32_t *harmful;
+    int32_t *abft;
 } af_cuda_res_t;
 
 static size_t ctl_bytes(size_t n)
@@ -130,6 +131,7 @@ static af_cuda_res_t res_view(unsigned char *base, size_t n)
     r.nonfinite = (int32_t *)base;
     r.injected = r.nonfinite + n;
     r.harmful = r.injected + n;
+    r.abft = r.harmful + n;
     return r;
 }
 
@@ -191,6 +193,7 @@ typedef struct step_args {
     af_coeffs_t coeffs;
     uint64_t seed;
     af_corrupt_mix_t mix;
+    int abft; /* desc.abft: check each computed slot's mass balance */
     uint64_t step;
     const uint64_t *step_dev; /* when set, the key is read here instead (the step graph) */
     int selected;             /* AF_COMPUTE_SELECTED: only slots whose select[] is set */
@@ -224,6 +227,7 @@ template <bool kMasked> __global__ void __launch_bounds__(AF_CUDA_BLOCK) step_ke
         a.res.nonfinite[s] = 0;
         a.res.injected[s] = 0;
         a.res.harmful[s] = 0;
+        a.res.abft[s] = 0;
     }
     if (kMasked && (b < 0 || mode == AF_MODE_DEAD)) {
         return; /* empty or lost: masked out, nothing written */
@@ -285,6 +289,11 @@ template <bool kMasked> __global__ void __launch_bounds__(AF_CUDA_BLOCK) step_ke
         d[2] = (double)nonfinite;
         if (kMasked) {
             a.res.nonfinite[s] = nonfinite;
+            if (a.abft) {
+                const double *od = a.diag + ((size_t)s * 2 + (size_t)p) * 3;
+                a.res.abft[s] =
+                    !af_abft_consistent(od[0], od[1], mass, energy, u[0], u[T - 1], ul, ur, T, kc);
+            }
         }
     }
 }
@@ -333,6 +342,15 @@ __global__ void __launch_bounds__(AF_CUDA_BLOCK) inject_kernel(step_args_t a)
         a.res.nonfinite[s] = (int32_t)d[2];
         a.res.injected[s] = injected;
         a.res.harmful[s] = harmful;
+        if (a.abft) {
+            /* The mass balance of the injected buffer, as step_kernel checks a clean one. */
+            const double *u = a.state + ((size_t)s * 2 + (size_t)p) * (size_t)T;
+            const double *od = a.diag + ((size_t)s * 2 + (size_t)p) * 3;
+            const double ul = af_double(a.xchg[2 * (size_t)((b + a.B - 1) % a.B) + 1]);
+            const double ur = af_double(a.xchg[2 * (size_t)((b + 1) % a.B)]);
+            a.res.abft[s] =
+                !af_abft_consistent(od[0], od[1], d[0], d[1], u[0], u[T - 1], ul, ur, T, a.coeffs);
+        }
     }
 }
 
@@ -376,11 +394,12 @@ __global__ void commit_kernel(uint8_t *__restrict__ parity, af_cuda_ctl_t ctl, i
  * af_commit_decision, in the device mirror of commit[] (which pack and commit read next). One
  * thread per slot. */
 __global__ void contain_kernel(uint8_t *__restrict__ commit, af_cuda_ctl_t ctl,
-                               const int32_t *__restrict__ nonfinite, int n_slots)
+                               const int32_t *__restrict__ nonfinite,
+                               const int32_t *__restrict__ abft, int n_slots)
 {
     const int s = (int)(blockIdx.x * blockDim.x + threadIdx.x);
     if (s < n_slots) {
-        commit[s] = af_commit_decision(ctl.slot_block[s], ctl.slot_mode[s], nonfinite[s]);
+        commit[s] = af_commit_decision(ctl.slot_block[s], ctl.slot_mode[s], nonfinite[s], abft[s]);
     }
 }
 
@@ -511,7 +530,7 @@ static size_t cuda_host_bytes(const af_shard_desc_t *desc)
      * pinned memory, the parity mirror, the control views, and graph_prepare()'s pinned
      * commit decisions and exchange copy. */
     size_t n = (size_t)desc->n_slots;
-    return sizeof(af_kernels_t) + ctl_bytes(n) + n * 3 * sizeof(int32_t) + n +
+    return sizeof(af_kernels_t) + ctl_bytes(n) + n * 4 * sizeof(int32_t) + n +
            n * (sizeof(int32_t) + 1 + sizeof(double) + 1 + 1) + n +
            af_xchg_len(desc->blocks) * sizeof(uint64_t) + af_kernels_occ_bytes(desc);
 }
@@ -534,7 +553,7 @@ static af_result_t cuda_create(const af_shard_desc_t *desc, af_kernels_t **out)
     AF_CUDA_CHECK_GOTO(cudaStreamCreateWithFlags(&c->stream, cudaStreamDefault), rc, fail);
     AF_CUDA_CHECK_GOTO(cudaEventCreateWithFlags(&c->staged, cudaEventDisableTiming), rc, fail);
     c->control_bytes = ctl_bytes(n);
-    c->results_bytes = n * 3 * sizeof(int32_t);
+    c->results_bytes = n * 4 * sizeof(int32_t);
     AF_CHECK_GOTO(dev_alloc((void **)&c->state, n * 2 * T * sizeof(double), &c->noted), rc, fail);
     AF_CHECK_GOTO(dev_alloc((void **)&c->diag, n * 6 * sizeof(double), &c->noted), rc, fail);
     AF_CHECK_GOTO(dev_alloc((void **)&c->parity, n, &c->noted), rc, fail);
@@ -563,6 +582,7 @@ static af_result_t cuda_create(const af_shard_desc_t *desc, af_kernels_t **out)
         k->nonfinite = hr.nonfinite;
         k->injected = hr.injected;
         k->harmful = hr.harmful;
+        k->abft = hr.abft;
     }
     for (size_t s = 0; s < n; ++s) {
         k->slot_block[s] = -1;
@@ -669,6 +689,7 @@ static af_result_t launch_compute(af_kernels_t *k, const uint64_t *xchg, uint64_
     a.coeffs = k->desc.coeffs;
     a.seed = k->desc.seed;
     a.mix = k->desc.mix;
+    a.abft = k->desc.abft;
     a.step = step;
     a.step_dev = step_dev;
     a.selected = (flags & AF_COMPUTE_SELECTED) != 0;
@@ -815,7 +836,7 @@ static af_result_t capture_step(af_kernels_t *k, const af_graph_io_t *io)
     AF_CHECK(launch_compute(k, io->xchg_in, 0, c->d_key, 0));
     if (n > 0) {
         contain_kernel<<<grid, AF_CUDA_BLOCK, 0, c->stream>>>((uint8_t *)ctl.commit, ctl,
-                                                              res.nonfinite, n);
+                                                              res.nonfinite, res.abft, n);
         AF_CUDA_LAUNCHED("contain_kernel");
         commit_kernel<<<grid, AF_CUDA_BLOCK, 0, c->stream>>>(c->parity, ctl, n);
         AF_CUDA_LAUNCHED("commit_kernel");

@@ -52,6 +52,7 @@ void af_kernels_set_block(af_kernels_t *k, int s, int32_t block)
         k->nonfinite[s] = 0;
         k->injected[s] = 0;
         k->harmful[s] = 0;
+        k->abft[s] = 0;
         k->commit[s] = 0;
         k->select[s] = 0;
     }

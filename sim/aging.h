@@ -46,9 +46,11 @@ enum {
     AF_CAUSE_WEAROUT = 1,
     AF_CAUSE_SUDDEN = 2,
     AF_CAUSE_SCRIPTED = 3,
-    AF_CAUSE_DEVICE = 4,   /* its whole device was lost (aging.device_rate_per_hour) */
-    AF_CAUSE_NODE = 5,     /* its whole node was lost (aging.node_rate_per_hour) */
-    AF_CAUSE_STRAGGLER = 6 /* declared a straggler: drained like a FADING unit (never in /units) */
+    AF_CAUSE_DEVICE = 4,    /* its whole device was lost (aging.device_rate_per_hour) */
+    AF_CAUSE_NODE = 5,      /* its whole node was lost (aging.node_rate_per_hour) */
+    AF_CAUSE_STRAGGLER = 6, /* declared a straggler: drained like a FADING unit (never in /units) */
+    AF_CAUSE_SUSPECT = 7    /* quarantined: fenced recovery.quarantine_after times while HEALTHY,
+                               drained like a FADING unit (/units/quarantined_step) */
 };
 
 /* A change of one unit's state in one step. */

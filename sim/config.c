@@ -112,9 +112,17 @@ static const key_def_t KEYS[] = {
      "moves", "drain moves planned per step at most (restores and retries are not capped)"},
     {"recovery", "replica_interval", T_INT, OFF(replica_interval), 0, 1, 1e9, NULL, "20", "steps",
      "steps between refreshes of every block's replica on a buddy device"},
-    {"recovery", "detect", T_ENUM, OFF(detect), 0, 0, 0, "finite|dmr", "dmr", "",
-     "finite: fence non-finite outputs; dmr: also recompute FADING units' blocks on a healthy "
-     "buddy and compare bitwise"},
+    {"recovery", "detect", T_ENUM, OFF(detect), 0, 0, 0, AF_DETECT_VALUES, "dmr", "",
+     "finite: fence non-finite outputs (always on); dmr: recompute FADING units' blocks on a "
+     "buddy and compare bitwise; abft: fence a block whose mass change differs from its edge "
+     "fluxes; sampled: recompute a rotating sample_fraction of all blocks on a buddy"},
+    {"recovery", "sample_fraction", T_REAL, OFF(sample_fraction), 0, 1e-6, 1.0, NULL, "0.05",
+     "fraction",
+     "detect = sampled: share of all blocks twinned each step (every block once in "
+     "ceil(1/fraction) steps)"},
+    {"recovery", "quarantine_after", T_INT, OFF(quarantine_after), 0, 0, 1e9, NULL, "3", "fences",
+     "a unit whose results are fenced this many times by abft or a twin is declared suspect and "
+     "drained (0: never)"},
     {"recovery", "drain", T_ENUM, OFF(drain), 0, 0, 0, "off|on", "on", "",
      "move blocks off FADING units before they die"},
     {"recovery", "replay", T_ENUM, OFF(replay), 0, 0, 0, "local|global", "local", "",

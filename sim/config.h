@@ -20,7 +20,32 @@
 enum { AF_BACKEND_AUTO = 0, AF_BACKEND_CPU = 1, AF_BACKEND_CUDA = 2 };
 enum { AF_FABRIC_AUTO = 0, AF_FABRIC_MPI = 1, AF_FABRIC_NCCL = 2 };
 enum { AF_GRAPH_AUTO = 0, AF_GRAPH_ON = 1, AF_GRAPH_OFF = 2 };
+/* recovery.detect: the index of its value in the key's list (sim/config.c), and the detectors
+ * each value turns on (af_detect_flags). The finite check is always on. */
 enum { AF_DETECT_FINITE = 0, AF_DETECT_DMR = 1 };
+enum { AF_DET_DMR = 1, AF_DET_ABFT = 2, AF_DET_SAMPLED = 4 };
+static inline int af_detect_flags(int detect)
+{
+    static const int flags[] = {0,
+                                AF_DET_DMR,
+                                AF_DET_ABFT,
+                                AF_DET_SAMPLED,
+                                AF_DET_ABFT | AF_DET_DMR,
+                                AF_DET_ABFT | AF_DET_SAMPLED,
+                                AF_DET_SAMPLED | AF_DET_DMR,
+                                AF_DET_ABFT | AF_DET_SAMPLED | AF_DET_DMR};
+    return detect >= 0 && detect < 8 ? flags[detect] : 0;
+}
+/* The values of recovery.detect, in the order of its index. */
+#define AF_DETECT_VALUES                                                                           \
+    "finite|dmr|abft|sampled|abft+dmr|abft+sampled|sampled+dmr|abft+sampled+dmr"
+static inline const char *af_detect_name(int detect)
+{
+    static const char *const names[] = {
+        "finite",   "dmr",          "abft",        "sampled",
+        "abft+dmr", "abft+sampled", "sampled+dmr", "abft+sampled+dmr"};
+    return detect >= 0 && detect < 8 ? names[detect] : "?";
+}
 enum {
     AF_EVENT_KILL = 0,
     AF_EVENT_FADE = 1,
@@ -100,7 +125,9 @@ typedef struct af_config {
     /* [recovery] */
     int64_t max_moves_per_step;
     int64_t replica_interval;
-    int detect;
+    int detect;               /* index into recovery.detect's values: af_detect_flags */
+    double sample_fraction;   /* detect = sampled */
+    int64_t quarantine_after; /* fences before a unit is declared suspect (0: never) */
     int drain;
     int replay; /* AF_REPLAY_*: how a block restored from an older replica catches up */
     /* [throttle] */

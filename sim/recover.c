@@ -766,7 +766,8 @@ af_result_t af_dmr_begin(af_run_state_t *r, const af_move_t *only, int64_t n_onl
          * where they always did. twin[] is only read for these blocks (containment) and for
          * the retried ones, which the retry pass resets, so the rest keep stale entries. */
         candidates = 0;
-        for (int64_t i = 0; i < r->n_fade + r->n_strag_units; ++i) {
+        const int dmr = (af_detect_flags(r->cfg.detect) & AF_DET_DMR) != 0;
+        for (int64_t i = 0; dmr && i < r->n_fade + r->n_strag_units; ++i) {
             /* The model's FADING units, then the declared stragglers (FADING to the
              * coordinator; a unit may be both). */
             int64_t u = i < r->n_fade ? r->fade_units[i] : r->strag_units[i - r->n_fade];
@@ -775,6 +776,13 @@ af_result_t af_dmr_begin(af_run_state_t *r, const af_move_t *only, int64_t n_onl
                 if (b >= 0) {
                     r->items[candidates++] = b;
                 }
+            }
+        }
+        if (r->sample_period > 0) {
+            /* detect = sampled: this step's turn of the rotation, whatever their units. */
+            int64_t t = (int64_t)((uint64_t)r->tick % (uint64_t)r->sample_period);
+            for (int64_t j = r->sample_start[t]; j < r->sample_start[t + 1]; ++j) {
+                r->items[candidates++] = r->sample_order[j];
             }
         }
         af_sort_i64(r->items, (size_t)candidates);
@@ -790,7 +798,10 @@ af_result_t af_dmr_begin(af_run_state_t *r, const af_move_t *only, int64_t n_onl
         int64_t b = only != NULL ? only[i].block : r->items[i];
         r->twin[b] = -1;
         int64_t g = r->pl.block_slot[b];
-        if (r->unit_state[af_slot_unit(&r->pl, g)] != AF_FADING) {
+        int sampled =
+            only == NULL && r->sample_period > 0 &&
+            af_sample_turn(r, b) == (int64_t)((uint64_t)r->tick % (uint64_t)r->sample_period);
+        if (r->unit_state[af_slot_unit(&r->pl, g)] != AF_FADING && !sampled) {
             continue;
         }
         int32_t t = twin_target(r, g);
@@ -871,13 +882,15 @@ static void count_twin_corruption(af_run_state_t *r, int64_t b, int64_t tu, int 
         harmful += af_nonfinite(twin[i]) || (err < 0.0 ? -err : err) > mix.harm_rel * mag;
     }
     r->mine.count[CNT_INJECTED] += injected;
+    r->mine.count[CNT_HARMFUL] += harmful;
     r->mine.count[CNT_SDC] += injected;
     r->mine.count[CNT_SDC_HARMFUL] += harmful;
 }
 
 /* The primary's rank compares its result with the twin's, bit for bit. On a mismatch it adopts
- * the twin's result when the twin ran on a HEALTHY unit and its result is finite, and fences the
- * block otherwise (two FADING units disagree: neither is trusted). The outcome goes to dmr_mark[].
+ * the twin's result when the twin ran on a HEALTHY unit, its result is finite and the primary's
+ * unit is not HEALTHY, and fences the block otherwise (two FADING units, or two HEALTHY ones,
+ * disagree: neither is trusted). The outcome goes to dmr_mark[].
  */
 static af_result_t twin_out_write(af_run_state_t *r, void *ctx, int64_t i, const double *buf)
 {
@@ -891,8 +904,11 @@ static af_result_t twin_out_write(af_run_state_t *r, void *ctx, int64_t i, const
         for (int64_t j = 0; j < r->T; ++j) {
             twin_finite &= !af_nonfinite(buf[j]);
         }
-        /* A twin's non-finite result fails containment like any other: never adopted. */
-        if (r->unit_state[tu] == AF_HEALTHY && twin_finite) {
+        /* A twin's non-finite result fails containment like any other: never adopted. Nor is
+         * a twin's result adopted over a HEALTHY primary's (a sampled check): two units that
+         * look alike disagree, and neither is trusted. */
+        int64_t pu = af_slot_unit(&r->pl, r->pl.block_slot[b]);
+        if (r->unit_state[tu] == AF_HEALTHY && twin_finite && r->unit_state[pu] != AF_HEALTHY) {
             AF_CHECK(r->k->ops->write_next(r->k, s, buf));
             r->dmr_mark[s] = AF_DMR_ADOPTED;
             count_twin_corruption(r, b, tu, s, buf);

@@ -363,6 +363,7 @@ static af_result_t run_init(run_t *r)
         .coeffs = r->coeffs,
         .seed = (uint64_t)r->cfg.seed,
         .mix = af_corrupt_mix(&r->cfg),
+        .abft = (af_detect_flags(r->cfg.detect) & AF_DET_ABFT) != 0,
         .cuda_device = cuda_device,
     };
     AF_CHECK(all_ok(r, kops->create(&desc, &r->k)));
@@ -555,33 +556,44 @@ static af_result_t finish(run_t *r, verdict_t *v)
 /* One 8-byte column of /units: every rank's own units (fill writes them into `mine`),
  * gathered to rank 0 in ascending unit order (the ranks' ranges are in rank order) and written
  * there. Collective; a write that fails on rank 0 leaves *rc set and the gathers going. */
-typedef void (*unit_column_fn)(const af_aging_t *a, int64_t k, void *v);
+typedef void (*unit_column_fn)(const run_t *r, int64_t k, void *v);
 
-static void col_lifetime(const af_aging_t *a, int64_t k, void *v)
+static void col_lifetime(const run_t *r, int64_t k, void *v)
 {
+    const af_aging_t *a = &r->aging;
     *(double *)v = a->lifetime_h[k];
 }
-static void col_age(const af_aging_t *a, int64_t k, void *v)
+static void col_age(const run_t *r, int64_t k, void *v)
 {
+    const af_aging_t *a = &r->aging;
     /* The model keeps each unit's linear segment, not its age: the age at the last step (at
      * the death step for the dead) comes from the segment. */
     *(double *)v = af_aging_age_h(a, a->u_lo + k);
 }
-static void col_temp(const af_aging_t *a, int64_t k, void *v)
+static void col_temp(const run_t *r, int64_t k, void *v)
 {
+    const af_aging_t *a = &r->aging;
     *(double *)v = a->temp_k[k];
 }
-static void col_fade(const af_aging_t *a, int64_t k, void *v)
+static void col_fade(const run_t *r, int64_t k, void *v)
 {
+    const af_aging_t *a = &r->aging;
     *(int64_t *)v = a->fade_step[k];
 }
-static void col_death(const af_aging_t *a, int64_t k, void *v)
+static void col_death(const run_t *r, int64_t k, void *v)
 {
+    const af_aging_t *a = &r->aging;
     *(int64_t *)v = a->death_step[k];
 }
-static void col_cause(const af_aging_t *a, int64_t k, void *v)
+static void col_cause(const run_t *r, int64_t k, void *v)
 {
+    const af_aging_t *a = &r->aging;
     *(int64_t *)v = a->cause[k];
+}
+
+static void col_first_corrupt(const run_t *r, int64_t k, void *v)
+{
+    *(int64_t *)v = r->unit_first_corrupt[k];
 }
 
 static af_result_t unit_column(run_t *r, const char *path, int is_f64, unit_column_fn fill,
@@ -589,7 +601,7 @@ static af_result_t unit_column(run_t *r, const char *path, int is_f64, unit_colu
 {
     const af_aging_t *a = &r->aging;
     for (int64_t k = 0; k < a->u_hi - a->u_lo; ++k) {
-        fill(a, k, mine + k);
+        fill(r, k, mine + k);
     }
     AF_CHECK(r->fab->ops->gatherv(r->fab, mine, sizeof(int64_t) * (size_t)(a->u_hi - a->u_lo), all,
                                   counts, 0));
@@ -629,9 +641,13 @@ static af_result_t write_units(run_t *r)
             const char *path;
             int is_f64;
             unit_column_fn fill;
-        } cols[] = {{"/units/lifetime_hours", 1, col_lifetime}, {"/units/age_hours", 1, col_age},
-                    {"/units/temperature_K", 1, col_temp},      {"/units/fade_step", 0, col_fade},
-                    {"/units/death_step", 0, col_death},        {"/units/cause", 0, col_cause}};
+        } cols[] = {{"/units/lifetime_hours", 1, col_lifetime},
+                    {"/units/age_hours", 1, col_age},
+                    {"/units/temperature_K", 1, col_temp},
+                    {"/units/fade_step", 0, col_fade},
+                    {"/units/death_step", 0, col_death},
+                    {"/units/cause", 0, col_cause},
+                    {"/units/first_corrupt_step", 0, col_first_corrupt}};
         for (size_t c = 0; rc == AF_OK && c < sizeof cols / sizeof cols[0]; ++c) {
             rc =
                 unit_column(r, cols[c].path, cols[c].is_f64, cols[c].fill, mine, all, counts, &wrc);
@@ -657,6 +673,13 @@ static af_result_t write_units(run_t *r)
             }
             if (rc == AF_OK) {
                 rc = af_log_write_i64(r->log, "/units/silent", all, n);
+            }
+            /* The fate the quarantine gave a unit: the step it was declared suspect, -1. */
+            for (size_t u = 0; rc == AF_OK && u < n; ++u) {
+                all[u] = r->quarantined_step != NULL ? r->quarantined_step[u] : -1;
+            }
+            if (rc == AF_OK) {
+                rc = af_log_write_i64(r->log, "/units/quarantined_step", all, n);
             }
             if (rc == AF_OK) {
                 rc = af_log_attr_str(r->log, "/units", "cause_codes",
@@ -734,6 +757,13 @@ static af_result_t write_final(run_t *r, const verdict_t *v)
     AF_CHECK(af_log_attr_i64(log, "/final", "fenced_total", tot->fenced));
     AF_CHECK(af_log_attr_i64(log, "/final", "retried_total", tot->retried));
     AF_CHECK(af_log_attr_i64(log, "/final", "unverified_commits_total", tot->unverified_commits));
+    AF_CHECK(af_log_attr_i64(log, "/final", "corrupt_harmful_total", tot->corrupt_harmful));
+    AF_CHECK(af_log_attr_i64(log, "/final", "detected_finite_total", tot->detected_finite));
+    AF_CHECK(af_log_attr_i64(log, "/final", "detected_abft_total", tot->detected_abft));
+    AF_CHECK(af_log_attr_i64(log, "/final", "detected_twin_total", tot->detected_twin));
+    AF_CHECK(af_log_attr_i64(log, "/final", "abft_false_alarms_total", tot->abft_false_alarms));
+    AF_CHECK(af_log_attr_i64(log, "/final", "quarantined_units_total", tot->quarantined_units));
+    AF_CHECK(af_log_attr_i64(log, "/final", "twins_total", tot->twins));
     AF_CHECK(af_log_attr_i64(log, "/final", "moves_drain_total", tot->moves_drain));
     AF_CHECK(af_log_attr_i64(log, "/final", "moves_restore_total", tot->moves_restore));
     AF_CHECK(af_log_attr_i64(log, "/final", "moves_retry_total", tot->moves_retry));
@@ -766,8 +796,8 @@ static void print_summary(const run_t *r, const verdict_t *v, double wall_s)
            (long long)r->cfg.steps, wall_s, wall_s > 0 ? (double)r->tick / wall_s : 0.0,
            r->sim_hours);
     printf("  blackout       max %.1f%% of %lld units dead (detect=%s, drain=%s)\n",
-           100.0 * r->max_blackout, (long long)r->units,
-           r->cfg.detect == AF_DETECT_DMR ? "dmr" : "finite", r->cfg.drain ? "on" : "off");
+           100.0 * r->max_blackout, (long long)r->units, af_detect_name(r->cfg.detect),
+           r->cfg.drain ? "on" : "off");
     printf("  containment    %lld corruptions injected, %lld detected, %lld fenced, %lld "
            "retried; %lld NaN/Inf leaked, %lld finite undetected (%lld harmful, %lld benign)\n",
            (long long)t->corrupt_injected, (long long)t->corrupt_detected, (long long)t->fenced,
@@ -782,7 +812,14 @@ static void print_summary(const run_t *r, const verdict_t *v, double wall_s)
                "corruption.silent_fraction = %g)\n",
                (long long)silent, (long long)r->units, r->cfg.silent_p, r->cfg.silent_fraction);
     }
-    if (r->cfg.detect == AF_DETECT_DMR) {
+    if (t->corrupt_detected > 0 || t->abft_false_alarms > 0 || t->quarantined_units > 0) {
+        printf("  detectors      of %lld detected: %lld non-finite, %lld abft, %lld by a twin; "
+               "%lld abft false alarms; %lld units quarantined\n",
+               (long long)t->corrupt_detected, (long long)t->detected_finite,
+               (long long)t->detected_abft, (long long)t->detected_twin,
+               (long long)t->abft_false_alarms, (long long)t->quarantined_units);
+    }
+    if (af_detect_flags(r->cfg.detect) & AF_DET_DMR) {
         printf("  unverified     %lld block results of FADING units committed without a DMR "
                "twin (no room for one)%s\n",
                (long long)t->unverified_commits,

@@ -27,6 +27,12 @@ enum {
     CNT_RETRIED,
     CNT_SDC,
     CNT_SDC_HARMFUL, /* of CNT_SDC, relative error above corruption.harm_rel_error */
+    CNT_HARMFUL,     /* of CNT_INJECTED, relative error above corruption.harm_rel_error */
+    CNT_DET_FINITE,  /* of CNT_DETECTED, by the non-finite test */
+    CNT_DET_ABFT,    /* of CNT_DETECTED, by the mass balance */
+    CNT_DET_TWIN,    /* of CNT_DETECTED, by a twin's disagreement */
+    CNT_ABFT_FALSE,  /* slots abft fenced with nothing injected */
+    CNT_TWINS,       /* twins computed (rank 0 counts; every rank plans the same) */
     CNT_UNVERIFIED,
     CNT_ALLOCS,
     CNT_COMMS,
@@ -151,10 +157,21 @@ typedef struct af_run_state {
     af_straggler_t strag;
     double *strag_in;     /* devices: the per-block times of the last exchange */
     int64_t *strag_new;   /* devices: newly declared stragglers */
-    int32_t *strag_units; /* units of the declared stragglers, ascending */
+    int32_t *strag_units; /* units of the declared stragglers and suspects, ascending */
     int64_t n_strag_units;
-    int64_t straggler_healthy; /* declared units the aging model still calls HEALTHY */
-    int64_t slow_units;        /* live units with a slowdown above 1 */
+    /* Detectors (recovery.detect) beyond the non-finite test. Every rank holds the same. */
+    int64_t sample_period; /* sampled: N = ceil(1 / sample_fraction), 0 when off */
+    int32_t *sample_order; /* sampled: the blocks grouped by their turn (h(b) mod N), ascending
+                              within a group */
+    int64_t *sample_start; /* sampled: group t is sample_order[sample_start[t], [t + 1]) */
+    uint8_t *fence_count;  /* quarantine: fences of each unit while HEALTHY (saturating) */
+    int32_t *suspect_new;  /* quarantine: units that reached the count this step */
+    int64_t n_suspect_new;
+    int64_t *quarantined_step;   /* quarantine: the step each unit was declared suspect, -1 */
+    int32_t *unit_first_corrupt; /* own units: the first step a result of theirs was corrupted */
+    int64_t n_quarantined;       /* units declared suspect in this step */
+    int64_t straggler_healthy;   /* declared units the aging model still calls HEALTHY */
+    int64_t slow_units;          /* live units with a slowdown above 1 */
     /* Pacing. */
     af_pacer_t pacer;
     double prev_sink_us;
@@ -245,6 +262,15 @@ typedef struct af_run_state {
 static inline uint64_t af_inject_key(const af_run_state_t *r, int round)
 {
     return (uint64_t)r->tick * 8U + (uint64_t)round;
+}
+
+/* detect = sampled: the turn of block b in the rotation of sample_period steps (drawn from the
+ * seed and the block alone); block b is twinned in the steps whose tick % sample_period is its
+ * turn, so every block is checked once every sample_period steps. */
+static inline int64_t af_sample_turn(const af_run_state_t *r, int64_t b)
+{
+    return (int64_t)(af_hash4((uint64_t)r->cfg.seed, 0x5a3b1e, (uint64_t)b, 0) %
+                     (uint64_t)r->sample_period);
 }
 
 /* The index of unit u (one of this rank's own) in the tables of own units. */

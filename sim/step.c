@@ -140,6 +140,57 @@ static void log_event(af_run_state_t *r, const char *kind, int64_t block, int64_
     }
 }
 
+/* The detectors' tables, at start-up (every rank the same): with detect = sampled the blocks
+ * grouped by their turn, so a step finds its sample without visiting every block; with
+ * quarantine the fence counts of every unit and the declared suspects' list. */
+static af_result_t detectors_init(af_run_state_t *r, size_t units)
+{
+    if (af_detect_flags(r->cfg.detect) & AF_DET_SAMPLED) {
+        int64_t n = (int64_t)ceil(1.0 / r->cfg.sample_fraction);
+        r->sample_period = n;
+        r->sample_order = af_alloc(sizeof(int32_t) * (size_t)r->B);
+        r->sample_start = af_alloc(sizeof(int64_t) * (size_t)(n + 1));
+        if (r->sample_order == NULL || r->sample_start == NULL) {
+            af_error_set("cannot allocate the sampled detector's %lld groups of %lld blocks",
+                         (long long)n, (long long)r->B);
+            return AF_ERR_NOMEM;
+        }
+        /* A counting sort of the blocks by turn: ascending block order within a turn. */
+        memset(r->sample_start, 0, sizeof(int64_t) * (size_t)(n + 1));
+        for (int64_t b = 0; b < r->B; ++b) {
+            r->sample_start[af_sample_turn(r, b) + 1]++;
+        }
+        for (int64_t t = 0; t < n; ++t) {
+            r->sample_start[t + 1] += r->sample_start[t];
+        }
+        for (int64_t b = 0; b < r->B; ++b) {
+            int64_t t = af_sample_turn(r, b);
+            r->sample_order[r->sample_start[t]++] = (int32_t)b;
+        }
+        for (int64_t t = n; t > 0; --t) {
+            r->sample_start[t] = r->sample_start[t - 1];
+        }
+        r->sample_start[0] = 0;
+    }
+    if (r->cfg.quarantine_after > 0) {
+        r->fence_count = af_alloc(units > 0 ? units : 1);
+        r->suspect_new = af_alloc(sizeof(int32_t) * (units > 0 ? units : 1));
+        r->quarantined_step = af_alloc(sizeof(int64_t) * (units > 0 ? units : 1));
+        if (r->strag_units == NULL) {
+            r->strag_units = af_alloc(sizeof(int32_t) * (units > 0 ? units : 1));
+        }
+        if (!r->fence_count || !r->suspect_new || !r->quarantined_step || !r->strag_units) {
+            af_error_set("cannot allocate the quarantine tables of %zu units", units);
+            return AF_ERR_NOMEM;
+        }
+        memset(r->fence_count, 0, units);
+        for (size_t u = 0; u < units; ++u) {
+            r->quarantined_step[u] = -1;
+        }
+    }
+    return AF_OK;
+}
+
 af_result_t af_step_init(af_run_state_t *r)
 {
     size_t B = (size_t)r->B;
@@ -156,6 +207,7 @@ af_result_t af_step_init(af_run_state_t *r)
     r->own_units = (r->pl.dev_hi - r->pl.dev_lo) * r->U;
     size_t own = (size_t)(r->own_units > 0 ? r->own_units : 1);
     r->unit_p = af_alloc(sizeof(double) * own);
+    r->unit_first_corrupt = af_alloc(sizeof(int32_t) * own);
     /* Changes: the model's, then those of declared stragglers (units the model left HEALTHY). */
     r->changes = af_alloc(sizeof(af_health_change_t) * 2 * units);
     r->moves = af_alloc(sizeof(af_move_t) * B);
@@ -170,7 +222,9 @@ af_result_t af_step_init(af_run_state_t *r)
     for (size_t i = 0; r->xfer_set != NULL && i < AF_XFER_SET; ++i) {
         r->xfer_set[i] = -1;
     }
-    r->items = af_alloc(sizeof(int64_t) * B);
+    /* The twin candidates (FADING units' and stragglers' blocks, a unit possibly both, and the
+     * sampled ones) before they are sorted and deduplicated: at most twice the blocks. */
+    r->items = af_alloc(sizeof(int64_t) * 2 * B);
     r->twin = af_alloc(sizeof(int32_t) * B);
     r->dmr_mark = af_alloc((size_t)(r->n_local > 0 ? r->n_local : 1));
     r->committed_now = af_alloc((size_t)(r->n_local > 0 ? r->n_local : 1));
@@ -182,13 +236,14 @@ af_result_t af_step_init(af_run_state_t *r)
     r->dev_delay = af_alloc(sizeof(double) * (ldev > 0 ? ldev : 1));
     r->dev_words = af_alloc(sizeof(uint64_t) * D);
     if (!r->unit_base || !r->unit_deg || !r->unit_stamp || !r->slow_list || !r->dev_delay ||
-        !r->dev_words) {
+        !r->dev_words || !r->unit_first_corrupt) {
         af_error_set("cannot allocate the throttling tables for %lld units", (long long)r->units);
         return AF_ERR_NOMEM;
     }
     for (int64_t k = 0; k < r->own_units; ++k) {
         r->unit_base[k] = 1.0;
         r->unit_stamp[k] = -1;
+        r->unit_first_corrupt[k] = -1;
     }
     /* The own units any slow event names, once each (unit_stamp marks them for the moment). */
     r->n_slow = 0;
@@ -223,6 +278,7 @@ af_result_t af_step_init(af_run_state_t *r)
             return AF_ERR_NOMEM;
         }
     }
+    AF_CHECK(detectors_init(r, units));
     af_pacer_init(&r->pacer, r->cfg.pacing_gamma, r->cfg.pacing_alpha, r->cfg.pacing_warmup);
     if (!r->xchg_prev || !r->xchg_cur || !r->cellbuf || !r->twin_buf || !r->unit_state ||
         !r->unit_p || !r->changes || !r->moves || !r->rep_rank || !r->rep_off || !r->stage_send ||
@@ -274,6 +330,8 @@ void af_step_destroy(af_run_state_t *r)
     af_free(r->twin_buf);
     af_free(r->unit_state);
     af_free(r->unit_p);
+    af_free(r->unit_first_corrupt);
+    r->unit_first_corrupt = NULL;
     af_free(r->changes);
     af_free(r->moves);
     af_free(r->rep_rank);
@@ -310,6 +368,14 @@ void af_step_destroy(af_run_state_t *r)
     af_free(r->strag_in);
     af_free(r->strag_new);
     af_free(r->strag_units);
+    af_free(r->sample_order);
+    af_free(r->sample_start);
+    af_free(r->fence_count);
+    af_free(r->suspect_new);
+    af_free(r->quarantined_step);
+    r->sample_order = r->suspect_new = NULL;
+    r->sample_start = r->quarantined_step = NULL;
+    r->fence_count = NULL;
     af_free(r->my_changes);
     af_free(r->scripted);
     af_free(r->fade_units);
@@ -372,6 +438,52 @@ static int64_t stragglers(af_run_state_t *r, int64_t nc)
             strag_insert(r, u);
         }
     }
+    return nc;
+}
+
+/* Every rank, at each round of a step's retries: the units the fenced blocks ran on (still
+ * their placement: the retry moves come after) count a fence while the coordinator calls them
+ * HEALTHY (a FADING unit is already draining); a unit that reaches recovery.quarantine_after
+ * is declared suspect at the next plan. The fenced list and the placement are the same on
+ * every rank, so the counts are too. */
+static void count_fences(af_run_state_t *r)
+{
+    if (r->fence_count == NULL) {
+        return;
+    }
+    for (int64_t i = 0; i < r->n_fenced; ++i) {
+        int64_t u = af_slot_unit(&r->pl, r->pl.block_slot[r->fenced[i]]);
+        if (r->unit_state[u] != AF_HEALTHY || r->fence_count[u] == UINT8_MAX) {
+            continue;
+        }
+        if (++r->fence_count[u] == (uint64_t)r->cfg.quarantine_after) {
+            r->suspect_new[r->n_suspect_new++] = (int32_t)u;
+        }
+    }
+}
+
+/* Every rank, in the plan: the suspects of the last step become FADING to the coordinator
+ * (cause suspect), so the plan drains them with the stragglers' budget and nothing chooses
+ * them as a target; an event names each. Returns the new change count. */
+static int64_t declare_suspects(af_run_state_t *r, int64_t nc)
+{
+    for (int64_t i = 0; i < r->n_suspect_new; ++i) {
+        int64_t u = r->suspect_new[i];
+        if (r->unit_state[u] != AF_HEALTHY) {
+            continue; /* it failed or faded on its own since */
+        }
+        log_event(r, "suspect", -1, u * r->C, -1, r->fence_count[u]);
+        r->changes[nc].unit = (int32_t)u;
+        r->changes[nc].state = AF_FADING;
+        r->changes[nc].cause = AF_CAUSE_SUSPECT;
+        nc++;
+        r->unit_state[u] = AF_FADING;
+        af_placement_dir_unit(&r->pl, u);
+        strag_insert(r, u);
+        r->quarantined_step[u] = r->tick;
+        r->n_quarantined++;
+    }
+    r->n_suspect_new = 0;
     return nc;
 }
 
@@ -524,6 +636,7 @@ static void plan(af_run_state_t *r, int64_t n_model)
     if (r->cfg.straggler_detect) {
         nc = stragglers(r, nc);
     }
+    nc = declare_suspects(r, nc);
     int64_t exhausted = 0;
     int64_t nm =
         af_coord_plan_listed(&r->pl, r->unit_state, r->changes, nc, r->fade_units, r->n_fade,
@@ -773,24 +886,41 @@ static af_result_t contain(af_run_state_t *r, int flags, int verify)
             continue;
         }
         r->mine.count[CNT_INJECTED] += k->injected[s];
+        r->mine.count[CNT_HARMFUL] += k->harmful[s];
+        if (k->injected[s] > 0) {
+            /* The unit's record: the first step it corrupted a result (the simulator's truth,
+             * for the time to quarantine; no detector reads it). */
+            int32_t *seen =
+                &r->unit_first_corrupt[af_own_unit(r, af_slot_unit(&r->pl, r->slot0 + s))];
+            *seen = *seen < 0 ? (int32_t)r->tick : *seen;
+        }
+        int abft_fail = k->desc.abft && k->abft[s] != 0;
         if (r->dmr_mark[s] == AF_DMR_ADOPTED) {
             /* The healthy twin's result replaced ours: a recompute within the step. */
             k->commit[s] = 1;
             r->mine.count[CNT_FENCED]++;
             r->mine.count[CNT_RETRIED]++;
             r->mine.count[CNT_DETECTED] += k->injected[s];
-        } else if (r->dmr_mark[s] == AF_DMR_FENCED || k->nonfinite[s] != 0) {
+            r->mine.count[CNT_DET_TWIN] += k->injected[s];
+        } else if (r->dmr_mark[s] == AF_DMR_FENCED || k->nonfinite[s] != 0 || abft_fail) {
             k->commit[s] = 0;
             r->mine.count[CNT_FENCED]++;
             r->mine.count[CNT_DETECTED] += k->injected[s];
+            /* Credited to the cheapest detector that fired: the non-finite test, then the mass
+             * balance, then the twin. */
+            r->mine.count[k->nonfinite[s] != 0 ? CNT_DET_FINITE
+                          : abft_fail          ? CNT_DET_ABFT
+                                               : CNT_DET_TWIN] += k->injected[s];
+            /* The simulator's truth, for the false-alarm count: nothing was injected. */
+            r->mine.count[CNT_ABFT_FALSE] += abft_fail && k->injected[s] == 0;
         } else {
             k->commit[s] = 1;
             r->mine.count[CNT_SDC] += k->injected[s]; /* finite corruption got through */
             r->mine.count[CNT_SDC_HARMFUL] += k->harmful[s];
             /* DMR promises a twin for every block of a FADING unit; with no room left for one
              * (af_dmr_begin) the block is committed unchecked: counted, never hidden. */
-            if (r->cfg.detect == AF_DETECT_DMR && k->slot_mode[s] == AF_MODE_FADING &&
-                r->twin[k->slot_block[s]] < 0) {
+            if ((af_detect_flags(r->cfg.detect) & AF_DET_DMR) &&
+                k->slot_mode[s] == AF_MODE_FADING && r->twin[k->slot_block[s]] < 0) {
                 r->mine.count[CNT_UNVERIFIED]++;
             }
         }
@@ -982,6 +1112,7 @@ af_result_t af_step(af_run_state_t *r, int *stop)
     af_kernels_t *k = r->k;
     memset(&r->mine, 0, sizeof r->mine);
     r->n_drain = r->n_restore = r->n_retry_moves = r->n_rollbacks = r->n_replayed = 0;
+    r->n_quarantined = 0;
     r->n_replayed_blocks = r->n_replayed_block_steps = 0;
     r->n_replicas_lost = r->n_replicas_retaken = 0;
     r->tick++;
@@ -1065,9 +1196,11 @@ af_result_t af_step(af_run_state_t *r, int *stop)
         r->dmr_mark[k->occ[i]] = AF_DMR_NONE;
     }
     int64_t twins = 0;
-    if (r->cfg.detect == AF_DETECT_DMR) {
+    if (af_detect_flags(r->cfg.detect) & (AF_DET_DMR | AF_DET_SAMPLED)) {
         AF_CHECK(af_dmr_begin(r, NULL, 0, &twins));
     }
+    /* Every rank plans the same twins: rank 0 alone counts them. */
+    r->mine.count[CNT_TWINS] += r->world.rank == 0 ? twins : 0;
     double t3 = 0.0;
     if (r->graph_on && twins == 0 && !rollback) {
         /* Steps 3 and 4 but the retries, as one prepared unit of work. */
@@ -1093,6 +1226,7 @@ af_result_t af_step(af_run_state_t *r, int *stop)
     double t4 = af_now_us();
     double t_retry = 0.0;
     for (int round = 0; r->n_fenced > 0; ++round) {
+        count_fences(r);
         if (round == AF_MAX_RETRY_ROUNDS) {
             /* Only FADING units were left to retry on, and they kept failing; or the fenced
              * blocks' own committed state turns non-finite wherever they run (a finite
@@ -1132,8 +1266,9 @@ af_result_t af_step(af_run_state_t *r, int *stop)
         for (int i = 0; i < k->n_occ; ++i) {
             r->dmr_mark[k->occ[i]] = AF_DMR_NONE;
         }
-        if (r->cfg.detect == AF_DETECT_DMR) {
+        if (af_detect_flags(r->cfg.detect) & AF_DET_DMR) {
             AF_CHECK(af_dmr_begin(r, r->moves, n, &rtwins));
+            r->mine.count[CNT_TWINS] += r->world.rank == 0 ? rtwins : 0;
             for (int64_t i = 0; i < rtwins; ++i) {
                 int64_t tw = r->twin[r->items[i]];
                 if (af_slot_is_local(&r->pl, tw)) {
@@ -1222,6 +1357,12 @@ static af_result_t write_rows(af_run_state_t *r, int64_t n)
             row->retried += p->count[CNT_RETRIED];
             row->sdc_undetected += p->count[CNT_SDC];
             row->sdc_harmful += p->count[CNT_SDC_HARMFUL];
+            row->corrupt_harmful += p->count[CNT_HARMFUL];
+            row->detected_finite += p->count[CNT_DET_FINITE];
+            row->detected_abft += p->count[CNT_DET_ABFT];
+            row->detected_twin += p->count[CNT_DET_TWIN];
+            row->abft_false_alarms += p->count[CNT_ABFT_FALSE];
+            row->twins += p->count[CNT_TWINS];
             row->unverified_commits += p->count[CNT_UNVERIFIED];
             row->allocs_after_init += p->count[CNT_ALLOCS];
             row->halo_bytes += p->count[CNT_HALO_BYTES];
@@ -1238,6 +1379,13 @@ static af_result_t write_rows(af_run_state_t *r, int64_t n)
         r->totals.retried += row->retried;
         r->totals.unverified_commits += row->unverified_commits;
         r->totals.sdc_harmful += row->sdc_harmful;
+        r->totals.corrupt_harmful += row->corrupt_harmful;
+        r->totals.detected_finite += row->detected_finite;
+        r->totals.detected_abft += row->detected_abft;
+        r->totals.detected_twin += row->detected_twin;
+        r->totals.abft_false_alarms += row->abft_false_alarms;
+        r->totals.quarantined_units += row->quarantined_units;
+        r->totals.twins += row->twins;
         r->totals.moves_drain += row->moves_drain;
         r->totals.moves_restore += row->moves_restore;
         r->totals.moves_retry += row->moves_retry;
@@ -1295,6 +1443,7 @@ af_result_t af_step_log(af_run_state_t *r, int final)
             row->replayed_blocks = r->n_replayed_blocks;
             row->replayed_block_steps = r->n_replayed_block_steps;
             row->nonfinite_leaked = r->n_leaked;
+            row->quarantined_units = r->n_quarantined;
         }
         r->n_batch++;
     }

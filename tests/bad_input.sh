@@ -75,7 +75,7 @@ case_ event_device "event.ini:6: event.1.device = 99 is outside the fleet" -c ev
 # and through --set (only the embedded default scenario's own events are skipped instead).
 case_ event_after_end "event_after_end.ini:4: event.1.step = 300 is after the last step: expected 1..100" \
   -c event_after_end.ini
-case_ default_copy_after_end "default.ini:67: event.1.step = 300 is after the last step: expected 1..100" \
+case_ default_copy_after_end "default.ini:69: event.1.step = 300 is after the last step: expected 1..100" \
   -c "$fixtures/../../configs/default.ini" --set scenario.steps=100
 case_ set_event_after_end "--set: event.2.step = 200 is after the last step: expected 1..100" \
   --set scenario.steps=100 --set event.2.step=200 --set event.2.action=kill \

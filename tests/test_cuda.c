@@ -67,6 +67,7 @@ static af_shard_desc_t shard_desc(int n_slots, uint64_t seed)
     d.coeffs = af_scheme_coeffs(&cfg);
     d.seed = seed;
     d.mix = af_corrupt_mix(&cfg);
+    d.abft = 1; /* the mass balance's verdicts are compared too */
     d.cuda_device = 0;
     return d;
 }
@@ -200,10 +201,12 @@ static void pair_compute(pair_t *p, int step, int flags)
     for (int s = 0; s < p->n; ++s) {
         if (p->cpu->nonfinite[s] != p->gpu->nonfinite[s] ||
             p->cpu->injected[s] != p->gpu->injected[s] ||
-            p->cpu->harmful[s] != p->gpu->harmful[s]) {
-            fail_msg("step %d slot %d: cpu nonfinite/injected/harmful %d/%d/%d, cuda %d/%d/%d",
+            p->cpu->harmful[s] != p->gpu->harmful[s] || p->cpu->abft[s] != p->gpu->abft[s]) {
+            fail_msg("step %d slot %d: cpu nonfinite/injected/harmful/abft %d/%d/%d/%d, cuda "
+                     "%d/%d/%d/%d",
                      step, s, p->cpu->nonfinite[s], p->cpu->injected[s], p->cpu->harmful[s],
-                     p->gpu->nonfinite[s], p->gpu->injected[s], p->gpu->harmful[s]);
+                     p->cpu->abft[s], p->gpu->nonfinite[s], p->gpu->injected[s], p->gpu->harmful[s],
+                     p->gpu->abft[s]);
         }
     }
 }

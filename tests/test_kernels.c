@@ -50,7 +50,11 @@ static void make_config(int blocks, int block_len)
     }
     assert_int_equal(rc, AF_OK);
     cfg.n_events = 0; /* the default scenario's scripted events need its own fleet */
-    assert_int_equal(af_config_validate(&cfg, 1, err, sizeof err), AF_OK);
+    rc = af_config_validate(&cfg, 1, err, sizeof err);
+    if (rc != AF_OK) {
+        print_message("%s\n", err);
+    }
+    assert_int_equal(rc, AF_OK);
 }
 
 /* A shard of n_slots slots holding the blocks of cfg at slot_of_block[b] (-1: not placed). */
@@ -576,6 +580,127 @@ static void test_healthy_slot_with_probability_injects_like_a_silent_unit(void *
     shard_destroy(&f);
 }
 
+/* The mass balance of one block step from its buffers, as the kernels check it. */
+static int abft_of(const double *u, const double *un, int T, double ul, double ur, af_coeffs_t k)
+{
+    double m0 = 0;
+    double e0 = 0;
+    double m1 = 0;
+    double e1 = 0;
+    af_block_diag(u, T, &m0, &e0);
+    af_block_diag(un, T, &m1, &e1);
+    return af_abft_consistent(m0, e0, m1, e1, u[0], u[T - 1], ul, ur, T, k);
+}
+
+/* abft: a clean step always balances, over block lengths, magnitudes, signs and the
+ * scenarios' coefficients; one changed value is caught when it moves the mass beyond the
+ * rounding bound, and not when it is below it or when a second change cancels it (the blind
+ * spots the README names). */
+static void test_abft_balances_clean_steps_and_catches_planted_errors(void **state)
+{
+    (void)state;
+    const int lens[] = {3, 16, 33, 64, 256, 1000};
+    int clean = 0;
+    int caught = 0;
+    for (size_t li = 0; li < sizeof lens / sizeof lens[0]; ++li) {
+        const int T = lens[li];
+        make_config(64, T);
+        af_coeffs_t k = af_scheme_coeffs(&cfg);
+        for (int trial = 0; trial < 200; ++trial) {
+            double u[1000];
+            double un[1000];
+            double scale = pow(10.0, (trial % 9) - 4);
+            for (int i = 0; i < T; ++i) {
+                double r = af_u01(af_hash4(5, (uint64_t)trial, (uint64_t)T, (uint64_t)i));
+                u[i] = scale * (0.5 + sin(0.1 * i + trial) + 0.3 * (r - 0.5));
+            }
+            double ul = scale * af_u01(af_hash4(6, (uint64_t)trial, 1, 0));
+            double ur = -scale * af_u01(af_hash4(6, (uint64_t)trial, 2, 0));
+            af_block_update(u, un, T, ul, ur, k);
+            assert_true(abft_of(u, un, T, ul, ur, k));
+            clean++;
+            /* One value off by 1e-9 of the block's magnitude (far above rounding): caught. The
+             * check's resolution is relative to the block, not to the value: a small value's
+             * relative error can be harmful and below it (bench sdc measures how often). */
+            int at = trial % T;
+            double keep = un[at];
+            un[at] = keep + 1e-9 * scale;
+            assert_false(abft_of(u, un, T, ul, ur, k));
+            caught++;
+            /* The lowest mantissa bit: below the bound, not seen. */
+            un[at] = af_double(af_bits(keep) ^ 1ULL);
+            assert_true(abft_of(u, un, T, ul, ur, k));
+            /* Two changes that cancel: the mass is conserved, not seen. */
+            if (T > 1) {
+                int other = (at + 1) % T;
+                double d = 1e-3 * scale;
+                double keep2 = un[other];
+                un[at] = keep + d;
+                un[other] = keep2 - d;
+                double m1 = 0;
+                double e1 = 0;
+                af_block_diag(un, T, &m1, &e1);
+                double m1c = 0;
+                un[at] = keep;
+                un[other] = keep2;
+                af_block_diag(un, T, &m1c, &e1);
+                if (m1 == m1c) { /* exactly conserved in floating point too */
+                    un[at] = keep + d;
+                    un[other] = keep2 - d;
+                    assert_true(abft_of(u, un, T, ul, ur, k));
+                    un[other] = keep2;
+                }
+            }
+            un[at] = keep;
+            /* A huge finite value (exponent bits flipped) whose square overflows: caught. */
+            un[at] = 1e200;
+            assert_false(abft_of(u, un, T, ul, ur, k));
+            un[at] = keep;
+        }
+    }
+    print_message("abft: %d clean block steps balanced, %d planted errors caught\n", clean, caught);
+}
+
+/* The kernels' mass balance over many steps of a FADING slot with the default mix: a clean
+ * result is never fenced by it, and every harmful finite corruption is. */
+static void test_abft_in_the_kernel_fences_every_harmful_corruption(void **state)
+{
+    (void)state;
+    const int B = 6;
+    const int T = 64;
+    make_config(B, T);
+    const int layout[] = {0, 1, 2, 3, 4, 5};
+    shard_t sh;
+    shard_create(&sh, 6, layout, 77);
+    sh.k->desc.abft = 1;
+    sh.k->slot_mode[2] = AF_MODE_FADING;
+    sh.k->slot_p[2] = 0.01;
+    int harmful_slots = 0;
+    int fenced_by_abft = 0;
+    for (uint64_t step = 1; step <= 400; ++step) {
+        shard_compute(&sh, step);
+        for (int s = 0; s < 6; ++s) {
+            if (sh.k->injected[s] == 0) {
+                assert_int_equal(sh.k->abft[s], 0); /* no false alarm */
+            }
+            if (sh.k->harmful[s] > 0 && sh.k->nonfinite[s] == 0) {
+                assert_int_equal(sh.k->abft[s], 1);
+                harmful_slots++;
+            }
+            fenced_by_abft += sh.k->abft[s];
+            /* Commit only what passes both tests: the state stays clean. */
+            sh.k->commit[s] = (uint8_t)(sh.k->nonfinite[s] == 0 && sh.k->abft[s] == 0);
+        }
+        assert_int_equal(sh.k->ops->upload_control(sh.k), AF_OK);
+        assert_int_equal(sh.k->ops->commit(sh.k), AF_OK);
+    }
+    print_message("abft in the kernel: %d harmful slot results, %d fenced by abft\n", harmful_slots,
+                  fenced_by_abft);
+    assert_true(harmful_slots > 10);
+    assert_true(fenced_by_abft >= harmful_slots);
+    shard_destroy(&sh);
+}
+
 static void test_fading_slot_with_zero_probability_injects_nothing(void **state)
 {
     (void)state;
@@ -842,6 +967,8 @@ int main(void)
         cmocka_unit_test(test_each_corruption_mode_produces_what_it_says),
         cmocka_unit_test(test_default_mix_shares_match_the_configuration),
         cmocka_unit_test(test_healthy_slot_with_probability_injects_like_a_silent_unit),
+        cmocka_unit_test(test_abft_balances_clean_steps_and_catches_planted_errors),
+        cmocka_unit_test(test_abft_in_the_kernel_fences_every_harmful_corruption),
         cmocka_unit_test(test_uncommitted_slot_keeps_its_previous_committed_state),
         cmocka_unit_test(test_poison_slot_fills_both_buffers_with_nan),
         cmocka_unit_test(test_copy_slot_copies_the_committed_buffer_and_diagnostics),

@@ -125,6 +125,7 @@ static void write_log(const char *path, defect_t defect)
         if (defect == DEFECT_DETECTED_GT_INJECTED && r == 4) {
             row.corrupt_detected = row.corrupt_injected + 1;
         }
+        row.detected_abft = row.corrupt_detected; /* by the mass balance */
         row.fenced = row.corrupt_detected;
         row.retried = row.fenced;
         if (defect == VARIANT_SDC_ENERGY && r == 6) {
@@ -138,6 +139,7 @@ static void write_log(const char *path, defect_t defect)
         row.moves_drain = r == 2; /* the drain event of step 3 */
         tot.corrupt_injected += row.corrupt_injected;
         tot.corrupt_detected += row.corrupt_detected;
+        tot.detected_abft += row.detected_abft;
         tot.fenced += row.fenced;
         tot.retried += row.retried;
         tot.moves_drain += row.moves_drain;
@@ -210,6 +212,15 @@ static void write_log(const char *path, defect_t defect)
         iv[u] = u == 3; /* one silent unit */
     }
     assert_int_equal(af_log_write_i64(log, "/units/silent", iv, DEVICES * UNITS), AF_OK);
+    for (int u = 0; u < DEVICES * UNITS; ++u) {
+        iv[u] = u == 3 ? 2 : -1; /* the silent one was quarantined at step 2 */
+    }
+    assert_int_equal(af_log_write_i64(log, "/units/quarantined_step", iv, DEVICES * UNITS), AF_OK);
+    for (int u = 0; u < DEVICES * UNITS; ++u) {
+        iv[u] = u == 3 ? 1 : -1; /* it first corrupted a result at step 1 */
+    }
+    assert_int_equal(af_log_write_i64(log, "/units/first_corrupt_step", iv, DEVICES * UNITS),
+                     AF_OK);
     assert_int_equal(af_log_attr_str(log, "/units", "cause_codes", "0 alive, 1 wear-out"), AF_OK);
 
     double state[BLOCKS * BLOCK_LEN];
@@ -236,6 +247,13 @@ static void write_log(const char *path, defect_t defect)
                {"nonfinite_leaked_total", 0},
                {"sdc_undetected_total", tot.sdc_undetected},
                {"sdc_harmful_total", tot.sdc_harmful},
+               {"corrupt_harmful_total", tot.corrupt_harmful},
+               {"detected_finite_total", tot.detected_finite},
+               {"detected_abft_total", tot.detected_abft},
+               {"detected_twin_total", tot.detected_twin},
+               {"abft_false_alarms_total", tot.abft_false_alarms},
+               {"quarantined_units_total", tot.quarantined_units},
+               {"twins_total", tot.twins},
                {"event_log_errors", 0},
                {"unverified_commits_total", tot.unverified_commits},
                {"allocs_after_init", 0},

@@ -344,6 +344,7 @@ static void write_log(const char *path)
         if (r == 2 || r == 12) { /* 3 + 3 injected; 1 finite corruption gets through in row 12 */
             row.corrupt_injected = 3;
             row.corrupt_detected = r == 2 ? 3 : 2;
+            row.detected_finite = row.corrupt_detected; /* all non-finite */
             row.sdc_undetected = r == 12;
             row.fenced = row.corrupt_detected;
             row.retried = row.fenced;
@@ -369,6 +370,7 @@ static void write_log(const char *path)
 #define ADD(c) tot.c += row.c
         ADD(corrupt_injected);
         ADD(corrupt_detected);
+        ADD(detected_finite);
         ADD(fenced);
         ADD(retried);
         ADD(nonfinite_leaked);
@@ -422,6 +424,11 @@ static void write_log(const char *path)
         fade[u] = 0; /* no silent unit */
     }
     assert_int_equal(af_log_write_i64(log, "/units/silent", fade, UNITS), AF_OK);
+    for (int u = 0; u < UNITS; ++u) {
+        fade[u] = -1; /* none quarantined */
+    }
+    assert_int_equal(af_log_write_i64(log, "/units/quarantined_step", fade, UNITS), AF_OK);
+    assert_int_equal(af_log_write_i64(log, "/units/first_corrupt_step", fade, UNITS), AF_OK);
     assert_int_equal(af_log_attr_str(log, "/units", "cause_codes", "0 alive, 1 wear-out"), AF_OK);
 
     double state[BLOCKS * BLOCK_LEN];
@@ -440,6 +447,13 @@ static void write_log(const char *path)
                {"nonfinite_leaked_total", tot.nonfinite_leaked},
                {"sdc_undetected_total", tot.sdc_undetected},
                {"sdc_harmful_total", tot.sdc_harmful},
+               {"corrupt_harmful_total", tot.corrupt_harmful},
+               {"detected_finite_total", tot.detected_finite},
+               {"detected_abft_total", tot.detected_abft},
+               {"detected_twin_total", tot.detected_twin},
+               {"abft_false_alarms_total", tot.abft_false_alarms},
+               {"quarantined_units_total", tot.quarantined_units},
+               {"twins_total", tot.twins},
                {"event_log_errors", 0},
                {"unverified_commits_total", tot.unverified_commits},
                {"allocs_after_init", 0},

@@ -1,0 +1,226 @@
+/* agefence bench sdc: the detectors of recovery.detect side by side on one failure history. The
+ * default fleet (wear-out to the blackout, the default corruption mix) with silent units added
+ * runs once per detector in each sample, the detectors interleaved, through the real driver.
+ * From each run's own log: the harmful corruptions injected and committed (the simulator's
+ * truth, which no detector reads), the step time, the abft false alarms, and, per silent unit,
+ * the steps from its first corrupted result to its quarantine. Each run checks itself: no
+ * NaN/Inf committed, and an exit status that says what the run committed (0 or 4 with nothing
+ * undetected, 3 with a committed corruption). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/logfile.h"
+#include "bench.h"
+#include "bench_common.h"
+
+static const char *const DETECTORS[] = {"finite", "abft", "sampled", "dmr", "abft+sampled"};
+enum { ND = sizeof DETECTORS / sizeof DETECTORS[0], MAX_SAMPLES = 64 };
+
+/* What one detector's runs add up to (rank 0). */
+typedef struct sdc_acc {
+    int64_t injected, harmful, detected, committed, harmful_committed, false_alarms;
+    double step_p50[MAX_SAMPLES]; /* each run's median step time (slowest rank), us */
+    int runs;
+    double *latency; /* steps from a silent unit's first corruption to its quarantine */
+    int n_latency, cap_latency;
+    int64_t silent_corrupting, silent_quarantined;
+} sdc_acc_t;
+
+static af_result_t add_latency(sdc_acc_t *a, double v)
+{
+    if (a->n_latency == a->cap_latency) {
+        int cap = a->cap_latency > 0 ? 2 * a->cap_latency : 64;
+        double *p = realloc(a->latency, sizeof(double) * (size_t)cap);
+        if (p == NULL) {
+            return AF_ERR_NOMEM;
+        }
+        a->latency = p;
+        a->cap_latency = cap;
+    }
+    a->latency[a->n_latency++] = v;
+    return AF_OK;
+}
+
+/* Reads one run's figures into a (rank 0) and checks that its exit status says what it
+ * committed. */
+static af_result_t read_run(af_bench_ctx_t *b, const char *log, int code, sdc_acc_t *a)
+{
+    af_logfile_t lf;
+    char err[600];
+    if (af_logfile_open(&lf, log, err, sizeof err) != AF_OK) {
+        af_error_set("%s", err);
+        return AF_ERR_IO;
+    }
+    int64_t v[7] = {0, 0, 0, 0, 0, 0, 0};
+    static const char *const names[7] = {"corrupt_injected_total", "corrupt_harmful_total",
+                                         "corrupt_detected_total", "sdc_undetected_total",
+                                         "sdc_harmful_total",      "abft_false_alarms_total",
+                                         "nonfinite_leaked_total"};
+    af_result_t rc = AF_OK;
+    for (int i = 0; i < 7 && rc == AF_OK; ++i) {
+        rc = af_logfile_attr_i64(&lf, "/final", names[i], &v[i]);
+    }
+    char reason[64] = "";
+    if (rc == AF_OK) {
+        rc = af_logfile_attr_str(&lf, "/final", "exit_reason", reason, sizeof reason);
+    }
+    int rank = 0;
+    int64_t dims[2] = {0, 0};
+    if (rc == AF_OK) {
+        rc = af_logfile_shape(&lf, "/units/silent", &rank, dims);
+    }
+    int64_t units = dims[0];
+    int64_t *col = malloc(sizeof(int64_t) * 3 * (size_t)(units > 0 ? units : 1));
+    if (rc == AF_OK && col == NULL) {
+        rc = AF_ERR_NOMEM;
+    }
+    if (rc == AF_OK) {
+        rc = af_logfile_read_i64(&lf, "/units/silent", col, (size_t)units);
+    }
+    if (rc == AF_OK) {
+        rc = af_logfile_read_i64(&lf, "/units/first_corrupt_step", col + units, (size_t)units);
+    }
+    if (rc == AF_OK) {
+        rc = af_logfile_read_i64(&lf, "/units/quarantined_step", col + 2 * units, (size_t)units);
+    }
+    af_logfile_close(&lf);
+    if (rc != AF_OK) {
+        free(col);
+        af_error_set("%s: cannot read the /final totals or the /units columns of bench sdc", log);
+        return rc;
+    }
+    a->injected += v[0];
+    a->harmful += v[1];
+    a->detected += v[2];
+    a->committed += v[3];
+    a->harmful_committed += v[4];
+    a->false_alarms += v[5];
+    for (int64_t u = 0; u < units && rc == AF_OK; ++u) {
+        if (col[u] != 1 || col[units + u] < 0) {
+            continue; /* not silent, or it never corrupted a result */
+        }
+        a->silent_corrupting++;
+        if (col[2 * units + u] >= 0) {
+            a->silent_quarantined++;
+            rc = add_latency(a, (double)(col[2 * units + u] - col[units + u]));
+        }
+    }
+    free(col);
+    AF_CHECK(rc);
+    /* The run's self-check: nothing non-finite committed, and an exit status that says what
+     * was committed. */
+    if (v[6] != 0) {
+        af_bench_fail(b, "%s: %lld NaN/Inf committed", log, (long long)v[6]);
+    } else if (v[3] > 0 && (code != AF_EXIT_MISMATCH || strcmp(reason, "mismatch") != 0)) {
+        af_bench_fail(b, "%s: %lld corruptions committed, but exit %d (%s)", log, (long long)v[3],
+                      code, reason);
+    } else if (v[3] == 0 && code != AF_EXIT_OK && code != AF_EXIT_CAPACITY) {
+        af_bench_fail(b, "%s: nothing committed undetected, but exit %d (%s)", log, code, reason);
+    }
+    return AF_OK;
+}
+
+static double median_of(const double *v, int n)
+{
+    return n > 0 ? af_stats_of(v, n).p50 : 0.0;
+}
+
+static af_result_t bench_sdc(af_bench_ctx_t *b)
+{
+    sdc_acc_t acc[ND];
+    memset(acc, 0, sizeof acc);
+    const int samples = b->samples < MAX_SAMPLES ? b->samples : MAX_SAMPLES;
+    af_result_t rc = AF_OK;
+    for (int s = 0; s < samples && rc == AF_OK && !b->invalid; ++s) {
+        /* Interleaved: one run of each detector per sample, so a noisy stretch of the
+         * machine falls on all of them. */
+        for (int d = 0; d < ND && rc == AF_OK && !b->invalid; ++d) {
+            af_bench_progress(b, "sdc", s * ND + d, samples * ND);
+            char log[600];
+            char what[48];
+            char detect[48];
+            snprintf(what, sizeof what, "sdc.%s", DETECTORS[d]);
+            af_bench_log_path(b, what, log, sizeof log);
+            snprintf(detect, sizeof detect, "recovery.detect=%s", DETECTORS[d]);
+            const char *extra[] = {detect, "corruption.silent_fraction=0.03",
+                                   b->quick ? "scenario.steps=200" : "scenario.steps=1850"};
+            int code = AF_EXIT_OK;
+            rc = af_bench_run_scenario_code(b, extra, 3, log, NULL, NULL, NULL, &code);
+            if (rc != AF_OK || b->world.rank != 0) {
+                continue;
+            }
+            rc = read_run(b, log, code, &acc[d]);
+            double *st = NULL;
+            int64_t rows = 0;
+            if (rc == AF_OK) {
+                rc = af_bench_phase_max(log, "step_us", &st, &rows);
+            }
+            if (rc == AF_OK) {
+                acc[d].step_p50[acc[d].runs++] = median_of(st, (int)rows);
+            }
+            free(st);
+        }
+    }
+    if (rc == AF_OK && b->world.rank == 0 && !b->invalid) {
+        double finite_p50 = median_of(acc[0].step_p50, acc[0].runs);
+        for (int d = 0; d < ND && rc == AF_OK; ++d) {
+            const sdc_acc_t *a = &acc[d];
+            char name[96];
+            snprintf(name, sizeof name, "step_us_p50.%s", DETECTORS[d]);
+            rc = af_bench_add(b, name, "us", a->step_p50, a->runs);
+            if (rc == AF_OK && a->n_latency > 0) {
+                snprintf(name, sizeof name, "quarantine_steps.%s", DETECTORS[d]);
+                rc = af_bench_add(b, name, "steps", a->latency, a->n_latency);
+            }
+            int is_abft = strcmp(DETECTORS[d], "abft") == 0;
+            double contained =
+                a->harmful > 0 ? 1.0 - (double)a->harmful_committed / (double)a->harmful : 1.0;
+            snprintf(name, sizeof name, "%s: harmful contained", DETECTORS[d]);
+            af_bench_ratio(b, name, contained, is_abft, 0.99, 1);
+            snprintf(name, sizeof name, "%s: harmful committed per run", DETECTORS[d]);
+            af_bench_ratio(b, name, (double)a->harmful_committed / (double)a->runs, 0, 0, 0);
+            snprintf(name, sizeof name, "%s: benign committed per run", DETECTORS[d]);
+            af_bench_ratio(b, name, (double)(a->committed - a->harmful_committed) / (double)a->runs,
+                           0, 0, 0);
+            snprintf(name, sizeof name, "%s: step overhead vs finite", DETECTORS[d]);
+            af_bench_ratio(
+                b, name, finite_p50 > 0 ? median_of(a->step_p50, a->runs) / finite_p50 - 1.0 : 0.0,
+                is_abft, 0.05, 0);
+            snprintf(name, sizeof name, "%s: silent units quarantined", DETECTORS[d]);
+            af_bench_ratio(b, name,
+                           a->silent_corrupting > 0
+                               ? (double)a->silent_quarantined / (double)a->silent_corrupting
+                               : 0.0,
+                           0, 0, 0);
+            if (a->n_latency > 0) {
+                snprintf(name, sizeof name, "%s: steps from first corruption to quarantine p50",
+                         DETECTORS[d]);
+                af_bench_ratio(b, name, median_of(a->latency, a->n_latency), 0, 0, 0);
+            }
+            if (strstr(DETECTORS[d], "abft") != NULL) {
+                snprintf(name, sizeof name, "%s: abft false alarms per run", DETECTORS[d]);
+                af_bench_ratio(b, name, (double)a->false_alarms / (double)a->runs, 0, 0, 0);
+            }
+            af_bench_note(b,
+                          "%s: %d runs, %lld corruptions injected (%lld harmful), %lld "
+                          "detected, %lld committed (%lld harmful); %lld of %lld corrupting "
+                          "silent units quarantined",
+                          DETECTORS[d], a->runs, (long long)a->injected, (long long)a->harmful,
+                          (long long)a->detected, (long long)a->committed,
+                          (long long)a->harmful_committed, (long long)a->silent_quarantined,
+                          (long long)a->silent_corrupting);
+        }
+    }
+    for (int d = 0; d < ND; ++d) {
+        free(acc[d].latency);
+    }
+    return rc;
+}
+
+const af_bench_def_t af_bench_sdc = {
+    "sdc",
+    "the detectors (finite, abft, sampled, dmr, abft+sampled) on the default fleet with silent "
+    "units: harmful corruptions contained, step overhead, time to quarantine",
+    bench_sdc};
