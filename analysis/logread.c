@@ -968,12 +968,12 @@ static void check_events(chk_t *c, int cols_ok)
         viol(c, "/events: unreadable");
         return;
     }
-    static const char *const kinds[] = {"fade",     "death", "sudden",    "drain",
-                                        "restore",  "retry", "rollback",  "replica",
-                                        "capacity", "slow",  "straggler", "replica_lost"};
+    static const char *const kinds[] = {
+        "fade",    "death",    "sudden", "drain",     "restore",      "retry",    "rollback",
+        "replica", "capacity", "slow",   "straggler", "replica_lost", "interrupt"};
     enum { NK = sizeof kinds / sizeof kinds[0] };
     int64_t count[NK] = {0};
-    char known[160] = "";
+    char known[192] = "";
     for (int j = 0; j < NK; ++j) {
         size_t at = strlen(known);
         snprintf(known + at, sizeof known - at, "%s%s", j ? ", " : "", kinds[j]);
@@ -981,7 +981,8 @@ static void check_events(chk_t *c, int cols_ok)
     /* A run that stopped on an error may have logged the events of a step whose row it never
      * appended; every other log has a row for every event's step. */
     int64_t last = c->complete ? c->nrows : c->nrows + 1;
-    rowviol_t r_step, r_order, r_kind, r_range, r_move;
+    rowviol_t r_step, r_order, r_kind, r_range, r_move, r_cause;
+    rv_init(&r_cause);
     rv_init(&r_step);
     rv_init(&r_order);
     rv_init(&r_kind);
@@ -1026,6 +1027,11 @@ static void check_events(chk_t *c, int cols_ok)
                    (long long)e->from_slot, (long long)e->to_device, (long long)e->to_unit,
                    (long long)e->to_slot);
         }
+        /* A job-level interruption names its cause, and strikes the job (-1) or a device. */
+        if (kind == 12 && (e->detail < AF_INTR_FIRST_JOB || e->detail >= AF_NINTR)) {
+            rv_hit(&r_cause, i, "an interrupt of cause %lld: expected %d..%d (common/log_schema.h)",
+                   (long long)e->detail, AF_INTR_FIRST_JOB, AF_NINTR - 1);
+        }
         int is_move = kind == 3 || kind == 4 || kind == 5;
         if (is_move && (e->block < 0 || e->to_device < 0 || e->to_unit < 0 || e->to_slot < 0)) {
             rv_hit(&r_move, i, "a %s without a block and a target slot", e->kind);
@@ -1036,6 +1042,7 @@ static void check_events(chk_t *c, int cols_ok)
     rv_report(c, &r_kind, "/events");
     rv_report(c, &r_range, "/events");
     rv_report(c, &r_move, "/events");
+    rv_report(c, &r_cause, "/events");
     free(ev);
     if (!cols_ok) {
         return;

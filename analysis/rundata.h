@@ -28,7 +28,8 @@
     X(capacity)                                                                                    \
     X(slow)                                                                                        \
     X(straggler)                                                                                   \
-    X(replica_lost)
+    X(replica_lost)                                                                                \
+    X(interrupt)
 enum {
 #define AF_X(name) AF_EV_##name,
     AF_EVENT_KINDS(AF_X)

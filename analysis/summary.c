@@ -20,13 +20,13 @@ const char *af_column_name(int c)
     return c >= 0 && c < AF_NCOLUMNS ? af_step_column_names[c] : "?";
 }
 
-const char *const af_intr_names[AF_NINTR] = {"wearout", "sudden", "scripted", "device", "node"};
-
 /* Interruptions from /events: each step's deaths grouped by what failed (a node, a device, or
- * a device's units by wear-out, sudden failure or a script), one interruption a group. */
+ * a device's units by wear-out, sudden failure or a script), one interruption a group, and one
+ * for each `interrupt` event (a job-level cause, which loses no hardware). */
 static void count_interruptions(af_summary_t *s, const af_run_t *run)
 {
     s->interruptions = run->have_events ? 0 : -1;
+    s->intr_job = run->have_events ? 0 : -1;
     for (int c = 0; c < AF_NINTR; ++c) {
         s->intr_by_cause[c] = run->have_events ? 0 : -1;
     }
@@ -44,6 +44,14 @@ static void count_interruptions(af_summary_t *s, const af_run_t *run)
     const int64_t per_node = run->devices_per_node > 0 ? run->devices_per_node : 1;
     for (int64_t e = 0; e < run->nevents; ++e) {
         const af_event_row_t *ev = &run->events[e];
+        if (strcmp(ev->kind, "interrupt") == 0) {
+            if (ev->detail >= AF_INTR_FIRST_JOB && ev->detail < AF_NINTR) {
+                s->interruptions++;
+                s->intr_job++;
+                s->intr_by_cause[ev->detail]++;
+            }
+            continue;
+        }
         int death = strcmp(ev->kind, "death") == 0;
         int sudden = strcmp(ev->kind, "sudden") == 0;
         if (!death && !sudden) {
@@ -53,12 +61,12 @@ static void count_interruptions(af_summary_t *s, const af_run_t *run)
             step = ev->step;
             nseen = 0;
         }
-        int cause = ev->detail == 4   ? AF_INTR_DEVICE
-                    : ev->detail == 5 ? AF_INTR_NODE
-                    : ev->detail == 3 ? AF_INTR_SCRIPTED
-                    : sudden          ? AF_INTR_SUDDEN
-                                      : AF_INTR_WEAROUT;
-        int64_t id = cause == AF_INTR_NODE ? ev->from_device / per_node : ev->from_device;
+        int cause = ev->detail == 4   ? AF_INTR_device
+                    : ev->detail == 5 ? AF_INTR_node
+                    : ev->detail == 3 ? AF_INTR_scripted
+                    : sudden          ? AF_INTR_sudden
+                                      : AF_INTR_wearout;
+        int64_t id = cause == AF_INTR_node ? ev->from_device / per_node : ev->from_device;
         int known = 0;
         for (int64_t i = 0; i < nseen && !known; ++i) {
             known = seen[2 * i] == cause && seen[2 * i + 1] == id;
@@ -391,10 +399,18 @@ af_result_t af_summary_compute(af_summary_t *s, const af_run_t *run)
     {
         double useful = isfinite(s->sim_hours) ? s->sim_hours * 3600.0 : NAN;
         s->remap_lost_steps = remap_lost_steps(run);
-        s->ettr_remap = af_goodput_remap(useful, s->remap_lost_steps, &run->goodput);
+        /* Hardware losses are what remap and shrink_rebuild recover in place; the job-level
+         * interruptions they leave to checkpoints (analysis/goodput.h). */
+        int64_t job = s->intr_job > 0 ? s->intr_job : 0;
+        s->ettr_remap =
+            af_goodput_remap(useful, s->remap_lost_steps, job, &run->goodput, &s->job_interval_s);
         s->ettr_shrink = s->interruptions >= 0
-                             ? af_goodput_shrink(useful, s->interruptions, &run->goodput)
+                             ? af_goodput_shrink(useful, s->interruptions - job, job, &run->goodput,
+                                                 &s->job_interval_s)
                              : NAN;
+        if (s->interruptions < 0) {
+            s->job_interval_s = NAN;
+        }
         s->ettr_checkpoint = s->interruptions >= 0
                                  ? af_goodput_checkpoint(useful, s->interruptions, &run->goodput,
                                                          &s->checkpoint_interval_s)
@@ -663,6 +679,7 @@ af_result_t af_summary_figures(const af_summary_t *s, af_figs_t *f)
     af_figs_real(f, 0, s->ettr_shrink, "goodput.shrink_rebuild.ettr");
     af_figs_real(f, 0, s->ettr_checkpoint, "goodput.checkpoint_restart.ettr");
     af_figs_real(f, 0, s->checkpoint_interval_s, "goodput.checkpoint_restart.interval_s");
+    af_figs_real(f, 0, s->job_interval_s, "goodput.job_checkpoint_interval_s");
     af_figs_real(f, 0, r->goodput.step_s, "goodput.params.step_seconds");
     af_figs_real(f, 0, r->goodput.checkpoint_s, "goodput.params.checkpoint_seconds");
     af_figs_real(f, 0, r->goodput.restart_s, "goodput.params.restart_seconds");

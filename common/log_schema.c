@@ -30,6 +30,25 @@ const char *const af_phase_docs[] = {
 #undef AF_X
 };
 
+const char *const af_intr_names[AF_NINTR] = {
+#define AF_X(name, grain, doc) #name,
+    AF_INTR_CAUSES(AF_X)
+#undef AF_X
+};
+const int af_intr_grain[AF_NINTR] = {
+#define AF_X(name, grain, doc) AF_GRAIN_##grain,
+#define AF_GRAIN_job           AF_GRAIN_JOB
+#define AF_GRAIN_node          AF_GRAIN_NODE
+#define AF_GRAIN_device        AF_GRAIN_DEVICE
+    AF_INTR_CAUSES(AF_X)
+#undef AF_X
+};
+const char *const af_intr_docs[AF_NINTR] = {
+#define AF_X(name, grain, doc) doc,
+    AF_INTR_CAUSES(AF_X)
+#undef AF_X
+};
+
 int64_t af_log_event_type(void)
 {
     hid_t str = H5Tcopy(H5T_C_S1);

@@ -101,8 +101,48 @@ enum {
         AF_NCOLUMNS
 };
 
+/* Causes of an interruption of a synchronous job, as the log records them and the report counts
+ * them: the failure domains that lose hardware (a device's units by wear-out, sudden failure or
+ * a script; a whole device; a whole node), then the job-level causes that lose none, named after
+ * the Llama 3 405B record's causes (README "The failure model"). X(name, grain, doc); grain is
+ * where one strikes: job, node or device. The value of a cause is its index here: an `interrupt`
+ * event's detail, and the report's by_cause order. Append only: the numbers are in logs. */
+#define AF_INTR_CAUSES(X)                                                                          \
+    X(wearout, device, "a device's units died of wear-out")                                        \
+    X(sudden, device, "a device's units died suddenly (record: GPU SRAM)")                         \
+    X(scripted, device, "a device's units were killed by a scripted event")                        \
+    X(device, device,                                                                              \
+      "a whole device was lost (record: faulty GPU, HBM3, system processor, "                      \
+      "thermal interface and sensor)")                                                             \
+    X(node, node,                                                                                  \
+      "a whole node was lost (record: host maintenance, SSD, power supply, chassis, "              \
+      "IO expansion board, CPU, system memory)")                                                   \
+    X(software, job, "record: software bug")                                                       \
+    X(network, node, "record: network switch/cable")                                               \
+    X(nic, node, "record: NIC")                                                                    \
+    X(nccl_watchdog, job, "record: NCCL watchdog timeouts")                                        \
+    X(sdc, device, "record: silent data corruption")                                               \
+    X(dependency, job, "record: dependency")
+
+enum {
+#define AF_X(name, grain, doc) AF_INTR_##name,
+    AF_INTR_CAUSES(AF_X)
+#undef AF_X
+        AF_NINTR
+};
+/* The first job-level cause: the causes from it on kill no unit and move no block. */
+#define AF_INTR_FIRST_JOB AF_INTR_software
+#define AF_NJOB_INTR      (AF_NINTR - AF_INTR_FIRST_JOB)
+enum { AF_GRAIN_JOB = 0, AF_GRAIN_NODE = 1, AF_GRAIN_DEVICE = 2 };
+/* Names ("wearout", ..., "dependency"), grains (AF_GRAIN_*) and docs of the causes. */
+extern const char *const af_intr_names[AF_NINTR];
+extern const int af_intr_grain[AF_NINTR];
+extern const char *const af_intr_docs[AF_NINTR];
+
 /* One /events row. kind is one of "fade", "death", "sudden", "drain", "restore", "retry",
- * "rollback", "replica", "capacity", "slow", "straggler", "replica_lost". */
+ * "rollback", "replica", "capacity", "slow", "straggler", "replica_lost", "interrupt" (a
+ * job-level interruption: detail = its AF_INTR_* cause, from_device = the device it struck,
+ * or the first device of the node, or -1 for the job). */
 typedef struct af_event_row {
     int64_t step;
     char kind[16];

@@ -13,6 +13,7 @@
 #include "aging.h"
 #include "config.h"
 #include "coord.h"
+#include "jobintr.h"
 #include "log.h"
 #include "memory.h"
 #include "metrics.h"
@@ -115,11 +116,13 @@ typedef struct af_run_state {
     /* Health: every unit's state as every rank knows it; what only the units' own rank needs
      * (their corruption probability, their throttling) in tables of its own units, indexed by
      * u - own_u0 (af_own_unit). */
-    int8_t *unit_state; /* units */
-    int64_t own_u0;     /* the first unit of this rank's devices */
-    int64_t own_units;  /* how many */
-    double *unit_p;     /* own units: corruption probability per element */
-    af_aging_t aging;   /* this rank's own devices' units */
+    int8_t *unit_state;   /* units */
+    int64_t own_u0;       /* the first unit of this rank's devices */
+    int64_t own_units;    /* how many */
+    double *unit_p;       /* own units: corruption probability per element */
+    af_aging_t aging;     /* this rank's own devices' units */
+    af_jobintr_t jobintr; /* job-level interruptions (every rank draws them alike) */
+    af_jobintr_hit_t jobintr_hits[AF_JOBINTR_MAX_STEP]; /* this step's */
 
     /* The step's plan, which every rank makes from the shared health changes. */
     af_plan_header_t plan;

@@ -116,26 +116,12 @@ static void debug_aging_loads(af_run_state_t *r)
     }
 }
 
-static void log_event(af_run_state_t *r, const char *kind, int64_t block, int64_t from_slot,
-                      int64_t to_slot, int64_t detail)
+/* Rank 0: appends one event row of this step. */
+static void log_row(af_run_state_t *r, af_event_row_t *e, const char *kind)
 {
-    if (r->log == NULL) {
-        return;
-    }
-    af_event_row_t e;
-    memset(&e, 0, sizeof e);
-    e.step = r->tick;
-    snprintf(e.kind, sizeof e.kind, "%s", kind);
-    e.block = block;
-    const af_placement_t *p = &r->pl;
-    e.from_device = from_slot >= 0 ? af_slot_device(p, from_slot) : -1;
-    e.from_unit = from_slot >= 0 ? af_slot_unit(p, from_slot) % p->units : -1;
-    e.from_slot = from_slot >= 0 ? from_slot % p->capacity : -1;
-    e.to_device = to_slot >= 0 ? af_slot_device(p, to_slot) : -1;
-    e.to_unit = to_slot >= 0 ? af_slot_unit(p, to_slot) % p->units : -1;
-    e.to_slot = to_slot >= 0 ? to_slot % p->capacity : -1;
-    e.detail = detail;
-    if (af_log_event(r->log, &e) != AF_OK) {
+    e->step = r->tick;
+    snprintf(e->kind, sizeof e->kind, "%s", kind);
+    if (af_log_event(r->log, e) != AF_OK) {
         /* The run goes on (the steps are still logged); the loss is counted into /final and the
          * summary, and said once here. */
         if (r->event_log_errors++ == 0) {
@@ -145,6 +131,44 @@ static void log_event(af_run_state_t *r, const char *kind, int64_t block, int64_
                     (long long)r->tick, kind, af_error_message());
         }
     }
+}
+
+static void log_event(af_run_state_t *r, const char *kind, int64_t block, int64_t from_slot,
+                      int64_t to_slot, int64_t detail)
+{
+    if (r->log == NULL) {
+        return;
+    }
+    af_event_row_t e;
+    memset(&e, 0, sizeof e);
+    e.block = block;
+    const af_placement_t *p = &r->pl;
+    e.from_device = from_slot >= 0 ? af_slot_device(p, from_slot) : -1;
+    e.from_unit = from_slot >= 0 ? af_slot_unit(p, from_slot) % p->units : -1;
+    e.from_slot = from_slot >= 0 ? from_slot % p->capacity : -1;
+    e.to_device = to_slot >= 0 ? af_slot_device(p, to_slot) : -1;
+    e.to_unit = to_slot >= 0 ? af_slot_unit(p, to_slot) % p->units : -1;
+    e.to_slot = to_slot >= 0 ? to_slot % p->capacity : -1;
+    e.detail = detail;
+    log_row(r, &e, kind);
+}
+
+/* Rank 0: a job-level interruption's event: from_device is the device it struck, or the first
+ * device of the node it struck, or -1 (the job); detail is its cause (AF_INTR_*). */
+static void log_interrupt(af_run_state_t *r, const af_jobintr_hit_t *x)
+{
+    if (r->log == NULL) {
+        return;
+    }
+    af_event_row_t e;
+    memset(&e, 0, sizeof e);
+    e.block = -1;
+    e.from_device = x->device >= 0 ? x->device
+                    : x->node >= 0 ? x->node * r->cfg.devices_per_node
+                                   : -1;
+    e.from_unit = e.from_slot = e.to_device = e.to_unit = e.to_slot = -1;
+    e.detail = x->cause;
+    log_row(r, &e, "interrupt");
 }
 
 af_result_t af_step_init(af_run_state_t *r)
@@ -248,6 +272,7 @@ af_result_t af_step_init(af_run_state_t *r)
      * in the first step: the loop's first tick is tick + 1 (af_step counts it before it
      * plans), and what moves before then is on the placement's list of changed units. */
     af_aging_start(&r->aging, &r->cfg, r->tick + 1, r->pl.unit_load, r->C);
+    af_jobintr_init(&r->jobintr, &r->cfg, r->D);
     int64_t scripted = af_config_scripted_units(&r->cfg);
     r->my_changes =
         af_alloc(sizeof(af_health_change_t) * ((size_t)(own_hi - own_lo) + (size_t)scripted + 1));
@@ -485,7 +510,7 @@ static af_result_t gather_health(af_run_state_t *r, int64_t n_mine, int64_t *n_m
     for (int i = 0; i < r->cfg.n_events && ns > 0; ++i) {
         const af_event_cfg_t *e = &r->cfg.events[i];
         if (e->step != r->tick || e->action == AF_EVENT_SLOW ||
-            e->action == AF_EVENT_LOSE_REPLICAS) {
+            e->action == AF_EVENT_LOSE_REPLICAS || e->action == AF_EVENT_INTERRUPT) {
             continue;
         }
         int8_t st = e->action == AF_EVENT_FADE ? AF_FADING : AF_DEAD;
@@ -610,6 +635,13 @@ static void plan(af_run_state_t *r, int64_t n_model)
     }
     if (exhausted) {
         log_event(r, "capacity", -1, -1, -1, r->dead_units);
+    }
+    /* Job-level interruptions: they touch no unit and no block, so the plan ignores them;
+     * the log has an `interrupt` event each (from_device: the device, or the node's first
+     * device, it struck; detail: the cause). */
+    int ni = af_jobintr_step(&r->jobintr, &r->cfg, r->tick, r->jobintr_hits, AF_JOBINTR_MAX_STEP);
+    for (int i = 0; i < ni; ++i) {
+        log_interrupt(r, &r->jobintr_hits[i]);
     }
 }
 

@@ -128,20 +128,27 @@ for code, key in enumerate(("units_alive", "dead_wearout", "dead_sudden", "dead_
     same("recovery." + key, get("recovery." + key), int((cause == code).sum()))
 kinds = [k.decode() for k in f["events"]["kind"][:]]
 for kind in ("fade", "death", "sudden", "drain", "restore", "retry", "rollback", "capacity", "slow",
-             "straggler"):
+             "straggler", "interrupt"):
     same("recovery.events." + kind, get("recovery.events." + kind), kinds.count(kind))
 same("recovery.events_logged", get("recovery.events_logged"), len(kinds))
 # Interruptions: each step's deaths, one per lost node (devices_per_node of /@config), lost
-# device, or device whose units died by wear-out, sudden failure or a script.
+# device, or device whose units died by wear-out, sudden failure or a script; and one per
+# `interrupt` event, a job-level cause (its detail: common/log_schema.h's order).
 config = root["config"].decode() if isinstance(root["config"], bytes) else str(root["config"])
 per_node = 1
 for line in config.splitlines():
     if line.startswith("devices_per_node = "):
         per_node = int(line.split("=")[1])
+CAUSES = ("wearout", "sudden", "scripted", "device", "node", "software", "network", "nic",
+          "nccl_watchdog", "sdc", "dependency")
+FIRST_JOB = CAUSES.index("software")
 ev = f["events"][:]
 groups = set()
-for row in ev:
+for i, row in enumerate(ev):
     kind = row["kind"].decode()
+    if kind == "interrupt":
+        groups.add((int(row["step"]), CAUSES[int(row["detail"])], ("row", i)))
+        continue
     if kind not in ("death", "sudden"):
         continue
     d = int(row["detail"])
@@ -149,7 +156,7 @@ for row in ev:
     dev = int(row["from_device"])
     groups.add((int(row["step"]), cause, dev // per_node if cause == "node" else dev))
 same("interruptions.total", get("interruptions.total"), len(groups))
-for cause in ("wearout", "sudden", "scripted", "device", "node"):
+for cause in CAUSES:
     same("interruptions.by_cause." + cause, get("interruptions.by_cause." + cause),
          sum(1 for g in groups if g[1] == cause))
 hours = float(steps["sim_hours"][-1]) if n else float("nan")
@@ -183,22 +190,29 @@ if useful <= 0:
     for key in ("goodput.remap.ettr", "goodput.shrink_rebuild.ettr",
                 "goodput.checkpoint_restart.ettr"):
         same(key, get(key), None)
-elif nint > 0:
-    same("goodput.remap.ettr", get("goodput.remap.ettr"),
-         useful / (useful + lost * gp["step_seconds"]))
-    same("goodput.shrink_rebuild.ettr", get("goodput.shrink_rebuild.ettr"),
-         useful / (useful + nint * (gp["shrink_seconds"] + gp["repartition_seconds"]
-                                    + gp["step_seconds"])))
-    tau = math.sqrt(2.0 * gp["checkpoint_seconds"] * useful / nint)
-    wall = useful * (1.0 + (gp["checkpoint_seconds"] / tau if tau > 0 else 0.0)) \
-        + nint * (tau / 2.0 + gp["restart_seconds"])
-    same("goodput.checkpoint_restart.interval_s", get("goodput.checkpoint_restart.interval_s"), tau)
-    same("goodput.checkpoint_restart.ettr", get("goodput.checkpoint_restart.ettr"), useful / wall)
 else:
+    # remap and shrink_rebuild recover hardware losses in place and keep checkpoints, at
+    # Young's interval, for the job-level interruptions alone; checkpoint_restart for all.
+    def ckpt(k):
+        """Checkpoints' cost for k interruptions, and their interval."""
+        if k == 0:
+            return 0.0, 0.0
+        tau = math.sqrt(2.0 * gp["checkpoint_seconds"] * useful / k)
+        cost = (useful * gp["checkpoint_seconds"] / tau if tau > 0 else 0.0) \
+            + k * (tau / 2.0 + gp["restart_seconds"])
+        return cost, tau
+    njob = sum(1 for g in groups if CAUSES.index(g[1]) >= FIRST_JOB)
+    jcost, jtau = ckpt(njob)
+    same("goodput.job_checkpoint_interval_s", get("goodput.job_checkpoint_interval_s"), jtau)
     same("goodput.remap.ettr", get("goodput.remap.ettr"),
-         useful / (useful + lost * gp["step_seconds"]))
-    same("goodput.shrink_rebuild.ettr", get("goodput.shrink_rebuild.ettr"), 1.0)
-    same("goodput.checkpoint_restart.ettr", get("goodput.checkpoint_restart.ettr"), 1.0)
+         useful / (useful + lost * gp["step_seconds"] + jcost))
+    same("goodput.shrink_rebuild.ettr", get("goodput.shrink_rebuild.ettr"),
+         useful / (useful + (nint - njob) * (gp["shrink_seconds"] + gp["repartition_seconds"]
+                                             + gp["step_seconds"]) + jcost))
+    cost, tau = ckpt(nint)
+    same("goodput.checkpoint_restart.interval_s", get("goodput.checkpoint_restart.interval_s"), tau)
+    same("goodput.checkpoint_restart.ettr", get("goodput.checkpoint_restart.ettr"),
+         useful / (useful + cost))
 same("recovery.event_log_errors", get("recovery.event_log_errors"),
      int(final["event_log_errors"]))
 

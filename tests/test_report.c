@@ -394,6 +394,10 @@ static void write_log(const char *path)
         event(log, 16, "death", -1, u / UPD, u % UPD, -1, -1, -1, 1);
     }
     event(log, 16, "rollback", -1, -1, -1, -1, -1, -1, 2);
+    /* Job-level interruptions: a software bug (the job) and a silent data corruption found on
+     * device 3. */
+    event(log, 16, "interrupt", -1, -1, -1, -1, -1, -1, AF_INTR_software);
+    event(log, 18, "interrupt", -1, 3, -1, -1, -1, -1, AF_INTR_sdc);
     assert_int_equal(af_log_flush(log), AF_OK);
 
     /* /units: units 0..6 die (wear-out), unit 7 is fading at the end. */
@@ -570,6 +574,24 @@ static void test_figures_of_a_known_log(void **state)
     assert_int_equal(s->events[AF_EV_drain], 2);
     assert_int_equal(s->events[AF_EV_death], 7);
     assert_int_equal(s->events[AF_EV_rollback], 1);
+    assert_int_equal(s->events[AF_EV_interrupt], 2);
+    /* interruptions: wear-out on device 0 (step 6), devices 0 and 1 (step 11), devices 2 and 3
+     * (step 16), and the two job-level ones: 7 in 200 hours */
+    assert_int_equal(s->interruptions, 7);
+    assert_int_equal(s->intr_by_cause[AF_INTR_wearout], 5);
+    assert_int_equal(s->intr_by_cause[AF_INTR_software], 1);
+    assert_int_equal(s->intr_by_cause[AF_INTR_sdc], 1);
+    assert_int_equal(s->intr_job, 2);
+    NEAR(s->mtbi_hours, 200.0 / 7.0);
+    /* goodput: shrink_rebuild pays its shrink for the 5 hardware losses and checkpoints for
+     * the 2 job-level ones (analysis/goodput.h) */
+    {
+        af_goodput_params_t p;
+        af_goodput_defaults(&p);
+        double jt = 0;
+        NEAR(s->ettr_shrink, af_goodput_shrink(200.0 * 3600.0, 5, 2, &p, &jt));
+        NEAR(s->job_interval_s, sqrt(2.0 * 60.0 * 200.0 * 3600.0 / 2.0));
+    }
     assert_int_equal(s->allocs_after_init, 0);
     /* latency: bands 0-10% (rows 0-4), 10-20% (5-9), 50-60% (10-14), >=85% (15-19) */
     const int64_t band_steps[AF_NBANDS] = {5, 5, 0, 0, 0, 5, 0, 0, 0, 5};
@@ -781,6 +803,32 @@ static void event_kind(const char *path, hsize_t i, const char *kind)
     free(ev);
 }
 
+/* Rewrites event i's detail. */
+static void event_detail(const char *path, hsize_t i, int64_t detail)
+{
+    af_logfile_t lf;
+    char err[256];
+    assert_int_equal(af_logfile_open(&lf, path, err, sizeof err), AF_OK);
+    int64_t n = 0;
+    assert_int_equal(af_logfile_events_count(&lf, &n), AF_OK);
+    af_event_row_t *ev = calloc((size_t)n, sizeof *ev);
+    assert_non_null(ev);
+    assert_int_equal(af_logfile_read_events(&lf, ev, (size_t)n), AF_OK);
+    af_logfile_close(&lf);
+    ev[i].detail = detail;
+    hid_t f = open_rw(path);
+    hid_t d = H5Dopen2(f, "/events", H5P_DEFAULT);
+    hid_t t = H5Dget_type(d);
+    hid_t mt = H5Tget_native_type(t, H5T_DIR_ASCEND);
+    assert_int_equal(H5Tget_size(mt), sizeof(af_event_row_t));
+    assert_true(H5Dwrite(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, ev) >= 0);
+    H5Tclose(mt);
+    H5Tclose(t);
+    H5Dclose(d);
+    H5Fclose(f);
+    free(ev);
+}
+
 /* Replaces /events by a compound without its 'detail' field. */
 static void events_without_detail(const char *path)
 {
@@ -845,6 +893,7 @@ typedef enum defect {
     D_EVENTS_FIELD,
     D_EVENTS_KIND,
     D_EVENTS_COUNT,
+    D_EVENTS_CAUSE,
     D_UNITS_LENGTH,
     D_UNITS_CAUSE,
     D_FINAL_TOTAL,
@@ -881,6 +930,7 @@ static const struct {
     [D_EVENTS_FIELD] = {"events field", 1, "/events", "field 'block' missing"},
     [D_EVENTS_KIND] = {"events kind", 2, "/events[0]", "kind 'teleport'"},
     [D_EVENTS_COUNT] = {"events count", 2, "/events", "'restore' events"},
+    [D_EVENTS_CAUSE] = {"events cause", 1, "/events[11]", "an interrupt of cause 3"},
     [D_UNITS_LENGTH] = {"units length", 1, "/units/age_hours", "expected 8 values"},
     [D_UNITS_CAUSE] = {"units cause", 2, "/units/cause[7]", "alive iff never dead"},
     [D_FINAL_TOTAL] = {"final total", 1, "/final@fenced_total", "sums to 5"},
@@ -974,6 +1024,9 @@ static void seed_defect(const char *path, defect_t d)
         break;
     case D_EVENTS_COUNT:
         event_kind(path, 6, "retry"); /* the restore of step 11 becomes a retry */
+        break;
+    case D_EVENTS_CAUSE: /* the software interrupt said to be a device loss */
+        event_detail(path, 11, AF_INTR_device);
         break;
     case D_UNITS_LENGTH: {
         double v[UNITS - 1] = {0};
@@ -1169,12 +1222,26 @@ static void test_goodput_formulas_match_hand_computed_cases(void **state)
                                   100.0 * (1039.2304845413264 + 600.0))) < 1e-12);
     assert_true(fabs(e - 0.9307506) < 1e-7);
     /* shrink_rebuild: 100 x (2 + 30 + 10) = 4,200 s lost: 3.6e6 / 3,604,200. */
-    assert_true(fabs(af_goodput_shrink(3.6e6, 100, &p) - 3.6e6 / 3604200.0) < 1e-15);
+    double jt = -1;
+    assert_true(fabs(af_goodput_shrink(3.6e6, 100, 0, &p, &jt) - 3.6e6 / 3604200.0) < 1e-15);
+    assert_true(jt == 0.0);
     /* remap: 50 steps lost of 10 s. */
-    assert_true(fabs(af_goodput_remap(3.6e6, 50.0, &p) - 3.6e6 / 3600500.0) < 1e-15);
+    assert_true(fabs(af_goodput_remap(3.6e6, 50.0, 0, &p, &jt) - 3.6e6 / 3600500.0) < 1e-15);
+    /* Job-level interruptions: remap and shrink_rebuild keep checkpoints for them alone. 25 of
+     * them in 1,000 h: M = 144,000 s, tau = sqrt(2 x 60 x 144,000) = 4,156.92 s; checkpoints
+     * 3.6e6 x 60 / 4,156.92 = 51,961.52 s, losses 25 x (2,078.46 + 600) = 66,961.52 s. */
+    double ck = 3.6e6 * 60.0 / 4156.9219381653056 + 25.0 * (2078.4609690826528 + 600.0);
+    e = af_goodput_remap(3.6e6, 50.0, 25, &p, &jt);
+    assert_true(fabs(jt - 4156.9219381653056) < 1e-6);
+    assert_true(fabs(e - 3.6e6 / (3.6e6 + 500.0 + ck)) < 1e-12);
+    e = af_goodput_shrink(3.6e6, 75, 25, &p, &jt);
+    assert_true(fabs(e - 3.6e6 / (3.6e6 + 75.0 * 42.0 + ck)) < 1e-12);
+    /* ... and those alone cost shrink_rebuild what they cost checkpoint_restart. */
+    assert_true(fabs(af_goodput_shrink(3.6e6, 0, 25, &p, &jt) -
+                     af_goodput_checkpoint(3.6e6, 25, &p, &tau)) < 1e-15);
     /* No interruption: no checkpoint needed, nothing lost. */
     assert_true(af_goodput_checkpoint(3.6e6, 0, &p, &tau) == 1.0 && tau == 0.0);
-    assert_true(af_goodput_shrink(3.6e6, 0, &p) == 1.0);
+    assert_true(af_goodput_shrink(3.6e6, 0, 0, &p, &jt) == 1.0 && jt == 0.0);
     /* No checkpoint cost: only the restarts count. */
     p.checkpoint_s = 0.0;
     assert_true(fabs(af_goodput_checkpoint(3.6e6, 100, &p, &tau) - 3.6e6 / 3660000.0) < 1e-15);
