@@ -104,6 +104,14 @@ typedef struct af_run {
     int64_t nevents;
     af_event_row_t *events;
 
+    /* The interruptions of a synchronous job: /interruptions when the log has it in order
+     * (intr_from_table), else derived from /events (analysis/interrupts.h); NULL (have_intr = 0)
+     * with neither. */
+    int have_intr;
+    int intr_from_table;
+    int64_t nintr;
+    af_intr_row_t *intr;
+
     /* /units/cause, per unit (NULL when absent). */
     int64_t nunits;
     int64_t *unit_cause;

@@ -20,66 +20,25 @@ const char *af_column_name(int c)
     return c >= 0 && c < AF_NCOLUMNS ? af_step_column_names[c] : "?";
 }
 
-/* Interruptions from /events: each step's deaths grouped by what failed (a node, a device, or
- * a device's units by wear-out, sudden failure or a script), one interruption a group, and one
- * for each `interrupt` event (a job-level cause, which loses no hardware). */
+/* Interruptions by cause: the log's /interruptions, or the same table derived from /events
+ * (rundata.h). */
 static void count_interruptions(af_summary_t *s, const af_run_t *run)
 {
-    s->interruptions = run->have_events ? 0 : -1;
-    s->intr_job = run->have_events ? 0 : -1;
+    s->interruptions = run->have_intr ? 0 : -1;
+    s->intr_job = run->have_intr ? 0 : -1;
     for (int c = 0; c < AF_NINTR; ++c) {
-        s->intr_by_cause[c] = run->have_events ? 0 : -1;
+        s->intr_by_cause[c] = run->have_intr ? 0 : -1;
     }
     s->mtbi_hours = NAN;
-    if (!run->have_events) {
+    if (!run->have_intr) {
         return;
     }
-    int64_t *seen = malloc(sizeof(int64_t) * 2 * (size_t)(run->nevents > 0 ? run->nevents : 1));
-    if (seen == NULL) {
-        s->interruptions = -1;
-        return;
+    for (int64_t i = 0; i < run->nintr; ++i) {
+        int64_t c = run->intr[i].cause; /* in range: rundata checked the table */
+        s->interruptions++;
+        s->intr_by_cause[c]++;
+        s->intr_job += c >= AF_INTR_FIRST_JOB;
     }
-    int64_t nseen = 0;
-    int64_t step = -1;
-    const int64_t per_node = run->devices_per_node > 0 ? run->devices_per_node : 1;
-    for (int64_t e = 0; e < run->nevents; ++e) {
-        const af_event_row_t *ev = &run->events[e];
-        if (strcmp(ev->kind, "interrupt") == 0) {
-            if (ev->detail >= AF_INTR_FIRST_JOB && ev->detail < AF_NINTR) {
-                s->interruptions++;
-                s->intr_job++;
-                s->intr_by_cause[ev->detail]++;
-            }
-            continue;
-        }
-        int death = strcmp(ev->kind, "death") == 0;
-        int sudden = strcmp(ev->kind, "sudden") == 0;
-        if (!death && !sudden) {
-            continue;
-        }
-        if (ev->step != step) {
-            step = ev->step;
-            nseen = 0;
-        }
-        int cause = ev->detail == 4   ? AF_INTR_device
-                    : ev->detail == 5 ? AF_INTR_node
-                    : ev->detail == 3 ? AF_INTR_scripted
-                    : sudden          ? AF_INTR_sudden
-                                      : AF_INTR_wearout;
-        int64_t id = cause == AF_INTR_node ? ev->from_device / per_node : ev->from_device;
-        int known = 0;
-        for (int64_t i = 0; i < nseen && !known; ++i) {
-            known = seen[2 * i] == cause && seen[2 * i + 1] == id;
-        }
-        if (!known) {
-            seen[2 * nseen] = cause;
-            seen[2 * nseen + 1] = id;
-            nseen++;
-            s->interruptions++;
-            s->intr_by_cause[cause]++;
-        }
-    }
-    free(seen);
     if (s->interruptions > 0 && isfinite(s->sim_hours)) {
         s->mtbi_hours = s->sim_hours / (double)s->interruptions;
     }
@@ -674,6 +633,11 @@ af_result_t af_summary_figures(const af_summary_t *s, af_figs_t *f)
         count_or_null(f, 0, s->intr_by_cause[c] >= 0, s->intr_by_cause[c], key);
     }
     af_figs_real(f, 0, s->mtbi_hours, "interruptions.mtbi_hours");
+    if (s->interruptions >= 0) {
+        af_figs_str(f, ID, r->intr_from_table ? "table" : "events", "interruptions.source");
+    } else {
+        af_figs_null(f, ID, "interruptions.source");
+    }
     af_figs_real(f, 0, s->ettr_remap, "goodput.remap.ettr");
     af_figs_real(f, 0, s->remap_lost_steps, "goodput.remap.lost_steps");
     af_figs_real(f, 0, s->ettr_shrink, "goodput.shrink_rebuild.ettr");

@@ -68,3 +68,14 @@ int64_t af_log_event_type(void)
     H5Tclose(str);
     return t;
 }
+
+int64_t af_log_intr_type(void)
+{
+    hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(af_intr_row_t));
+    H5Tinsert(t, "step", HOFFSET(af_intr_row_t, step), H5T_NATIVE_INT64);
+    H5Tinsert(t, "sim_hours", HOFFSET(af_intr_row_t, sim_hours), H5T_NATIVE_DOUBLE);
+    H5Tinsert(t, "cause", HOFFSET(af_intr_row_t, cause), H5T_NATIVE_INT64);
+    H5Tinsert(t, "device", HOFFSET(af_intr_row_t, device), H5T_NATIVE_INT64);
+    H5Tinsert(t, "node", HOFFSET(af_intr_row_t, node), H5T_NATIVE_INT64);
+    return t;
+}

@@ -10,8 +10,9 @@
  * and /steps/unverified_commits. 4: /steps/replayed_blocks and replayed_block_steps (blocks
  * replayed alone from their replicas), the replica_lost event, and a restore's detail is the
  * logical step its data comes from; /steps/halo_bytes and replica_log_bytes, /ranks/plan_us, and
- * mass and energy are exact sums. */
-#define AF_SCHEMA_VERSION 4
+ * mass and energy are exact sums. 5: /interruptions (the interruptions of a synchronous job,
+ * written by the run), and the `interrupt` event (job-level causes). */
+#define AF_SCHEMA_VERSION 5
 
 /* /steps/<name>: one value per step. X(name, type, doc) with type I64 or F64. */
 #define AF_STEP_COLUMNS(X)                                                                         \
@@ -159,5 +160,23 @@ typedef struct af_event_row {
 /* The HDF5 memory type (hid_t) of an af_event_row_t, as /events stores it; the caller closes
  * it with H5Tclose. */
 int64_t af_log_event_type(void);
+
+/* One /interruptions row (schema 5): what interrupted a synchronous job in one executed step.
+ * The deaths of a step give one row per node lost (cause node), per device lost (device), and
+ * per device whose units died by wear-out, sudden failure or a script (in the order the step's
+ * death events first name them); each `interrupt` event gives one row. device and node are -1
+ * where the cause has none (a node's loss names no device; a job-level cause at the job's grain
+ * names neither); a device's node is device / devices_per_node. sim_hours is the step's
+ * /steps/sim_hours. Derived from /events it is the same table (analysis/interrupts.h). */
+typedef struct af_intr_row {
+    int64_t step;
+    double sim_hours;
+    int64_t cause; /* AF_INTR_*; names in the dataset's cause_names attribute */
+    int64_t device;
+    int64_t node;
+} af_intr_row_t;
+
+/* The HDF5 memory type (hid_t) of an af_intr_row_t; the caller closes it with H5Tclose. */
+int64_t af_log_intr_type(void);
 
 #endif

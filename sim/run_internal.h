@@ -123,6 +123,11 @@ typedef struct af_run_state {
     af_aging_t aging;     /* this rank's own devices' units */
     af_jobintr_t jobintr; /* job-level interruptions (every rank draws them alike) */
     af_jobintr_hit_t jobintr_hits[AF_JOBINTR_MAX_STEP]; /* this step's */
+    /* The step's interruptions for /interruptions (rank 0): a device or node is one
+     * interruption a step per cause; these say which were counted in which executed step. */
+    int64_t *intr_dev_tick;  /* per device: the last step a hardware cause was counted */
+    uint8_t *intr_dev_mask;  /* per device: the causes counted then (bit AF_INTR_*) */
+    int64_t *intr_node_tick; /* per node: the last step its loss was counted */
 
     /* The step's plan, which every rank makes from the shared health changes. */
     af_plan_header_t plan;

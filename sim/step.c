@@ -153,6 +153,48 @@ static void log_event(af_run_state_t *r, const char *kind, int64_t block, int64_
     log_row(r, &e, kind);
 }
 
+/* Rank 0: one row of /interruptions in this step (its hours: those the step ends at, as its
+ * /steps row says). */
+static void log_intr_row(af_run_state_t *r, int cause, int64_t device, int64_t node)
+{
+    af_intr_row_t row = {r->tick, r->sim_hours + r->cfg.sim_hours_per_step, cause, device, node};
+    if (af_log_interruption(r->log, &row) != AF_OK && r->event_log_errors++ == 0) {
+        fprintf(stderr,
+                "agefence: rank 0: the log lost an interruption (step %lld): %s; further losses "
+                "are counted in /final@event_log_errors\n",
+                (long long)r->tick, af_error_message());
+    }
+}
+
+/* Rank 0: the interruption a death of this step makes, unless the step counted it already: one
+ * per node lost, per device lost, and per device whose units died of one other cause (the
+ * grouping agefence-report applies to /events, analysis/interrupts.h). */
+static void log_death_interruption(af_run_state_t *r, const af_health_change_t *c)
+{
+    const int64_t dpn = r->cfg.devices_per_node;
+    const int64_t dev = c->unit / r->U;
+    int cause = c->cause == AF_CAUSE_DEVICE     ? AF_INTR_device
+                : c->cause == AF_CAUSE_NODE     ? AF_INTR_node
+                : c->cause == AF_CAUSE_SCRIPTED ? AF_INTR_scripted
+                : c->cause == AF_CAUSE_SUDDEN   ? AF_INTR_sudden
+                                                : AF_INTR_wearout;
+    if (cause == AF_INTR_node) {
+        if (r->intr_node_tick[dev / dpn] != r->tick) {
+            r->intr_node_tick[dev / dpn] = r->tick;
+            log_intr_row(r, cause, -1, dev / dpn);
+        }
+        return;
+    }
+    if (r->intr_dev_tick[dev] != r->tick) {
+        r->intr_dev_tick[dev] = r->tick;
+        r->intr_dev_mask[dev] = 0;
+    }
+    if (!(r->intr_dev_mask[dev] & (1u << cause))) {
+        r->intr_dev_mask[dev] |= (uint8_t)(1u << cause);
+        log_intr_row(r, cause, dev, dev / dpn);
+    }
+}
+
 /* Rank 0: a job-level interruption's event: from_device is the device it struck, or the first
  * device of the node it struck, or -1 (the job); detail is its cause (AF_INTR_*). */
 static void log_interrupt(af_run_state_t *r, const af_jobintr_hit_t *x)
@@ -169,6 +211,7 @@ static void log_interrupt(af_run_state_t *r, const af_jobintr_hit_t *x)
     e.from_unit = e.from_slot = e.to_device = e.to_unit = e.to_slot = -1;
     e.detail = x->cause;
     log_row(r, &e, "interrupt");
+    log_intr_row(r, x->cause, x->device, x->node);
 }
 
 af_result_t af_step_init(af_run_state_t *r)
@@ -216,6 +259,20 @@ af_result_t af_step_init(af_run_state_t *r)
         !r->dev_words) {
         af_error_set("cannot allocate the throttling tables for %lld units", (long long)r->units);
         return AF_ERR_NOMEM;
+    }
+    const size_t nodes = D / (size_t)r->cfg.devices_per_node;
+    r->intr_dev_tick = af_alloc(sizeof(int64_t) * D);
+    r->intr_dev_mask = af_alloc(D);
+    r->intr_node_tick = af_alloc(sizeof(int64_t) * (nodes > 0 ? nodes : 1));
+    if (!r->intr_dev_tick || !r->intr_dev_mask || !r->intr_node_tick) {
+        af_error_set("cannot allocate the interruption marks of %lld devices", (long long)D);
+        return AF_ERR_NOMEM;
+    }
+    for (size_t d = 0; d < D; ++d) {
+        r->intr_dev_tick[d] = -1;
+    }
+    for (size_t n = 0; n < nodes; ++n) {
+        r->intr_node_tick[n] = -1;
     }
     for (int64_t k = 0; k < r->own_units; ++k) {
         r->unit_base[k] = 1.0;
@@ -337,6 +394,11 @@ void af_step_destroy(af_run_state_t *r)
     af_free(r->unit_deg);
     af_free(r->unit_stamp);
     af_free(r->slow_list);
+    af_free(r->intr_dev_tick);
+    af_free(r->intr_dev_mask);
+    af_free(r->intr_node_tick);
+    r->intr_dev_tick = r->intr_node_tick = NULL;
+    r->intr_dev_mask = NULL;
     af_free(r->dev_delay);
     af_free(r->dev_words);
     af_free(r->strag_in);
@@ -618,6 +680,9 @@ static void plan(af_run_state_t *r, int64_t n_model)
         const char *kind = c->state == AF_FADING ? "fade" : sudden ? "sudden" : "death";
         int64_t g = (int64_t)c->unit * r->C;
         log_event(r, kind, -1, g, -1, c->cause);
+        if (c->state != AF_FADING && r->log != NULL) {
+            log_death_interruption(r, c);
+        }
     }
     for (int64_t i = 0; i < nm; ++i) {
         /* A drain's detail is -1; a restore's the logical step its data comes from: its

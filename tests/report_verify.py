@@ -142,19 +142,50 @@ for line in config.splitlines():
 CAUSES = ("wearout", "sudden", "scripted", "device", "node", "software", "network", "nic",
           "nccl_watchdog", "sdc", "dependency")
 FIRST_JOB = CAUSES.index("software")
+GRAIN = {"software": "job", "network": "node", "nic": "node", "nccl_watchdog": "job",
+         "sdc": "device", "dependency": "job"}
 ev = f["events"][:]
-groups = set()
-for i, row in enumerate(ev):
+# The rows in the order the run writes /interruptions: (step, cause, device, node), each step's
+# groups in the order its events first name them.
+derived = []
+seen = set()
+for row in ev:
     kind = row["kind"].decode()
+    step = int(row["step"])
+    dev = int(row["from_device"])
     if kind == "interrupt":
-        groups.add((int(row["step"]), CAUSES[int(row["detail"])], ("row", i)))
+        cause = CAUSES[int(row["detail"])]
+        grain = GRAIN[cause]
+        derived.append((step, cause, dev if grain == "device" and dev >= 0 else -1,
+                        dev // per_node if grain != "job" and dev >= 0 else -1))
         continue
     if kind not in ("death", "sudden"):
         continue
     d = int(row["detail"])
     cause = {4: "device", 5: "node", 3: "scripted"}.get(d, "sudden" if kind == "sudden" else "wearout")
-    dev = int(row["from_device"])
-    groups.add((int(row["step"]), cause, dev // per_node if cause == "node" else dev))
+    key = (step, cause, -1 if cause == "node" else dev, dev // per_node)
+    if key not in seen:
+        seen.add(key)
+        derived.append(key)
+groups = derived
+# The run's own table (schema 5) is the same, with each row's hours those of its step.
+if "interruptions" in f:
+    table = f["interruptions"][:]
+    names = f["interruptions"].attrs["cause_names"]
+    names = names.decode() if isinstance(names, bytes) else str(names)
+    assert names == ", ".join(f"{i} {c}" for i, c in enumerate(CAUSES)), names
+    rows = [(int(r["step"]), CAUSES[int(r["cause"])], int(r["device"]), int(r["node"]))
+            for r in table]
+    if rows != derived:
+        first = next((i for i, (a, b) in enumerate(zip(rows, derived)) if a != b),
+                     min(len(rows), len(derived)))
+        failures.append(f"/interruptions: {len(rows)} rows, /events gives {len(derived)}; "
+                        f"first difference at row {first}")
+    for r in table:
+        if float(r["sim_hours"]) != float(steps["sim_hours"][int(r["step"]) - 1]):
+            failures.append(f"/interruptions: step {int(r['step'])} sim_hours {r['sim_hours']}")
+            break
+    same("interruptions.source", get("interruptions.source"), "table")
 same("interruptions.total", get("interruptions.total"), len(groups))
 for cause in CAUSES:
     same("interruptions.by_cause." + cause, get("interruptions.by_cause." + cause),

@@ -398,6 +398,15 @@ static void write_log(const char *path)
      * device 3. */
     event(log, 16, "interrupt", -1, -1, -1, -1, -1, -1, AF_INTR_software);
     event(log, 18, "interrupt", -1, 3, -1, -1, -1, -1, AF_INTR_sdc);
+    /* The run's own table of them (one device a node: no devices_per_node in the config). */
+    const af_intr_row_t intr[] = {
+        {6, 60.0, AF_INTR_wearout, 0, 0},   {11, 110.0, AF_INTR_wearout, 0, 0},
+        {11, 110.0, AF_INTR_wearout, 1, 1}, {16, 160.0, AF_INTR_wearout, 2, 2},
+        {16, 160.0, AF_INTR_wearout, 3, 3}, {16, 160.0, AF_INTR_software, -1, -1},
+        {18, 180.0, AF_INTR_sdc, 3, 3}};
+    for (size_t i = 0; i < sizeof intr / sizeof intr[0]; ++i) {
+        assert_int_equal(af_log_interruption(log, &intr[i]), AF_OK);
+    }
     assert_int_equal(af_log_flush(log), AF_OK);
 
     /* /units: units 0..6 die (wear-out), unit 7 is fading at the end. */
@@ -829,6 +838,34 @@ static void event_detail(const char *path, hsize_t i, int64_t detail)
     free(ev);
 }
 
+/* Rewrites row i of /interruptions: its cause (when cause >= 0) and its hours (when finite). */
+static void intr_poke(const char *path, hsize_t i, int64_t cause, double hours)
+{
+    af_logfile_t lf;
+    char err[256];
+    assert_int_equal(af_logfile_open(&lf, path, err, sizeof err), AF_OK);
+    int64_t n = 0;
+    assert_int_equal(af_logfile_intr_count(&lf, &n), AF_OK);
+    af_intr_row_t *rows = calloc((size_t)n, sizeof *rows);
+    assert_non_null(rows);
+    assert_int_equal(af_logfile_read_intr(&lf, rows, (size_t)n), AF_OK);
+    af_logfile_close(&lf);
+    if (cause >= 0) {
+        rows[i].cause = cause;
+    }
+    if (isfinite(hours)) {
+        rows[i].sim_hours = hours;
+    }
+    hid_t f = open_rw(path);
+    hid_t d = H5Dopen2(f, "/interruptions", H5P_DEFAULT);
+    hid_t mt = (hid_t)af_log_intr_type();
+    assert_true(H5Dwrite(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows) >= 0);
+    H5Tclose(mt);
+    H5Dclose(d);
+    H5Fclose(f);
+    free(rows);
+}
+
 /* Replaces /events by a compound without its 'detail' field. */
 static void events_without_detail(const char *path)
 {
@@ -894,6 +931,9 @@ typedef enum defect {
     D_EVENTS_KIND,
     D_EVENTS_COUNT,
     D_EVENTS_CAUSE,
+    D_INTR_MISSING,
+    D_INTR_ROW,
+    D_INTR_HOURS,
     D_UNITS_LENGTH,
     D_UNITS_CAUSE,
     D_FINAL_TOTAL,
@@ -930,7 +970,11 @@ static const struct {
     [D_EVENTS_FIELD] = {"events field", 1, "/events", "field 'block' missing"},
     [D_EVENTS_KIND] = {"events kind", 2, "/events[0]", "kind 'teleport'"},
     [D_EVENTS_COUNT] = {"events count", 2, "/events", "'restore' events"},
-    [D_EVENTS_CAUSE] = {"events cause", 1, "/events[11]", "an interrupt of cause 3"},
+    /* (and /interruptions, right, no longer matches the damaged /events) */
+    [D_EVENTS_CAUSE] = {"events cause", 2, "/events[11]", "an interrupt of cause 3"},
+    [D_INTR_MISSING] = {"interruptions missing", 1, "/interruptions", "missing dataset"},
+    [D_INTR_ROW] = {"interruptions row", 1, "/interruptions[2]", "/events gives step 11 cause 0"},
+    [D_INTR_HOURS] = {"interruptions hours", 1, "/interruptions[4]", "sim_hours 123"},
     [D_UNITS_LENGTH] = {"units length", 1, "/units/age_hours", "expected 8 values"},
     [D_UNITS_CAUSE] = {"units cause", 2, "/units/cause[7]", "alive iff never dead"},
     [D_FINAL_TOTAL] = {"final total", 1, "/final@fenced_total", "sums to 5"},
@@ -1027,6 +1071,15 @@ static void seed_defect(const char *path, defect_t d)
         break;
     case D_EVENTS_CAUSE: /* the software interrupt said to be a device loss */
         event_detail(path, 11, AF_INTR_device);
+        break;
+    case D_INTR_MISSING:
+        unlink_obj(path, "/interruptions");
+        break;
+    case D_INTR_ROW: /* device 1's wear-out at step 11 said sudden */
+        intr_poke(path, 2, AF_INTR_sudden, NAN);
+        break;
+    case D_INTR_HOURS:
+        intr_poke(path, 4, -1, 123.0);
         break;
     case D_UNITS_LENGTH: {
         double v[UNITS - 1] = {0};
@@ -1205,6 +1258,49 @@ static void test_partial_logs_report_what_is_missing(void **state)
     }
 }
 
+/* The run's /interruptions is what the report counts; without it (an older log, or one cut
+ * or damaged) the report derives the same from /events and says why, in one line. */
+static void test_interruptions_come_from_the_table_or_from_the_events(void **state)
+{
+    (void)state;
+    char path[64];
+    temp_path(path, sizeof path, "intr");
+    write_log(path);
+    loaded_t l;
+    load(&l, path);
+    assert_int_equal(l.run.nmissing, 0);
+    assert_true(l.run.intr_from_table);
+    assert_int_equal(l.sum.interruptions, 7);
+    unload(&l);
+    /* Damaged: a row's cause beyond the list. The same counts, from /events. */
+    intr_poke(path, 3, 99, NAN);
+    load(&l, path);
+    assert_false(l.run.intr_from_table);
+    assert_int_equal(l.run.nmissing, 1);
+    assert_non_null(strstr(l.run.missing[0], "/interruptions[3]: an unknown cause"));
+    assert_int_equal(l.sum.interruptions, 7);
+    assert_int_equal(l.sum.intr_by_cause[AF_INTR_wearout], 5);
+    assert_true(l.run.intr[6].sim_hours == 180.0); /* the hours of its step's row */
+    unload(&l);
+    /* A table the events do not give is used, and said. */
+    intr_poke(path, 3, AF_INTR_node, NAN);
+    load(&l, path);
+    assert_true(l.run.intr_from_table);
+    assert_int_equal(l.sum.intr_by_cause[AF_INTR_node], 1);
+    assert_int_equal(l.run.nmissing, 1);
+    assert_non_null(strstr(l.run.missing[0], "first difference at row 3"));
+    unload(&l);
+    /* Gone (an older log): derived, and said from schema 5 on. */
+    unlink_obj(path, "/interruptions");
+    load(&l, path);
+    assert_false(l.run.intr_from_table);
+    assert_int_equal(l.sum.interruptions, 7);
+    assert_int_equal(l.run.nmissing, 1);
+    assert_non_null(strstr(l.run.missing[0], "/interruptions: missing"));
+    unload(&l);
+    unlink(path);
+}
+
 /* The goodput formulas on cases worked by hand (analysis/goodput.h). */
 static void test_goodput_formulas_match_hand_computed_cases(void **state)
 {
@@ -1259,6 +1355,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_percentiles_match_hand_computed_values),
         cmocka_unit_test(test_goodput_formulas_match_hand_computed_cases),
+        cmocka_unit_test(test_interruptions_come_from_the_table_or_from_the_events),
         cmocka_unit_test(test_stats_summary_of_a_known_sample),
         cmocka_unit_test(test_blackout_bands),
         cmocka_unit_test(test_json_nests_dotted_keys_and_arrays),
