@@ -88,6 +88,7 @@ static void load_attrs(af_run_t *run, const af_logfile_t *lf)
     /* The node of a device: scenario.devices_per_node in the resolved scenario the log
      * carries (logs written before failure domains have none: a node per device). */
     run->devices_per_node = 1;
+    snprintf(run->record, sizeof run->record, "none");
     af_goodput_defaults(&run->goodput);
     {
         char *config = malloc(65536);
@@ -97,6 +98,12 @@ static void load_attrs(af_run_t *run, const af_logfile_t *lf)
             long long v = 0;
             if (at != NULL && sscanf(at, "\ndevices_per_node = %lld", &v) == 1 && v >= 1) {
                 run->devices_per_node = (int64_t)v;
+            }
+            /* The record the scenario is fitted to (analysis/record.h). */
+            at = strstr(config, "\nrecord = ");
+            char name[32];
+            if (at != NULL && sscanf(at, "\nrecord = %31[A-Za-z0-9_.-]", name) == 1) {
+                snprintf(run->record, sizeof run->record, "%s", name);
             }
         }
         free(config);

@@ -72,6 +72,7 @@ typedef struct af_run {
     char slurm_nodelist[1024];
     af_opt_i64_t seed, ranks, devices, units_per_device, blocks, block_len, capacity, steps_planned;
     int64_t devices_per_node;    /* scenario.devices_per_node of /@config (1 when it has none) */
+    char record[32];             /* scenario.record of /@config ("none" when it has none) */
     af_goodput_params_t goodput; /* [goodput] of /@config (the defaults where it has none) */
     af_opt_f64_t max_blackout_limit, state_bytes_static, state_bytes_fault_free;
 

@@ -44,6 +44,29 @@ static void count_interruptions(af_summary_t *s, const af_run_t *run)
     }
 }
 
+/* The run's counts beside the record it names (analysis/record.h), the record's counts scaled
+ * to the run's simulated hours. */
+static void set_record(af_summary_t *s, const af_run_t *run)
+{
+    s->record = af_record_find(run->record);
+    s->record_scale = NAN;
+    if (s->record == NULL || s->interruptions < 0 || !(s->sim_hours > 0)) {
+        return;
+    }
+    s->record_scale = s->sim_hours / s->record->hours;
+    for (int c = 0; c <= AF_NINTR; ++c) {
+        int64_t count = c < AF_NINTR ? s->record->counts[c] : s->record->total;
+        if (count < 0) {
+            continue;
+        }
+        s->rec[c].have = 1;
+        s->rec[c].expected = (double)count * s->record_scale;
+        s->rec[c].measured = c < AF_NINTR ? s->intr_by_cause[c] : s->interruptions;
+        af_poisson_interval(s->rec[c].measured, 0.95, &s->rec[c].lo, &s->rec[c].hi);
+        s->rec[c].inside = s->rec[c].lo <= s->rec[c].expected && s->rec[c].expected <= s->rec[c].hi;
+    }
+}
+
 /* The lost time of agefence's own recovery in this run, in steps (analysis/goodput.h). */
 static double remap_lost_steps(const af_run_t *run)
 {
@@ -379,6 +402,8 @@ af_result_t af_summary_compute(af_summary_t *s, const af_run_t *run)
         }
     }
 
+    set_record(s, run);
+
     /* latency: buf holds one phase's rows x ranks, when a phase was read (nranks alone may come
      * from a damaged /@ranks) */
     int have_phase = 0;
@@ -637,6 +662,24 @@ af_result_t af_summary_figures(const af_summary_t *s, af_figs_t *f)
         af_figs_str(f, ID, r->intr_from_table ? "table" : "events", "interruptions.source");
     } else {
         af_figs_null(f, ID, "interruptions.source");
+    }
+    if (s->record != NULL && !isnan(s->record_scale)) {
+        af_figs_str(f, ID, s->record->name, "record.name");
+        af_figs_real(f, ID, s->record->hours, "record.hours");
+        af_figs_real(f, 0, s->record_scale, "record.scale");
+        for (int c = 0; c <= AF_NINTR; ++c) {
+            if (!s->rec[c].have) {
+                continue;
+            }
+            const char *cn = c < AF_NINTR ? af_intr_names[c] : "all";
+            af_figs_real(f, 0, s->rec[c].expected, "record.causes.%s.record", cn);
+            af_figs_int(f, 0, s->rec[c].measured, "record.causes.%s.measured", cn);
+            af_figs_real(f, 0, s->rec[c].lo, "record.causes.%s.ci_low", cn);
+            af_figs_real(f, 0, s->rec[c].hi, "record.causes.%s.ci_high", cn);
+            af_figs_bool(f, 0, s->rec[c].inside, "record.causes.%s.inside", cn);
+        }
+    } else {
+        af_figs_null(f, ID, "record.name");
     }
     af_figs_real(f, 0, s->ettr_remap, "goodput.remap.ettr");
     af_figs_real(f, 0, s->remap_lost_steps, "goodput.remap.lost_steps");

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "figures.h"
+#include "record.h"
 #include "rundata.h"
 #include "stats.h"
 
@@ -109,6 +110,19 @@ typedef struct af_summary {
     double ettr_remap, ettr_shrink, ettr_checkpoint, checkpoint_interval_s;
     double job_interval_s; /* remap's and shrink_rebuild's checkpoint interval for the job-level
                               interruptions (0 with none) */
+
+    /* The record the run is set beside (analysis/record.h; NULL: none): per AF_INTR_* cause it
+     * counts, and at [AF_NINTR] all of them, the record's count scaled to the run's hours, the
+     * run's count, its 95% Garwood interval and whether the record lies inside it. */
+    const af_record_t *record;
+    double record_scale; /* the run's simulated hours over the record's */
+    struct {
+        int have; /* the record counts this cause (and the run has interruptions) */
+        double expected;
+        int64_t measured;
+        double lo, hi;
+        int inside;
+    } rec[AF_NINTR + 1];
 
     /* latency (have_latency: /ranks was there in full) */
     int have_latency;

@@ -59,6 +59,9 @@ static const key_def_t KEYS[] = {
      "cells T per block"},
     {"scenario", "max_blackout", T_REAL, OFF(max_blackout), 0, 0.0, 0.95, NULL, "0.9", "fraction",
      "largest fraction of dead units the static capacity is sized for"},
+    {"scenario", "record", T_ENUM, OFF(record), 0, 0, 0, "none|llama3-405b", "none", "",
+     "the published record of interruptions the scenario is fitted to: agefence-report prints "
+     "the record's counts beside the run's (llama3-405b: Llama 3 405B, 54 days, 16,384 GPUs)"},
     {"workload", "nu", T_REAL, OFF(nu), 0, 1e-12, 1e6, NULL, "0.05", "length^2/time",
      "viscosity of Burgers' equation on the unit periodic domain"},
     {"workload", "dt", T_REAL, OFF(dt), 0, 1e-300, 1e6, "auto", "auto", "time",

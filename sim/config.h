@@ -81,6 +81,7 @@ typedef struct af_config {
     int64_t blocks;
     int64_t block_len;
     double max_blackout;
+    int record; /* the record the scenario is fitted to (0 none; agefence-report's names) */
     /* [workload] */
     double nu;
     double dt;

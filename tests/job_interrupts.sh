@@ -69,6 +69,25 @@ assert len(rows) > 8, len(rows)
 PY
   "$py" "$here/report_verify.py" "$report" "$log" || fail "figures differ from numpy"
 fi
+# The preset names its record: the report sets the first 3 days beside it, scaled (72 of
+# 1,296 hours), and numpy (and scipy's chi-square, when there) recount it; --record overrides.
+"$mpiexec" -n 2 --oversubscribe "$agefence" run -q -o "$work/preset.h5" \
+  -c "$here/../configs/presets/llama3-54d.ini" --set scenario.steps=72 >"$work/preset.out" 2>&1 ||
+  { cat "$work/preset.out" >&2; fail "the preset's 3 days"; }
+"$report" "$work/preset.h5" >"$work/preset.txt" || fail "the preset's report"
+grep -q "^THE RECORD   llama3-405b: " "$work/preset.txt" || fail "no record beside the preset"
+grep -q "scaled       to this run's 72 simulated hours" "$work/preset.txt" ||
+  fail "the record is not scaled to the run's hours"
+grep -Eq "^  all +23.28 " "$work/preset.txt" || fail "the record's 419 x 72 / 1296 = 23.28"
+"$report" --record none "$work/preset.h5" | grep -q "THE RECORD" && fail "--record none"
+"$report" --record llama3-405b "$log" | grep -q "^THE RECORD" || fail "--record on another run"
+"$report" --record llama3 "$log" >/dev/null 2>"$work/record.err"
+[ $? = 2 ] && grep -q "expected none or one of llama3-405b" "$work/record.err" ||
+  fail "an unknown --record"
+if [ -n "$py" ]; then
+  "$py" "$here/report_verify.py" "$report" "$work/preset.h5" || fail "the preset's figures"
+  "$py" "$here/report_verify.py" "$report" "$log" --record llama3-405b || fail "--record figures"
+fi
 # Bad input: a rate out of range, a rate too high for the step, an unknown key.
 for bad in interrupt.software_per_hour=-1 interrupt.sdc_per_device_hour=0.9 interrupt.nope=1; do
   "$agefence" run -q -o "$work/bad.h5" -c "$fixture" --set aging.sim_hours_per_step=10 \

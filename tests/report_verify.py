@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Recomputes the figures of `agefence-report --json LOG` independently with h5py and numpy
 and fails on any difference. Exit 77 (SKIP) when h5py or numpy is missing.
-    report_verify.py REPORT LOG"""
+    report_verify.py REPORT LOG [REPORT OPTIONS...]"""
 import json
 import math
 import subprocess
@@ -15,7 +15,8 @@ except ImportError as e:  # pragma: no cover
     sys.exit(77)
 
 report, log = sys.argv[1], sys.argv[2]
-out = subprocess.run([report, "--json", log], check=True, capture_output=True, text=True).stdout
+out = subprocess.run([report, "--json", *sys.argv[3:], log], check=True, capture_output=True,
+                     text=True).stdout
 fig = json.loads(out)
 f = h5py.File(log, "r")
 steps = {k: f["steps"][k][:] for k in f["steps"]}
@@ -244,6 +245,32 @@ else:
     same("goodput.checkpoint_restart.interval_s", get("goodput.checkpoint_restart.interval_s"), tau)
     same("goodput.checkpoint_restart.ettr", get("goodput.checkpoint_restart.ettr"),
          useful / (useful + cost))
+# The record beside the run (analysis/record.h): its counts scaled to the run's hours, the run's
+# counts and their exact Garwood 95% intervals (scipy's chi-square quantiles, when scipy is here).
+RECORDS = {"llama3-405b": (1296.0, {"sudden": 19, "device": 243, "node": 46, "software": 54,
+                                    "network": 35, "nic": 7, "nccl_watchdog": 7, "sdc": 6,
+                                    "dependency": 2, "all": 419})}
+rec = fig.get("record", {})
+if rec.get("name") is not None:
+    rhours, counts = RECORDS[rec["name"]]
+    scale = hours / rhours
+    same("record.scale", rec["scale"], scale)
+    try:
+        from scipy.stats import chi2
+    except ImportError:
+        chi2 = None
+    for cause, count in counts.items():
+        got = rec["causes"][cause]
+        measured = len(groups) if cause == "all" else sum(1 for g in groups if g[1] == cause)
+        same(f"record.causes.{cause}.record", got["record"], count * scale)
+        same(f"record.causes.{cause}.measured", got["measured"], measured)
+        same(f"record.causes.{cause}.inside", got["inside"],
+             got["ci_low"] <= count * scale <= got["ci_high"])
+        if chi2 is not None:
+            lo = chi2.ppf(0.025, 2 * measured) / 2 if measured > 0 else 0.0
+            same(f"record.causes.{cause}.ci_low", got["ci_low"], lo, rtol=1e-9)
+            same(f"record.causes.{cause}.ci_high", got["ci_high"],
+                 chi2.ppf(0.975, 2 * measured + 2) / 2, rtol=1e-9)
 same("recovery.event_log_errors", get("recovery.event_log_errors"),
      int(final["event_log_errors"]))
 

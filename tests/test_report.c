@@ -4,6 +4,7 @@
  * crash), and af_logfile_check catching each seeded inconsistency by its path. */
 #include "analysis/figures.h"
 #include "analysis/goodput.h"
+#include "analysis/record.h"
 #include "analysis/logread.h"
 #include "analysis/rundata.h"
 #include "analysis/stats.h"
@@ -1301,6 +1302,97 @@ static void test_interruptions_come_from_the_table_or_from_the_events(void **sta
     unlink(path);
 }
 
+/* Garwood's exact Poisson interval against scipy.stats.chi2.ppf (lower: ppf(0.025, 2n) / 2,
+ * upper: ppf(0.975, 2n + 2) / 2), and the chi-square quantile and incomplete gamma under it. */
+static void test_poisson_interval_matches_known_values(void **state)
+{
+    (void)state;
+    const struct {
+        int64_t n;
+        double lo, hi;
+    } known[] = {{0, 0.0, 3.6888794541139354},
+                 {1, 0.025317807984289876, 5.571643390938898},
+                 {2, 0.24220927854396496, 7.22468766772396},
+                 {5, 1.6234863901184207, 11.66833207932267},
+                 {10, 4.7953886961324335, 18.39035604201778},
+                 {19, 11.43924116436673, 29.67085357158559},
+                 {100, 81.36399125092314, 121.62679379242638},
+                 {447, 406.516837748162, 490.4234982661356},
+                 {10000, 9804.952467260184, 10197.951624661473}};
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; ++i) {
+        double lo = -1;
+        double hi = -1;
+        af_poisson_interval(known[i].n, 0.95, &lo, &hi);
+        assert_true(fabs(lo - known[i].lo) <= 1e-10 * known[i].hi);
+        assert_true(fabs(hi - known[i].hi) <= 1e-10 * known[i].hi);
+    }
+    assert_true(fabs(af_chi2_quantile(0.95, 1.0) - 3.841458820694124) < 1e-10);
+    assert_true(fabs(af_chi2_quantile(0.5, 10.0) - 9.34181776559197) < 1e-10);
+    assert_true(fabs(af_chi2_quantile(0.001, 3.0) - 0.024297585815692732) < 1e-12);
+    assert_true(fabs(af_gamma_p(2.5, 1.7) - 0.36143007689620493) < 1e-14);
+    assert_true(fabs(af_gamma_p(100.0, 90.0) - 0.15822098918643007) < 1e-12);
+    /* Outside their domains: NAN, never a loop or a crash. */
+    double lo = 0;
+    double hi = 0;
+    af_poisson_interval(-1, 0.95, &lo, &hi);
+    assert_true(isnan(lo) && isnan(hi));
+    assert_true(isnan(af_chi2_quantile(0.0, 3.0)) && isnan(af_chi2_quantile(0.5, -1.0)));
+    assert_true(isnan(af_gamma_p(-1.0, 1.0)) && af_gamma_p(3.0, 0.0) == 0.0);
+}
+
+/* The record beside a run: its counts scaled to the run's hours (200 of the Llama 3 record's
+ * 1,296), the run's counts with their intervals, and whether each record count is inside. */
+static void test_record_sits_beside_the_run_scaled_to_its_hours(void **state)
+{
+    (void)state;
+    assert_null(af_record_find("none"));
+    assert_null(af_record_find("llama3"));
+    const af_record_t *rec = af_record_find("llama3-405b");
+    assert_non_null(rec);
+    int64_t sum = 0;
+    for (int c = 0; c < AF_NINTR; ++c) {
+        sum += rec->counts[c] > 0 ? rec->counts[c] : 0;
+    }
+    assert_int_equal(sum, 419);
+    assert_int_equal(rec->total, 419);
+    char path[64];
+    temp_path(path, sizeof path, "record");
+    write_log(path);
+    loaded_t l;
+    load(&l, path);
+    assert_null(l.sum.record); /* the synthetic scenario names none */
+    snprintf(l.run.record, sizeof l.run.record, "llama3-405b");
+    assert_int_equal(af_summary_compute(&l.sum, &l.run), AF_OK);
+    const af_summary_t *s = &l.sum;
+    assert_ptr_equal(s->record, rec);
+    NEAR(s->record_scale, 200.0 / 1296.0);
+    assert_false(s->rec[AF_INTR_wearout].have); /* not in the record */
+    /* software: 54 x 200 / 1296 = 8.33 expected, 1 seen: outside [0.0253, 5.57] */
+    assert_true(s->rec[AF_INTR_software].have);
+    NEAR(s->rec[AF_INTR_software].expected, 54.0 * 200.0 / 1296.0);
+    assert_int_equal(s->rec[AF_INTR_software].measured, 1);
+    assert_false(s->rec[AF_INTR_software].inside);
+    /* sdc: 0.93 expected, 1 seen: inside */
+    assert_true(s->rec[AF_INTR_sdc].inside);
+    /* all: 64.7 expected, 7 seen */
+    assert_int_equal(s->rec[AF_NINTR].measured, 7);
+    assert_false(s->rec[AF_NINTR].inside);
+    char *report = text_report(&l.sum);
+    assert_non_null(strstr(report, "THE RECORD   llama3-405b: "));
+    assert_non_null(strstr(report, "x 0.1543"));
+    free(report);
+    af_figs_t f;
+    af_figs_init(&f);
+    assert_int_equal(af_summary_figures(&l.sum, &f), AF_OK);
+    char *json = capture_json(&f);
+    assert_non_null(strstr(json, "\"name\": \"llama3-405b\""));
+    assert_non_null(strstr(json, "\"record\": 8.33"));
+    free(json);
+    af_figs_free(&f);
+    unload(&l);
+    unlink(path);
+}
+
 /* The goodput formulas on cases worked by hand (analysis/goodput.h). */
 static void test_goodput_formulas_match_hand_computed_cases(void **state)
 {
@@ -1356,6 +1448,8 @@ int main(void)
         cmocka_unit_test(test_percentiles_match_hand_computed_values),
         cmocka_unit_test(test_goodput_formulas_match_hand_computed_cases),
         cmocka_unit_test(test_interruptions_come_from_the_table_or_from_the_events),
+        cmocka_unit_test(test_poisson_interval_matches_known_values),
+        cmocka_unit_test(test_record_sits_beside_the_run_scaled_to_its_hours),
         cmocka_unit_test(test_stats_summary_of_a_known_sample),
         cmocka_unit_test(test_blackout_bands),
         cmocka_unit_test(test_json_nests_dotted_keys_and_arrays),
