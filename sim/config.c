@@ -99,6 +99,12 @@ static const key_def_t KEYS[] = {
      "1/hour", "rate of sudden whole-device losses (exponential): every unit of the device dies"},
     {"aging", "node_rate_per_hour", T_REAL, OFF(node_rate_per_hour), 0, 0.0, 1.0, NULL, "0",
      "1/hour", "rate of sudden whole-node losses (exponential): every device of the node dies"},
+    {"aging", "device_shape", T_REAL, OFF(device_shape), 0, 0.1, 20, NULL, "1", "",
+     "Weibull shape of the whole-device loss times, of scale 1/device_rate_per_hour (1: "
+     "exponential; < 1 infant mortality, > 1 wear-out)"},
+    {"aging", "node_shape", T_REAL, OFF(node_shape), 0, 0.1, 20, NULL, "1", "",
+     "Weibull shape of the whole-node loss times, of scale 1/node_rate_per_hour (1: "
+     "exponential)"},
     {"aging", "t_ambient_k", T_REAL, OFF(t_ambient_k), 0, 200, 500, NULL, "318.15", "K",
      "ambient (coolant-side) die temperature"},
     {"aging", "t_ref_k", T_REAL, OFF(t_ref_k), 0, 200, 500, NULL, "343.15", "K",

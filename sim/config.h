@@ -103,6 +103,8 @@ typedef struct af_config {
     double sudden_rate_per_hour;
     double device_rate_per_hour;
     double node_rate_per_hour;
+    double device_shape; /* Weibull shapes of the device and node loss times (1: exponential) */
+    double node_shape;
     /* [interrupt]: job-level interruptions without hardware loss, by cause (index c -
      * AF_INTR_FIRST_JOB), per hour of their grain (the job, a node or a device) */
     double intr_per_hour[AF_NJOB_INTR];

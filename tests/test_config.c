@@ -645,6 +645,24 @@ static void test_interrupt_rates_default_to_zero_and_are_checked(void **state)
     assert_one_line_with(err, path, "software_rate", "[interrupt]", NULL);
 }
 
+/* The Weibull shapes of the device and node loss times: 1 (exponential) by default, within
+ * [0.1, 20], a bad one named with its range. */
+static void test_domain_shapes_default_to_one_and_are_checked(void **state)
+{
+    (void)state;
+    assert_int_equal(af_config_load(&cfg_a, NULL, NULL, 0, err, sizeof err), AF_OK);
+    assert_true(cfg_a.device_shape == 1.0 && cfg_a.node_shape == 1.0);
+    const char *ok[] = {"aging.device_shape=0.7", "aging.node_shape=3"};
+    assert_int_equal(af_config_load(&cfg_a, NULL, ok, 2, err, sizeof err), AF_OK);
+    assert_true(cfg_a.device_shape == 0.7 && cfg_a.node_shape == 3.0);
+    const char *zero[] = {"aging.device_shape=0"};
+    assert_int_equal(af_config_load(&cfg_a, NULL, zero, 1, err, sizeof err), AF_ERR_USAGE);
+    assert_one_line_with(err, "--set", "aging.device_shape", "[0.1, 20]", NULL);
+    const char *neg[] = {"aging.node_shape=-2"};
+    assert_int_equal(af_config_load(&cfg_a, NULL, neg, 1, err, sizeof err), AF_ERR_USAGE);
+    assert_one_line_with(err, "--set", "aging.node_shape", "[0.1, 20]", NULL);
+}
+
 /* A cause's mean interruptions a step is bounded (the step's buffer): the key, the mean and
  * the bound in one line. 1e-3 per device-hour x 8 devices x 1,000 hours a step = 8 a step. */
 static void test_interrupt_rate_too_high_for_the_step_names_the_key(void **state)
@@ -778,6 +796,7 @@ int main(void)
         cmocka_unit_test(test_events_after_the_last_step_of_a_file_or_a_set_are_errors),
         cmocka_unit_test(test_event_on_a_device_outside_the_fleet_fails_validation),
         cmocka_unit_test(test_interrupt_rates_default_to_zero_and_are_checked),
+        cmocka_unit_test(test_domain_shapes_default_to_one_and_are_checked),
         cmocka_unit_test(test_interrupt_rate_too_high_for_the_step_names_the_key),
         cmocka_unit_test(test_interrupt_events_need_a_cause_and_name_where_at_its_grain),
         cmocka_unit_test(test_missing_scenario_file_names_the_path),
