@@ -264,10 +264,11 @@ static void recovery_section(const af_summary_t *s, FILE *out)
         fprintf(out, "  units        unknown (no /units)\n");
     }
     if (s->interruptions >= 0) {
-        /* What a synchronous job would have stopped for: each step's deaths, one per lost
-         * node, lost device, or device whose units died otherwise; and the same history's
-         * effective training time under three recovery policies (analysis/goodput.h; the
-         * [goodput] times are in --json). */
+        /* What a synchronous job would have stopped for (/interruptions, or derived from
+         * /events): each step's deaths, one per lost node, lost device, or device whose units
+         * died otherwise, and each job-level interruption; and the same history's effective
+         * training time under three recovery policies (analysis/goodput.h; the [goodput]
+         * times are in --json). */
         fprintf(out, "  interrupted  %lld times", (long long)s->interruptions);
         if (s->interruptions > 0) {
             fprintf(out, " (one per %.4g simulated hours):", s->mtbi_hours);
