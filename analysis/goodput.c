@@ -52,14 +52,34 @@ static double ettr(double useful_s, double lost_s)
     return useful_s > 0 ? useful_s / (useful_s + (lost_s > 0 ? lost_s : 0.0)) : NAN;
 }
 
-double af_goodput_remap(double useful_s, double lost_steps, const af_goodput_params_t *p)
+/* What checkpoints for n interruptions cost over the useful time: a checkpoint every tau
+ * (Young's interval for the mean time between them), and per interruption half an interval of
+ * lost work and a restart. *interval_s gets tau (0 with none). */
+static double checkpoint_loss(double useful_s, int64_t n, const af_goodput_params_t *p,
+                              double *interval_s)
 {
-    return ettr(useful_s, lost_steps * p->step_s);
+    *interval_s = 0.0;
+    if (n <= 0 || !(useful_s > 0)) {
+        return 0.0;
+    }
+    double tau = sqrt(2.0 * p->checkpoint_s * (useful_s / (double)n));
+    *interval_s = tau;
+    return (tau > 0 ? useful_s * p->checkpoint_s / tau : 0.0) +
+           (double)n * (0.5 * tau + p->restart_s);
 }
 
-double af_goodput_shrink(double useful_s, int64_t n, const af_goodput_params_t *p)
+double af_goodput_remap(double useful_s, double lost_steps, int64_t job,
+                        const af_goodput_params_t *p, double *job_interval_s)
 {
-    return ettr(useful_s, (double)n * (p->shrink_s + p->repartition_s + p->step_s));
+    double ck = checkpoint_loss(useful_s, job, p, job_interval_s);
+    return ettr(useful_s, lost_steps * p->step_s + ck);
+}
+
+double af_goodput_shrink(double useful_s, int64_t hardware, int64_t job,
+                         const af_goodput_params_t *p, double *job_interval_s)
+{
+    double ck = checkpoint_loss(useful_s, job, p, job_interval_s);
+    return ettr(useful_s, (double)hardware * (p->shrink_s + p->repartition_s + p->step_s) + ck);
 }
 
 double af_goodput_checkpoint(double useful_s, int64_t n, const af_goodput_params_t *p,
@@ -69,10 +89,6 @@ double af_goodput_checkpoint(double useful_s, int64_t n, const af_goodput_params
     if (n <= 0 || !(useful_s > 0)) {
         return useful_s > 0 ? 1.0 : NAN;
     }
-    double mtbi = useful_s / (double)n;
-    double tau = sqrt(2.0 * p->checkpoint_s * mtbi);
-    *interval_s = tau;
-    double wall = useful_s + (tau > 0 ? useful_s * p->checkpoint_s / tau : 0.0) +
-                  (double)n * (0.5 * tau + p->restart_s);
-    return useful_s / wall;
+    double loss = checkpoint_loss(useful_s, n, p, interval_s);
+    return useful_s / (useful_s + loss);
 }

@@ -14,6 +14,14 @@
  *                       the run's own mean time between interruptions M = T / n), each costing
  *                       checkpoint_s, and per interruption half an interval of lost work and a
  *                       restart: wall = T (1 + checkpoint_s / tau) + n (tau / 2 + restart_s).
+ * Job-level interruptions (a software bug, the network, an NCCL watchdog timeout, a silent data
+ * corruption, a dependency: common/log_schema.h) lose no hardware, but the job's processes or
+ * its state are gone: nothing is there to remap or shrink away. remap and shrink_rebuild
+ * therefore keep checkpoints for them alone, at Young's interval for the mean time between
+ * job-level interruptions, and pay for each of them what checkpoint_restart pays (half an
+ * interval and a restart); their hardware losses they recover as above. checkpoint_restart
+ * treats every interruption alike. With no job-level interruption remap and shrink_rebuild keep
+ * no checkpoint.
  * With no interruption every ratio is 1 (and no checkpoint is needed). */
 #ifndef AF_GOODPUT_H
 #define AF_GOODPUT_H
@@ -34,8 +42,12 @@ void af_goodput_defaults(af_goodput_params_t *p);
  * what p holds. */
 void af_goodput_parse(af_goodput_params_t *p, const char *config_text);
 
-double af_goodput_remap(double useful_s, double lost_steps, const af_goodput_params_t *p);
-double af_goodput_shrink(double useful_s, int64_t interruptions, const af_goodput_params_t *p);
+/* job: the job-level interruptions; *job_interval_s gets their checkpoint interval (0 with
+ * none). shrink's hardware: the interruptions that lost hardware. */
+double af_goodput_remap(double useful_s, double lost_steps, int64_t job,
+                        const af_goodput_params_t *p, double *job_interval_s);
+double af_goodput_shrink(double useful_s, int64_t hardware, int64_t job,
+                         const af_goodput_params_t *p, double *job_interval_s);
 /* *interval_s gets tau (0 with no interruption). */
 double af_goodput_checkpoint(double useful_s, int64_t interruptions, const af_goodput_params_t *p,
                              double *interval_s);

@@ -1,5 +1,7 @@
 #include "logread.h"
 
+#include "interrupts.h"
+
 #include <hdf5.h>
 #include <math.h>
 #include <stdarg.h>
@@ -1009,11 +1011,15 @@ static void check_events(chk_t *c, int cols_ok)
         return;
     }
     static const char *const kinds[] = {
-        "fade",    "death",    "sudden", "drain",     "restore",      "retry",  "rollback",
-        "replica", "capacity", "slow",   "straggler", "replica_lost", "suspect"};
+        "fade",    "death",    "sudden", "drain",     "restore",      "retry",     "rollback",
+        "replica", "capacity", "slow",   "straggler", "replica_lost", "interrupt", "suspect"};
     enum { NK = sizeof kinds / sizeof kinds[0] };
+    int kind_interrupt = -1;
+    for (int j = 0; j < NK; ++j) {
+        kind_interrupt = strcmp(kinds[j], "interrupt") == 0 ? j : kind_interrupt;
+    }
     int64_t count[NK] = {0};
-    char known[160] = "";
+    char known[192] = "";
     for (int j = 0; j < NK; ++j) {
         size_t at = strlen(known);
         snprintf(known + at, sizeof known - at, "%s%s", j ? ", " : "", kinds[j]);
@@ -1021,7 +1027,8 @@ static void check_events(chk_t *c, int cols_ok)
     /* A run that stopped on an error may have logged the events of a step whose row it never
      * appended; every other log has a row for every event's step. */
     int64_t last = c->complete ? c->nrows : c->nrows + 1;
-    rowviol_t r_step, r_order, r_kind, r_range, r_move;
+    rowviol_t r_step, r_order, r_kind, r_range, r_move, r_cause;
+    rv_init(&r_cause);
     rv_init(&r_step);
     rv_init(&r_order);
     rv_init(&r_kind);
@@ -1066,6 +1073,11 @@ static void check_events(chk_t *c, int cols_ok)
                    (long long)e->from_slot, (long long)e->to_device, (long long)e->to_unit,
                    (long long)e->to_slot);
         }
+        /* A job-level interruption names its cause, and strikes the job (-1) or a device. */
+        if (kind == kind_interrupt && (e->detail < AF_INTR_FIRST_JOB || e->detail >= AF_NINTR)) {
+            rv_hit(&r_cause, i, "an interrupt of cause %lld: expected %d..%d (common/log_schema.h)",
+                   (long long)e->detail, AF_INTR_FIRST_JOB, AF_NINTR - 1);
+        }
         int is_move = kind == 3 || kind == 4 || kind == 5;
         if (is_move && (e->block < 0 || e->to_device < 0 || e->to_unit < 0 || e->to_slot < 0)) {
             rv_hit(&r_move, i, "a %s without a block and a target slot", e->kind);
@@ -1076,6 +1088,7 @@ static void check_events(chk_t *c, int cols_ok)
     rv_report(c, &r_kind, "/events");
     rv_report(c, &r_range, "/events");
     rv_report(c, &r_move, "/events");
+    rv_report(c, &r_cause, "/events");
     free(ev);
     if (!cols_ok) {
         return;
@@ -1101,6 +1114,154 @@ static void check_events(chk_t *c, int cols_ok)
         viol(c, "/events: %lld 'death' and 'sudden' events, but /steps/dead_units ends at %lld",
              (long long)(count[1] + count[2]), (long long)dead);
     }
+}
+
+/* ---- /interruptions ---- */
+
+/* scenario.devices_per_node of the log's /@config (1 when it says none). */
+static int64_t config_devices_per_node(chk_t *c)
+{
+    int64_t v = 1;
+    char *text = malloc(1 << 16);
+    if (text != NULL && af_logfile_attr_str(c->lf, "/", "config", text, 1 << 16) == AF_OK) {
+        const char *at = strstr(text, "\ndevices_per_node = ");
+        long long x = 0;
+        if (at != NULL && sscanf(at, "\ndevices_per_node = %lld", &x) == 1 && x >= 1) {
+            v = (int64_t)x;
+        }
+    }
+    free(text);
+    return v;
+}
+
+/* The run's own table of interruptions (schema 5; optional before): its type, rows inside the
+ * fleet and the logged steps, each row's hours those of its step, and the rows the same as
+ * those /events gives (analysis/interrupts.h), in order. */
+static void check_interruptions(chk_t *c, int cols_ok)
+{
+    H5I_type_t k = obj_kind(c->f, "/interruptions");
+    if (k == H5I_BADID) {
+        if (c->lf->schema_version >= 5) {
+            viol(c, "/interruptions: missing dataset");
+        }
+        return;
+    }
+    if (k != H5I_DATASET) {
+        viol(c, "/interruptions: expected a dataset, found %s", kind_name(k));
+        return;
+    }
+    hid_t d = H5Dopen2(c->f, "/interruptions", H5P_DEFAULT);
+    if (d < 0) {
+        viol(c, "/interruptions: unreadable dataset");
+        return;
+    }
+    hid_t t = H5Dget_type(d);
+    char why[128];
+    af_logfile_intr_type_problem(t, why, sizeof why);
+    H5Tclose(t);
+    H5Dclose(d);
+    if (why[0] != '\0') {
+        viol(c, "/interruptions: %s", why);
+        return;
+    }
+    int64_t n = 0;
+    if (!need_dataset(c, "/interruptions", -1, 1, -1, -1, 1, &n)) {
+        return;
+    }
+    char names[512] = "";
+    for (int j = 0; j < AF_NINTR; ++j) {
+        size_t at = strlen(names);
+        snprintf(names + at, sizeof names - at, "%s%d %s", j ? ", " : "", j, af_intr_names[j]);
+    }
+    char got[512];
+    if (af_logfile_attr_str(c->lf, "/interruptions", "cause_names", got, sizeof got) != AF_OK) {
+        viol(c, "/interruptions@cause_names: missing");
+    } else if (strcmp(got, names) != 0) {
+        viol(c, "/interruptions@cause_names: '%s', expected '%s'", got, names);
+    }
+    af_intr_row_t *rows = malloc(sizeof(af_intr_row_t) * (size_t)(n > 0 ? n : 1));
+    if (rows == NULL || af_logfile_read_intr(c->lf, rows, (size_t)n) != AF_OK) {
+        free(rows);
+        viol(c, "/interruptions: unreadable");
+        return;
+    }
+    /* A killed run's rows of steps after its commit record are not its own yet. */
+    if (c->lf->rows_limit >= 0) {
+        int64_t keep = 0;
+        while (keep < n && rows[keep].step <= c->lf->rows_limit) {
+            keep++;
+        }
+        n = keep;
+    }
+    const int64_t per_node = config_devices_per_node(c);
+    const int64_t nodes = c->fleet_ok ? c->devices / per_node : 0;
+    rowviol_t r_step, r_cause, r_place, r_hours;
+    rv_init(&r_step);
+    rv_init(&r_cause);
+    rv_init(&r_place);
+    rv_init(&r_hours);
+    for (int64_t i = 0; i < n; ++i) {
+        const af_intr_row_t *r = &rows[i];
+        if (r->step < 1 || (c->steps_ok && r->step > c->nrows) ||
+            (i > 0 && r->step < rows[i - 1].step)) {
+            rv_hit(&r_step, i, "step %lld: outside the logged steps 1..%lld or out of order",
+                   (long long)r->step, (long long)c->nrows);
+        }
+        if (r->cause < 0 || r->cause >= AF_NINTR) {
+            rv_hit(&r_cause, i, "cause %lld: expected 0..%d (cause_names)", (long long)r->cause,
+                   AF_NINTR - 1);
+        }
+        int in_fleet = r->device >= -1 && r->node >= -1 &&
+                       (!c->fleet_ok || (r->device < c->devices && r->node < nodes)) &&
+                       (r->device < 0 || r->node == r->device / per_node);
+        if (!in_fleet) {
+            rv_hit(&r_place, i,
+                   "device %lld, node %lld: outside the fleet, or not the device's node (-1 for "
+                   "none; %lld devices a node)",
+                   (long long)r->device, (long long)r->node, (long long)per_node);
+        }
+        /* (Its step's row is row step - 1 when the steps are contiguous: a gap is the steps'
+         * own violation.) */
+        if (cols_ok && r->step >= 1 && r->step <= c->nrows && I(step)[r->step - 1] == r->step &&
+            !(r->sim_hours == F(sim_hours)[r->step - 1])) {
+            rv_hit(&r_hours, i, "sim_hours %.17g, but step %lld's /steps/sim_hours is %.17g",
+                   r->sim_hours, (long long)r->step, F(sim_hours)[r->step - 1]);
+        }
+    }
+    rv_report(c, &r_step, "/interruptions");
+    rv_report(c, &r_cause, "/interruptions");
+    rv_report(c, &r_place, "/interruptions");
+    rv_report(c, &r_hours, "/interruptions");
+    /* The same rows as /events gives. */
+    int64_t ne = 0;
+    af_event_row_t *ev = NULL;
+    af_intr_row_t *want = NULL;
+    if (af_logfile_events_count(c->lf, &ne) == AF_OK) {
+        ev = malloc(sizeof(af_event_row_t) * (size_t)(ne > 0 ? ne : 1));
+        want = malloc(sizeof(af_intr_row_t) * (size_t)(ne > 0 ? ne : 1));
+    }
+    if (ev != NULL && want != NULL && af_logfile_read_events(c->lf, ev, (size_t)ne) == AF_OK) {
+        int64_t nw = af_intr_derive(ev, ne, per_node, want);
+        int64_t i = 0;
+        while (i < n && i < nw && rows[i].step == want[i].step && rows[i].cause == want[i].cause &&
+               rows[i].device == want[i].device && rows[i].node == want[i].node) {
+            i++;
+        }
+        if (i < n && i < nw) {
+            viol(c,
+                 "/interruptions[%lld]: step %lld cause %lld device %lld node %lld, but /events "
+                 "gives step %lld cause %lld device %lld node %lld",
+                 (long long)i, (long long)rows[i].step, (long long)rows[i].cause,
+                 (long long)rows[i].device, (long long)rows[i].node, (long long)want[i].step,
+                 (long long)want[i].cause, (long long)want[i].device, (long long)want[i].node);
+        } else if (n != nw) {
+            viol(c, "/interruptions: %lld rows, but /events gives %lld interruptions", (long long)n,
+                 (long long)nw);
+        }
+    }
+    free(ev);
+    free(want);
+    free(rows);
 }
 
 /* ---- /units ---- */
@@ -1519,6 +1680,7 @@ int af_logfile_check(const af_logfile_t *lf, FILE *out)
     }
     check_calibration(&c);
     check_events(&c, cols_ok);
+    check_interruptions(&c, cols_ok);
     check_units(&c, cols_ok);
     /* /host: created by the writer (empty so far) and not in the README; a group if present. */
     H5I_type_t host = obj_kind(c.f, "/host");

@@ -18,6 +18,7 @@
 #include "jitter.h"
 #include "logread.h"
 #include "plots.h"
+#include "record.h"
 #include "rundata.h"
 #include "same.h"
 #include "summary.h"
@@ -40,6 +41,8 @@ static void usage(FILE *f)
            "                     run', lists the keys)\n"
            "         --plots DIR PNG figures of RUN in DIR (needs Python 3 with h5py and\n"
            "                     matplotlib; without them the report is printed alone)\n"
+           "         --record NAME  the run's interruptions beside a published record's (none,\n"
+           "                     or llama3-405b), instead of the one its scenario.record names\n"
            "environment: AGEFENCE_PYTHON    the Python of --plots [the first of /usr/bin/python3\n"
            "                                and python3 on PATH with h5py and matplotlib]\n"
            "             AGEFENCE_PLOTS_PY  the plotting script [plots.py beside the binary, else\n"
@@ -58,6 +61,10 @@ typedef struct loaded {
     int open;
 } loaded_t;
 
+/* agefence-report --record NAME: the record to set the runs beside, instead of the one their
+ * scenario names ("none": no record). NULL: each run's own. */
+static const char *record_override = NULL;
+
 static int load(loaded_t *l, const char *path)
 {
     char err[700];
@@ -68,7 +75,11 @@ static int load(loaded_t *l, const char *path)
         return AF_EXIT_USAGE;
     }
     l->open = 1;
-    if (af_run_load(&l->run, &l->lf) != AF_OK || af_summary_compute(&l->sum, &l->run) != AF_OK ||
+    af_result_t rc = af_run_load(&l->run, &l->lf);
+    if (record_override != NULL) {
+        snprintf(l->run.record, sizeof l->run.record, "%s", record_override);
+    }
+    if (rc != AF_OK || af_summary_compute(&l->sum, &l->run) != AF_OK ||
         af_summary_figures(&l->sum, &l->figs) != AF_OK) {
         fprintf(stderr, "agefence-report: %s: out of memory\n", path);
         return AF_EXIT_ERROR;
@@ -197,6 +208,14 @@ int main(int argc, char **argv)
             }
             obj = argv[++i];
             name = argv[++i];
+        } else if (strcmp(a, "--record") == 0) {
+            if (i + 1 >= argc ||
+                (strcmp(argv[i + 1], "none") != 0 && af_record_find(argv[i + 1]) == NULL)) {
+                fprintf(stderr, "agefence-report: --record '%s': expected none or one of %s\n",
+                        i + 1 < argc ? argv[i + 1] : "", af_record_names());
+                return AF_EXIT_USAGE;
+            }
+            record_override = argv[++i];
         } else if (strcmp(a, "--same") == 0) {
             if (i + 1 >= argc) {
                 fprintf(stderr, "agefence-report: --same needs a log to compare with\n");

@@ -1,6 +1,8 @@
 /* agefence-report: reading a log into memory (see rundata.h). */
 #include "rundata.h"
 
+#include "interrupts.h"
+
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -86,6 +88,7 @@ static void load_attrs(af_run_t *run, const af_logfile_t *lf)
     /* The node of a device: scenario.devices_per_node in the resolved scenario the log
      * carries (logs written before failure domains have none: a node per device). */
     run->devices_per_node = 1;
+    snprintf(run->record, sizeof run->record, "none");
     af_goodput_defaults(&run->goodput);
     {
         char *config = malloc(65536);
@@ -95,6 +98,12 @@ static void load_attrs(af_run_t *run, const af_logfile_t *lf)
             long long v = 0;
             if (at != NULL && sscanf(at, "\ndevices_per_node = %lld", &v) == 1 && v >= 1) {
                 run->devices_per_node = (int64_t)v;
+            }
+            /* The record the scenario is fitted to (analysis/record.h). */
+            at = strstr(config, "\nrecord = ");
+            char name[32];
+            if (at != NULL && sscanf(at, "\nrecord = %31[A-Za-z0-9_.-]", name) == 1) {
+                snprintf(run->record, sizeof run->record, "%s", name);
             }
         }
         free(config);
@@ -291,6 +300,99 @@ static af_result_t load_units(af_run_t *run, const af_logfile_t *lf)
     return AF_OK;
 }
 
+/* The log's own /interruptions (schema 5), its rows of the committed steps; NULL (and a note
+ * from schema 5 on) when it is absent or damaged: a row of an unknown cause, steps out of
+ * order or outside the log. */
+static af_result_t load_intr_table(af_run_t *run, const af_logfile_t *lf)
+{
+    int64_t n = 0;
+    if (af_logfile_intr_count(lf, &n) != AF_OK) {
+        if (run->schema_version >= 5) {
+            note(run, "/interruptions: missing or not the interruption table (derived from "
+                      "/events)");
+        }
+        return AF_OK;
+    }
+    af_intr_row_t *rows = malloc(sizeof(af_intr_row_t) * (size_t)(n > 0 ? n : 1));
+    if (rows == NULL) {
+        return AF_ERR_NOMEM;
+    }
+    if (af_logfile_read_intr(lf, rows, (size_t)n) != AF_OK) {
+        note(run, "/interruptions: unreadable (derived from /events)");
+        free(rows);
+        return AF_OK;
+    }
+    /* A killed run's table may hold rows of the flush under way: its steps are after the
+     * commit record's. */
+    int64_t keep = n;
+    for (int64_t i = 0; i < n && lf->rows_limit >= 0; ++i) {
+        if (rows[i].step > lf->rows_limit) {
+            keep = i;
+            break;
+        }
+    }
+    for (int64_t i = 0; i < keep; ++i) {
+        const af_intr_row_t *r = &rows[i];
+        const char *bad = r->cause < 0 || r->cause >= AF_NINTR  ? "an unknown cause"
+                          : r->step < 1                         ? "a step before the first"
+                          : i > 0 && r->step < rows[i - 1].step ? "steps out of order"
+                          : r->device < -1 || r->node < -1      ? "a device or node below -1"
+                                                                : NULL;
+        if (bad != NULL) {
+            note(run, "/interruptions[%lld]: %s (derived from /events)", (long long)i, bad);
+            free(rows);
+            return AF_OK;
+        }
+    }
+    run->intr = rows;
+    run->nintr = keep;
+    run->intr_from_table = 1;
+    return AF_OK;
+}
+
+/* The interruptions: the log's table, else derived from /events (analysis/interrupts.h), with
+ * each row's hours from /steps. */
+static af_result_t load_interruptions(af_run_t *run, const af_logfile_t *lf)
+{
+    AF_CHECK(load_intr_table(run, lf));
+    if (run->intr != NULL && run->have_events) {
+        /* A table that /events does not give (a damaged or cut log) is used, and said. */
+        af_intr_row_t *want =
+            malloc(sizeof(af_intr_row_t) * (size_t)(run->nevents > 0 ? run->nevents : 1));
+        if (want == NULL) {
+            return AF_ERR_NOMEM;
+        }
+        int64_t nw = af_intr_derive(run->events, run->nevents, run->devices_per_node, want);
+        int64_t i = 0;
+        while (i < nw && i < run->nintr && want[i].step == run->intr[i].step &&
+               want[i].cause == run->intr[i].cause && want[i].device == run->intr[i].device &&
+               want[i].node == run->intr[i].node) {
+            i++;
+        }
+        if (i < nw || i < run->nintr) {
+            note(run,
+                 "/interruptions: %lld rows, /events gives %lld, the first difference at row "
+                 "%lld (the table is used)",
+                 (long long)run->nintr, (long long)nw, (long long)i);
+        }
+        free(want);
+    }
+    if (run->intr == NULL && run->have_events) {
+        run->intr = malloc(sizeof(af_intr_row_t) * (size_t)(run->nevents > 0 ? run->nevents : 1));
+        if (run->intr == NULL) {
+            return AF_ERR_NOMEM;
+        }
+        run->nintr = af_intr_derive(run->events, run->nevents, run->devices_per_node, run->intr);
+        const double *h = run->col[AF_COL_sim_hours];
+        for (int64_t i = 0; i < run->nintr; ++i) {
+            int64_t row = run->intr[i].step - 1;
+            run->intr[i].sim_hours = h != NULL && row >= 0 && row < run->nrows ? h[row] : NAN;
+        }
+    }
+    run->have_intr = run->intr != NULL;
+    return AF_OK;
+}
+
 af_result_t af_run_load(af_run_t *run, const af_logfile_t *lf)
 {
     memset(run, 0, sizeof *run);
@@ -301,6 +403,7 @@ af_result_t af_run_load(af_run_t *run, const af_logfile_t *lf)
     AF_CHECK(load_ranks(run, lf));
     AF_CHECK(load_events(run, lf));
     AF_CHECK(load_units(run, lf));
+    AF_CHECK(load_interruptions(run, lf));
     return AF_OK;
 }
 
@@ -318,6 +421,8 @@ void af_run_free(af_run_t *run)
     }
     free(run->events);
     free(run->unit_cause);
+    free(run->intr);
+    run->intr = NULL;
     run->events = NULL;
     run->unit_cause = NULL;
 }

@@ -29,6 +29,7 @@
     X(slow)                                                                                        \
     X(straggler)                                                                                   \
     X(replica_lost)                                                                                \
+    X(interrupt)                                                                                   \
     X(suspect)
 enum {
 #define AF_X(name) AF_EV_##name,
@@ -72,6 +73,7 @@ typedef struct af_run {
     char slurm_nodelist[1024];
     af_opt_i64_t seed, ranks, devices, units_per_device, blocks, block_len, capacity, steps_planned;
     int64_t devices_per_node;    /* scenario.devices_per_node of /@config (1 when it has none) */
+    char record[32];             /* scenario.record of /@config ("none" when it has none) */
     af_goodput_params_t goodput; /* [goodput] of /@config (the defaults where it has none) */
     af_opt_f64_t max_blackout_limit, state_bytes_static, state_bytes_fault_free;
 
@@ -103,6 +105,14 @@ typedef struct af_run {
     int have_events;
     int64_t nevents;
     af_event_row_t *events;
+
+    /* The interruptions of a synchronous job: /interruptions when the log has it in order
+     * (intr_from_table), else derived from /events (analysis/interrupts.h); NULL (have_intr = 0)
+     * with neither. */
+    int have_intr;
+    int intr_from_table;
+    int64_t nintr;
+    af_intr_row_t *intr;
 
     /* /units/cause, per unit (NULL when absent). */
     int64_t nunits;

@@ -371,6 +371,14 @@ int af_same_run(const char *other, const char *run, FILE *out)
     compare_group(&d, &la, &lb, "/steps", 1);
     compare_dataset(&d, (hid_t)la.file, (hid_t)lb.file, "/events", la.events_limit,
                     lb.events_limit);
+    /* The run's own interruptions (schema 5), when both logs of finished runs have them (a
+     * killed run's rows are counted by step, and the table follows from /events and /steps,
+     * compared above). */
+    if (H5Lexists((hid_t)la.file, "/interruptions", H5P_DEFAULT) > 0 &&
+        H5Lexists((hid_t)lb.file, "/interruptions", H5P_DEFAULT) > 0 && la.rows_limit < 0 &&
+        lb.rows_limit < 0) {
+        compare_dataset(&d, (hid_t)la.file, (hid_t)lb.file, "/interruptions", -1, -1);
+    }
     compare_group(&d, &la, &lb, "/units", 0);
     int sa = H5Lexists((hid_t)la.file, "/final/state", H5P_DEFAULT) > 0;
     int sb = H5Lexists((hid_t)lb.file, "/final/state", H5P_DEFAULT) > 0;

@@ -20,60 +20,50 @@ const char *af_column_name(int c)
     return c >= 0 && c < AF_NCOLUMNS ? af_step_column_names[c] : "?";
 }
 
-const char *const af_intr_names[AF_NINTR] = {"wearout", "sudden", "scripted", "device", "node"};
-
-/* Interruptions from /events: each step's deaths grouped by what failed (a node, a device, or
- * a device's units by wear-out, sudden failure or a script), one interruption a group. */
+/* Interruptions by cause: the log's /interruptions, or the same table derived from /events
+ * (rundata.h). */
 static void count_interruptions(af_summary_t *s, const af_run_t *run)
 {
-    s->interruptions = run->have_events ? 0 : -1;
+    s->interruptions = run->have_intr ? 0 : -1;
+    s->intr_job = run->have_intr ? 0 : -1;
     for (int c = 0; c < AF_NINTR; ++c) {
-        s->intr_by_cause[c] = run->have_events ? 0 : -1;
+        s->intr_by_cause[c] = run->have_intr ? 0 : -1;
     }
     s->mtbi_hours = NAN;
-    if (!run->have_events) {
+    if (!run->have_intr) {
         return;
     }
-    int64_t *seen = malloc(sizeof(int64_t) * 2 * (size_t)(run->nevents > 0 ? run->nevents : 1));
-    if (seen == NULL) {
-        s->interruptions = -1;
-        return;
+    for (int64_t i = 0; i < run->nintr; ++i) {
+        int64_t c = run->intr[i].cause; /* in range: rundata checked the table */
+        s->interruptions++;
+        s->intr_by_cause[c]++;
+        s->intr_job += c >= AF_INTR_FIRST_JOB;
     }
-    int64_t nseen = 0;
-    int64_t step = -1;
-    const int64_t per_node = run->devices_per_node > 0 ? run->devices_per_node : 1;
-    for (int64_t e = 0; e < run->nevents; ++e) {
-        const af_event_row_t *ev = &run->events[e];
-        int death = strcmp(ev->kind, "death") == 0;
-        int sudden = strcmp(ev->kind, "sudden") == 0;
-        if (!death && !sudden) {
-            continue;
-        }
-        if (ev->step != step) {
-            step = ev->step;
-            nseen = 0;
-        }
-        int cause = ev->detail == 4   ? AF_INTR_DEVICE
-                    : ev->detail == 5 ? AF_INTR_NODE
-                    : ev->detail == 3 ? AF_INTR_SCRIPTED
-                    : sudden          ? AF_INTR_SUDDEN
-                                      : AF_INTR_WEAROUT;
-        int64_t id = cause == AF_INTR_NODE ? ev->from_device / per_node : ev->from_device;
-        int known = 0;
-        for (int64_t i = 0; i < nseen && !known; ++i) {
-            known = seen[2 * i] == cause && seen[2 * i + 1] == id;
-        }
-        if (!known) {
-            seen[2 * nseen] = cause;
-            seen[2 * nseen + 1] = id;
-            nseen++;
-            s->interruptions++;
-            s->intr_by_cause[cause]++;
-        }
-    }
-    free(seen);
     if (s->interruptions > 0 && isfinite(s->sim_hours)) {
         s->mtbi_hours = s->sim_hours / (double)s->interruptions;
+    }
+}
+
+/* The run's counts beside the record it names (analysis/record.h), the record's counts scaled
+ * to the run's simulated hours. */
+static void set_record(af_summary_t *s, const af_run_t *run)
+{
+    s->record = af_record_find(run->record);
+    s->record_scale = NAN;
+    if (s->record == NULL || s->interruptions < 0 || !(s->sim_hours > 0)) {
+        return;
+    }
+    s->record_scale = s->sim_hours / s->record->hours;
+    for (int c = 0; c <= AF_NINTR; ++c) {
+        int64_t count = c < AF_NINTR ? s->record->counts[c] : s->record->total;
+        if (count < 0) {
+            continue;
+        }
+        s->rec[c].have = 1;
+        s->rec[c].expected = (double)count * s->record_scale;
+        s->rec[c].measured = c < AF_NINTR ? s->intr_by_cause[c] : s->interruptions;
+        af_poisson_interval(s->rec[c].measured, 0.95, &s->rec[c].lo, &s->rec[c].hi);
+        s->rec[c].inside = s->rec[c].lo <= s->rec[c].expected && s->rec[c].expected <= s->rec[c].hi;
     }
 }
 
@@ -391,10 +381,18 @@ af_result_t af_summary_compute(af_summary_t *s, const af_run_t *run)
     {
         double useful = isfinite(s->sim_hours) ? s->sim_hours * 3600.0 : NAN;
         s->remap_lost_steps = remap_lost_steps(run);
-        s->ettr_remap = af_goodput_remap(useful, s->remap_lost_steps, &run->goodput);
+        /* Hardware losses are what remap and shrink_rebuild recover in place; the job-level
+         * interruptions they leave to checkpoints (analysis/goodput.h). */
+        int64_t job = s->intr_job > 0 ? s->intr_job : 0;
+        s->ettr_remap =
+            af_goodput_remap(useful, s->remap_lost_steps, job, &run->goodput, &s->job_interval_s);
         s->ettr_shrink = s->interruptions >= 0
-                             ? af_goodput_shrink(useful, s->interruptions, &run->goodput)
+                             ? af_goodput_shrink(useful, s->interruptions - job, job, &run->goodput,
+                                                 &s->job_interval_s)
                              : NAN;
+        if (s->interruptions < 0) {
+            s->job_interval_s = NAN;
+        }
         s->ettr_checkpoint = s->interruptions >= 0
                                  ? af_goodput_checkpoint(useful, s->interruptions, &run->goodput,
                                                          &s->checkpoint_interval_s)
@@ -403,6 +401,8 @@ af_result_t af_summary_compute(af_summary_t *s, const af_run_t *run)
             s->checkpoint_interval_s = NAN;
         }
     }
+
+    set_record(s, run);
 
     /* latency: buf holds one phase's rows x ranks, when a phase was read (nranks alone may come
      * from a damaged /@ranks) */
@@ -659,11 +659,35 @@ af_result_t af_summary_figures(const af_summary_t *s, af_figs_t *f)
         count_or_null(f, 0, s->intr_by_cause[c] >= 0, s->intr_by_cause[c], key);
     }
     af_figs_real(f, 0, s->mtbi_hours, "interruptions.mtbi_hours");
+    if (s->interruptions >= 0) {
+        af_figs_str(f, ID, r->intr_from_table ? "table" : "events", "interruptions.source");
+    } else {
+        af_figs_null(f, ID, "interruptions.source");
+    }
+    if (s->record != NULL && !isnan(s->record_scale)) {
+        af_figs_str(f, ID, s->record->name, "record.name");
+        af_figs_real(f, ID, s->record->hours, "record.hours");
+        af_figs_real(f, 0, s->record_scale, "record.scale");
+        for (int c = 0; c <= AF_NINTR; ++c) {
+            if (!s->rec[c].have) {
+                continue;
+            }
+            const char *cn = c < AF_NINTR ? af_intr_names[c] : "all";
+            af_figs_real(f, 0, s->rec[c].expected, "record.causes.%s.record", cn);
+            af_figs_int(f, 0, s->rec[c].measured, "record.causes.%s.measured", cn);
+            af_figs_real(f, 0, s->rec[c].lo, "record.causes.%s.ci_low", cn);
+            af_figs_real(f, 0, s->rec[c].hi, "record.causes.%s.ci_high", cn);
+            af_figs_bool(f, 0, s->rec[c].inside, "record.causes.%s.inside", cn);
+        }
+    } else {
+        af_figs_null(f, ID, "record.name");
+    }
     af_figs_real(f, 0, s->ettr_remap, "goodput.remap.ettr");
     af_figs_real(f, 0, s->remap_lost_steps, "goodput.remap.lost_steps");
     af_figs_real(f, 0, s->ettr_shrink, "goodput.shrink_rebuild.ettr");
     af_figs_real(f, 0, s->ettr_checkpoint, "goodput.checkpoint_restart.ettr");
     af_figs_real(f, 0, s->checkpoint_interval_s, "goodput.checkpoint_restart.interval_s");
+    af_figs_real(f, 0, s->job_interval_s, "goodput.job_checkpoint_interval_s");
     af_figs_real(f, 0, r->goodput.step_s, "goodput.params.step_seconds");
     af_figs_real(f, 0, r->goodput.checkpoint_s, "goodput.params.checkpoint_seconds");
     af_figs_real(f, 0, r->goodput.restart_s, "goodput.params.restart_seconds");

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "figures.h"
+#include "record.h"
 #include "rundata.h"
 #include "stats.h"
 
@@ -19,9 +20,7 @@
 
 /* Blackout bands of the latency breakdown: [0, 10%), [10, 20%), ..., [70, 80%), [80, 85%),
  * [85%, 100%]. A step falls in the band of its own /steps/blackout_frac. */
-/* Causes of interruptions, in the order of af_intr_names. */
-enum { AF_INTR_WEAROUT, AF_INTR_SUDDEN, AF_INTR_SCRIPTED, AF_INTR_DEVICE, AF_INTR_NODE, AF_NINTR };
-extern const char *const af_intr_names[AF_NINTR];
+/* Causes of interruptions: AF_INTR_* and af_intr_names of common/log_schema.h. */
 
 #define AF_NBANDS 10
 extern const char *const af_band_labels[AF_NBANDS]; /* "0-10%", ..., "80-85%", ">=85%" */
@@ -100,13 +99,30 @@ typedef struct af_summary {
     int64_t events[AF_NEVENT_KINDS]; /* /events by kind (all -1 when /events is absent) */
     /* Interruptions of a synchronous job (-1 unknown, when /events is absent): the deaths of a
      * step grouped by what failed, one per lost node, one per lost device, one per device whose
-     * units died by wear-out, sudden failure or a script in that step; by AF_INTR_*. */
+     * units died by wear-out, sudden failure or a script in that step, and one per `interrupt`
+     * event (job-level causes); by AF_INTR_*. */
     int64_t interruptions;
     int64_t intr_by_cause[AF_NINTR];
+    int64_t intr_job;  /* of which job-level (AF_INTR_FIRST_JOB on: no hardware lost) */
     double mtbi_hours; /* simulated hours per interruption (NaN with none) */
     /* The goodput of recovery policies on this history (analysis/goodput.h; NaN unknown). */
     double remap_lost_steps; /* replayed and recovery time of the run, in steps */
     double ettr_remap, ettr_shrink, ettr_checkpoint, checkpoint_interval_s;
+    double job_interval_s; /* remap's and shrink_rebuild's checkpoint interval for the job-level
+                              interruptions (0 with none) */
+
+    /* The record the run is set beside (analysis/record.h; NULL: none): per AF_INTR_* cause it
+     * counts, and at [AF_NINTR] all of them, the record's count scaled to the run's hours, the
+     * run's count, its 95% Garwood interval and whether the record lies inside it. */
+    const af_record_t *record;
+    double record_scale; /* the run's simulated hours over the record's */
+    struct {
+        int have; /* the record counts this cause (and the run has interruptions) */
+        double expected;
+        int64_t measured;
+        double lo, hi;
+        int inside;
+    } rec[AF_NINTR + 1];
 
     /* latency (have_latency: /ranks was there in full) */
     int have_latency;

@@ -264,10 +264,11 @@ static void recovery_section(const af_summary_t *s, FILE *out)
         fprintf(out, "  units        unknown (no /units)\n");
     }
     if (s->interruptions >= 0) {
-        /* What a synchronous job would have stopped for: each step's deaths, one per lost
-         * node, lost device, or device whose units died otherwise; and the same history's
-         * effective training time under three recovery policies (analysis/goodput.h; the
-         * [goodput] times are in --json). */
+        /* What a synchronous job would have stopped for (/interruptions, or derived from
+         * /events): each step's deaths, one per lost node, lost device, or device whose units
+         * died otherwise, and each job-level interruption; and the same history's effective
+         * training time under three recovery policies (analysis/goodput.h; the [goodput]
+         * times are in --json). */
         fprintf(out, "  interrupted  %lld times", (long long)s->interruptions);
         if (s->interruptions > 0) {
             fprintf(out, " (one per %.4g simulated hours):", s->mtbi_hours);
@@ -306,6 +307,33 @@ static void recovery_section(const af_summary_t *s, FILE *out)
     if (s->run->event_log_errors.ok && s->run->event_log_errors.v != 0) {
         fprintf(out, "  events lost  %lld events the writer could not log: /events is incomplete\n",
                 (long long)s->run->event_log_errors.v);
+    }
+}
+
+/* The run's interruptions beside the record the scenario is fitted to (analysis/record.h). */
+static void record_section(const af_summary_t *s, FILE *out)
+{
+    if (s->record == NULL || isnan(s->record_scale)) {
+        return;
+    }
+    const af_record_t *rec = s->record;
+    fprintf(out, "\nTHE RECORD   %s: %s\n", rec->name, rec->title);
+    if (fabs(s->record_scale - 1.0) > 1e-9) {
+        fprintf(out,
+                "  scaled       to this run's %.6g simulated hours: the record's counts x %.4g "
+                "(it covers %.6g h)\n",
+                s->sim_hours, s->record_scale, rec->hours);
+    }
+    fprintf(out, "  cause             record  this run  95%% interval (Garwood)  record inside\n");
+    for (int c = 0; c <= AF_NINTR; ++c) {
+        if (!s->rec[c].have) {
+            continue;
+        }
+        char interval[64];
+        snprintf(interval, sizeof interval, "%.1f - %.1f", s->rec[c].lo, s->rec[c].hi);
+        fprintf(out, "  %-15s %8.4g %9lld  %-22s  %s\n", c < AF_NINTR ? af_intr_names[c] : "all",
+                s->rec[c].expected, (long long)s->rec[c].measured, interval,
+                s->rec[c].inside ? "yes" : "NO");
     }
 }
 
@@ -427,6 +455,7 @@ void af_report_text(const af_summary_t *s, FILE *out)
     correctness_section(s, out);
     containment_section(s, out);
     recovery_section(s, out);
+    record_section(s, out);
     latency_section(s, out);
     worst_section(s, out);
 }

@@ -30,6 +30,25 @@ const char *const af_phase_docs[] = {
 #undef AF_X
 };
 
+const char *const af_intr_names[AF_NINTR] = {
+#define AF_X(name, grain, doc) #name,
+    AF_INTR_CAUSES(AF_X)
+#undef AF_X
+};
+const int af_intr_grain[AF_NINTR] = {
+#define AF_X(name, grain, doc) AF_GRAIN_##grain,
+#define AF_GRAIN_job           AF_GRAIN_JOB
+#define AF_GRAIN_node          AF_GRAIN_NODE
+#define AF_GRAIN_device        AF_GRAIN_DEVICE
+    AF_INTR_CAUSES(AF_X)
+#undef AF_X
+};
+const char *const af_intr_docs[AF_NINTR] = {
+#define AF_X(name, grain, doc) doc,
+    AF_INTR_CAUSES(AF_X)
+#undef AF_X
+};
+
 int64_t af_log_event_type(void)
 {
     hid_t str = H5Tcopy(H5T_C_S1);
@@ -47,5 +66,16 @@ int64_t af_log_event_type(void)
     H5Tinsert(t, "to_slot", HOFFSET(af_event_row_t, to_slot), H5T_NATIVE_INT64);
     H5Tinsert(t, "detail", HOFFSET(af_event_row_t, detail), H5T_NATIVE_INT64);
     H5Tclose(str);
+    return t;
+}
+
+int64_t af_log_intr_type(void)
+{
+    hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(af_intr_row_t));
+    H5Tinsert(t, "step", HOFFSET(af_intr_row_t, step), H5T_NATIVE_INT64);
+    H5Tinsert(t, "sim_hours", HOFFSET(af_intr_row_t, sim_hours), H5T_NATIVE_DOUBLE);
+    H5Tinsert(t, "cause", HOFFSET(af_intr_row_t, cause), H5T_NATIVE_INT64);
+    H5Tinsert(t, "device", HOFFSET(af_intr_row_t, device), H5T_NATIVE_INT64);
+    H5Tinsert(t, "node", HOFFSET(af_intr_row_t, node), H5T_NATIVE_INT64);
     return t;
 }

@@ -13,7 +13,8 @@
  * mass and energy are exact sums. 5: /steps/sdc_harmful and /final@sdc_harmful_total (the
  * corruption mix of [corruption]), /units/silent; corrupt_harmful, the detected_* split,
  * abft_false_alarms, quarantined_units, the suspect event and /units/quarantined_step (the
- * detectors of recovery.detect). */
+ * detectors of recovery.detect); /interruptions (the interruptions of a synchronous job,
+ * written by the run), and the `interrupt` event (job-level causes). */
 #define AF_SCHEMA_VERSION 5
 
 /* /steps/<name>: one value per step. X(name, type, doc) with type I64 or F64. */
@@ -118,8 +119,50 @@ enum {
         AF_NCOLUMNS
 };
 
+/* Causes of an interruption of a synchronous job, as the log records them and the report counts
+ * them: the failure domains that lose hardware (a device's units by wear-out, sudden failure or
+ * a script; a whole device; a whole node), then the job-level causes that lose none, named after
+ * the Llama 3 405B record's causes (README "The failure model"). X(name, grain, doc); grain is
+ * where one strikes: job, node or device. The value of a cause is its index here: an `interrupt`
+ * event's detail, and the report's by_cause order. Append only: the numbers are in logs. */
+#define AF_INTR_CAUSES(X)                                                                          \
+    X(wearout, device, "a device's units died of wear-out")                                        \
+    X(sudden, device, "a device's units died suddenly (record: GPU SRAM)")                         \
+    X(scripted, device, "a device's units were killed by a scripted event")                        \
+    X(device, device,                                                                              \
+      "a whole device was lost (record: faulty GPU, HBM3, system processor, "                      \
+      "thermal interface and sensor)")                                                             \
+    X(node, node,                                                                                  \
+      "a whole node was lost (record: host maintenance, SSD, power supply, chassis, "              \
+      "IO expansion board, CPU, system memory)")                                                   \
+    X(software, job, "record: software bug")                                                       \
+    X(network, node, "record: network switch/cable")                                               \
+    X(nic, node, "record: NIC")                                                                    \
+    X(nccl_watchdog, job, "record: NCCL watchdog timeouts")                                        \
+    X(sdc, device, "record: silent data corruption")                                               \
+    X(dependency, job, "record: dependency")
+
+enum {
+#define AF_X(name, grain, doc) AF_INTR_##name,
+    AF_INTR_CAUSES(AF_X)
+#undef AF_X
+        AF_NINTR
+};
+/* The first job-level cause: the causes from it on kill no unit and move no block. */
+#define AF_INTR_FIRST_JOB AF_INTR_software
+#define AF_NJOB_INTR      (AF_NINTR - AF_INTR_FIRST_JOB)
+enum { AF_GRAIN_JOB = 0, AF_GRAIN_NODE = 1, AF_GRAIN_DEVICE = 2 };
+/* Names ("wearout", ..., "dependency"), grains (AF_GRAIN_*) and docs of the causes. */
+extern const char *const af_intr_names[AF_NINTR];
+extern const int af_intr_grain[AF_NINTR];
+extern const char *const af_intr_docs[AF_NINTR];
+
 /* One /events row. kind is one of "fade", "death", "sudden", "drain", "restore", "retry",
- * "rollback", "replica", "capacity", "slow", "straggler", "replica_lost", "suspect". */
+ * mass and energy are exact sums. 5: /steps/sdc_harmful and /final@sdc_harmful_total (the
+ * corruption mix of [corruption]), /units/silent; corrupt_harmful, the detected_* split,
+ * abft_false_alarms, quarantined_units, the suspect event and /units/quarantined_step (the
+ * detectors of recovery.detect); /interruptions (the interruptions of a synchronous job,
+ * written by the run), and the `interrupt` event (job-level causes). */
 typedef struct af_event_row {
     int64_t step;
     char kind[16];
@@ -136,5 +179,23 @@ typedef struct af_event_row {
 /* The HDF5 memory type (hid_t) of an af_event_row_t, as /events stores it; the caller closes
  * it with H5Tclose. */
 int64_t af_log_event_type(void);
+
+/* One /interruptions row (schema 5): what interrupted a synchronous job in one executed step.
+ * The deaths of a step give one row per node lost (cause node), per device lost (device), and
+ * per device whose units died by wear-out, sudden failure or a script (in the order the step's
+ * death events first name them); each `interrupt` event gives one row. device and node are -1
+ * where the cause has none (a node's loss names no device; a job-level cause at the job's grain
+ * names neither); a device's node is device / devices_per_node. sim_hours is the step's
+ * /steps/sim_hours. Derived from /events it is the same table (analysis/interrupts.h). */
+typedef struct af_intr_row {
+    int64_t step;
+    double sim_hours;
+    int64_t cause; /* AF_INTR_*; names in the dataset's cause_names attribute */
+    int64_t device;
+    int64_t node;
+} af_intr_row_t;
+
+/* The HDF5 memory type (hid_t) of an af_intr_row_t; the caller closes it with H5Tclose. */
+int64_t af_log_intr_type(void);
 
 #endif

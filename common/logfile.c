@@ -406,3 +406,79 @@ af_result_t af_logfile_read_events(const af_logfile_t *lf, af_event_row_t *out, 
     }
     return AF_OK;
 }
+
+/* ---- /interruptions ------------------------------------------------------------------------ */
+
+void af_logfile_intr_type_problem(int64_t ftype, char *why, size_t n)
+{
+    static const char *const fields[] = {"step", "sim_hours", "cause", "device", "node"};
+    why[0] = '\0';
+    if (H5Tget_class(ftype) != H5T_COMPOUND) {
+        snprintf(why, n, "expected a compound of the interruption fields");
+        return;
+    }
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; ++i) {
+        int idx = H5Tget_member_index(ftype, fields[i]);
+        if (idx < 0) {
+            snprintf(why, n, "field '%s' missing", fields[i]);
+            return;
+        }
+        hid_t mt = H5Tget_member_type(ftype, (unsigned)idx);
+        int real = i == 1;
+        int ok = real ? H5Tget_class(mt) == H5T_FLOAT && H5Tget_size(mt) == 8
+                      : H5Tget_class(mt) == H5T_INTEGER && H5Tget_size(mt) == 8 &&
+                            H5Tget_sign(mt) == H5T_SGN_2;
+        H5Tclose(mt);
+        if (!ok) {
+            snprintf(why, n, "field '%s' is not a %s", fields[i],
+                     real ? "64-bit float" : "64-bit signed integer");
+            return;
+        }
+    }
+}
+
+af_result_t af_logfile_intr_count(const af_logfile_t *lf, int64_t *n)
+{
+    if (H5Lexists((hid_t)lf->file, "/interruptions", H5P_DEFAULT) <= 0) {
+        return AF_ERR_IO;
+    }
+    hid_t d = H5Dopen2((hid_t)lf->file, "/interruptions", H5P_DEFAULT);
+    if (d < 0) {
+        return AF_ERR_IO;
+    }
+    hid_t t = H5Dget_type(d);
+    hid_t s = H5Dget_space(d);
+    char why[128];
+    af_logfile_intr_type_problem(t, why, sizeof why);
+    af_result_t rc = AF_ERR_IO;
+    if (why[0] == '\0' && H5Sget_simple_extent_ndims(s) == 1) {
+        hsize_t dims[1] = {0};
+        H5Sget_simple_extent_dims(s, dims, NULL);
+        *n = (int64_t)dims[0];
+        rc = AF_OK;
+    }
+    H5Sclose(s);
+    H5Tclose(t);
+    H5Dclose(d);
+    return rc;
+}
+
+af_result_t af_logfile_read_intr(const af_logfile_t *lf, af_intr_row_t *out, size_t n)
+{
+    int64_t have = 0;
+    if (af_logfile_intr_count(lf, &have) != AF_OK || (size_t)have != n) {
+        return AF_ERR_IO;
+    }
+    if (n == 0) {
+        return AF_OK;
+    }
+    hid_t d = H5Dopen2((hid_t)lf->file, "/interruptions", H5P_DEFAULT);
+    if (d < 0) {
+        return AF_ERR_IO;
+    }
+    hid_t mt = (hid_t)af_log_intr_type();
+    herr_t r = H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, out);
+    H5Tclose(mt);
+    H5Dclose(d);
+    return r < 0 ? AF_ERR_IO : AF_OK;
+}

@@ -58,4 +58,15 @@ void af_logfile_event_type_problem(int64_t ftype, char *why, size_t n);
 /* Reads all n rows of /events (n as af_logfile_events_count says). */
 af_result_t af_logfile_read_events(const af_logfile_t *lf, af_event_row_t *out, size_t n);
 
+/* Rows of /interruptions (schema 5) there are; of a run that did not finish, all of them,
+ * some of which may be of steps after its commit record (the caller keeps the rows of the
+ * steps the record counts: the table is in step order). AF_ERR_IO when the dataset is absent
+ * or is not a 1-D compound with the fields of af_intr_row_t. */
+af_result_t af_logfile_intr_count(const af_logfile_t *lf, int64_t *n);
+/* What is wrong with ftype (a hid_t) as the type of /interruptions, as a phrase in why; empty
+ * when it is the table's type. */
+void af_logfile_intr_type_problem(int64_t ftype, char *why, size_t n);
+/* Reads all n rows of /interruptions (n as af_logfile_intr_count says). */
+af_result_t af_logfile_read_intr(const af_logfile_t *lf, af_intr_row_t *out, size_t n);
+
 #endif

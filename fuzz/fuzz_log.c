@@ -629,6 +629,83 @@ static void put_events(fdp_t *f, hid_t file, const shape_t *s)
     free(ev);
 }
 
+/* /interruptions (schema 5), the last decisions of an input: 0 the writer's table (empty, as
+ * the consistent events give none) with its cause names, 1 absent, 2 a group, 3 not a compound,
+ * 4 a field missing, 5 up to 16 rows of fuzzed values, 6 2-D, 7 no cause_names. */
+static void put_interruptions(fdp_t *f, hid_t file, const shape_t *s)
+{
+    unsigned mode = take(f) % 8;
+    if (mode == 1) {
+        return;
+    }
+    if (mode == 2) {
+        hid_t g = H5Gcreate2(file, "/interruptions", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+        if (g >= 0) {
+            H5Gclose(g);
+        }
+        return;
+    }
+    int64_t n = mode == 5 ? take(f) % 17 : 0;
+    af_intr_row_t rows[16];
+    for (int64_t i = 0; i < n; ++i) {
+        rows[i].step = fz_i64(f, s->rows > 0 ? 1 + i * s->rows / n : 1);
+        rows[i].sim_hours = fz_f64(f, 0.0);
+        rows[i].cause = fz_i64(f, AF_INTR_software);
+        rows[i].device = fz_i64(f, -1);
+        rows[i].node = fz_i64(f, -1);
+    }
+    hid_t mt = (hid_t)af_log_intr_type();
+    hid_t ft = -1;
+    if (mode == 3) {
+        ft = H5Tcopy(H5T_STD_I64LE);
+    } else if (mode == 4) {
+        ft = H5Tcreate(H5T_COMPOUND, 32);
+        H5Tinsert(ft, "step", 0, H5T_STD_I64LE);
+        H5Tinsert(ft, "sim_hours", 8, H5T_IEEE_F64LE);
+        H5Tinsert(ft, "cause", 16, H5T_STD_I64LE);
+        H5Tinsert(ft, "device", 24, H5T_STD_I64LE);
+    } else {
+        ft = H5Tcopy(mt);
+    }
+    hsize_t dims[2] = {(hsize_t)n, 2};
+    hsize_t maxd[2] = {H5S_UNLIMITED, 2};
+    int rank = mode == 6 ? 2 : 1;
+    hid_t space = H5Screate_simple(rank, dims, maxd);
+    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    hsize_t chunk[2] = {16, 2};
+    H5Pset_chunk(dcpl, rank, chunk);
+    hid_t d = H5Dcreate2(file, "/interruptions", ft, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    if (d >= 0) {
+        if (n > 0 && rank == 1 && mode != 3 && mode != 4) {
+            H5Dwrite(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows);
+        }
+        if (mode != 7) {
+            char names[512] = "";
+            for (int c = 0; c < AF_NINTR; ++c) {
+                size_t at = strlen(names);
+                snprintf(names + at, sizeof names - at, "%s%d %s", c ? ", " : "", c,
+                         af_intr_names[c]);
+            }
+            hid_t str = H5Tcopy(H5T_C_S1);
+            H5Tset_size(str, H5T_VARIABLE);
+            hid_t as = H5Screate(H5S_SCALAR);
+            hid_t a = H5Acreate2(d, "cause_names", str, as, H5P_DEFAULT, H5P_DEFAULT);
+            const char *v = names;
+            if (a >= 0) {
+                H5Awrite(a, str, &v);
+                H5Aclose(a);
+            }
+            H5Sclose(as);
+            H5Tclose(str);
+        }
+        H5Dclose(d);
+    }
+    H5Pclose(dcpl);
+    H5Sclose(space);
+    H5Tclose(ft);
+    H5Tclose(mt);
+}
+
 static void put_final(fdp_t *f, hid_t file, const shape_t *s, double *buf)
 {
     hid_t g = put_group(f, file, "/final");
@@ -750,6 +827,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             H5Gclose(g);
         }
     }
+    put_interruptions(f, file, &s);
     H5Fclose(file);
     free(buf);
     af_fuzz_read_log(path);

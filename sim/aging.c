@@ -26,6 +26,18 @@ static double exp_hours(uint64_t seed, int stream, uint64_t id, double rate)
     return rate > 0 ? -log(y) / rate : INFINITY;
 }
 
+/* A Weibull time (hours) of shape k and scale 1/rate from the same counter draw: F(t) = 1 -
+ * exp(-(rate t)^k), by the inverse CDF (-log(1 - U))^(1/k) / rate. Shape 1 is exp_hours bit for
+ * bit (no pow), so a scenario that leaves the shapes at 1 draws what it drew before them. */
+static double weibull_hours(uint64_t seed, int stream, uint64_t id, double rate, double k)
+{
+    if (k == 1.0 || !(rate > 0)) {
+        return exp_hours(seed, stream, id, rate);
+    }
+    double y = 1.0 - af_u01(af_hash4(seed, (uint64_t)stream, id, 0));
+    return pow(-log(y), 1.0 / k) / rate;
+}
+
 /* No step: a threshold the closed form never reaches (a rate of zero, or NaN). */
 #define NEVER INT64_MAX
 
@@ -259,8 +271,10 @@ af_result_t af_aging_init_range(af_aging_t *a, const af_config_t *cfg, int64_t d
          * die in the same step. Ties go to the larger domain. */
         int64_t node = d / cfg->devices_per_node;
         double su = exp_hours(seed, RNG_SUDDEN, (uint64_t)u, cfg->sudden_rate_per_hour);
-        double sd = exp_hours(seed, RNG_DEVICE_LOSS, (uint64_t)d, cfg->device_rate_per_hour);
-        double sn = exp_hours(seed, RNG_NODE_LOSS, (uint64_t)node, cfg->node_rate_per_hour);
+        double sd = weibull_hours(seed, RNG_DEVICE_LOSS, (uint64_t)d, cfg->device_rate_per_hour,
+                                  cfg->device_shape);
+        double sn = weibull_hours(seed, RNG_NODE_LOSS, (uint64_t)node, cfg->node_rate_per_hour,
+                                  cfg->node_shape);
         a->sudden_h[k] = su;
         a->sudden_cause[k] = AF_CAUSE_SUDDEN;
         if (sd <= a->sudden_h[k]) {
@@ -422,8 +436,8 @@ int64_t af_aging_step(af_aging_t *a, const af_config_t *cfg, int64_t step, const
     const double w = cfg->fade_window;
     for (int i = 0; i < cfg->n_events; ++i) {
         const af_event_cfg_t *e = &cfg->events[i];
-        if (e->step != step) {
-            continue;
+        if (e->step != step || e->action == AF_EVENT_INTERRUPT) {
+            continue; /* an interruption touches no unit (sim/jobintr.h) */
         }
         for (int64_t j = 0; j < af_event_devices(e) * (e->unit_hi - e->unit_lo + 1); ++j) {
             /* Devices [device, dev_hi], units [unit_lo, unit_hi] of each, in that order. */

@@ -65,9 +65,10 @@ typedef struct af_aging {
     int64_t per_device; /* U */
     int64_t u_lo;       /* the units held here: [u_lo, u_hi) */
     int64_t u_hi;
-    double *lifetime_h;   /* Weibull draw at T_ref */
-    double *sudden_h;     /* the first of the unit's, its device's and its node's exponential
-                             draws (+inf when every rate is 0) */
+    double *lifetime_h; /* Weibull draw at T_ref */
+    double *sudden_h;   /* the first of the unit's, its device's and its node's times (exponential;
+                           the device's and node's Weibull of aging.device_shape, node_shape)
+                           draws (+inf when every rate is 0) */
     int8_t *sudden_cause; /* which of them: AF_CAUSE_SUDDEN, _DEVICE or _NODE */
     double *temp_off_k;   /* device + unit hotspot offsets */
     double *base_age_h;   /* age at base_step, where the current linear segment starts */

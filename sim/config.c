@@ -59,6 +59,9 @@ static const key_def_t KEYS[] = {
      "cells T per block"},
     {"scenario", "max_blackout", T_REAL, OFF(max_blackout), 0, 0.0, 0.95, NULL, "0.9", "fraction",
      "largest fraction of dead units the static capacity is sized for"},
+    {"scenario", "record", T_ENUM, OFF(record), 0, 0, 0, "none|llama3-405b", "none", "",
+     "the published record of interruptions the scenario is fitted to: agefence-report prints "
+     "the record's counts beside the run's (llama3-405b: Llama 3 405B, 54 days, 16,384 GPUs)"},
     {"workload", "nu", T_REAL, OFF(nu), 0, 1e-12, 1e6, NULL, "0.05", "length^2/time",
      "viscosity of Burgers' equation on the unit periodic domain"},
     {"workload", "dt", T_REAL, OFF(dt), 0, 1e-300, 1e6, "auto", "auto", "time",
@@ -96,6 +99,12 @@ static const key_def_t KEYS[] = {
      "1/hour", "rate of sudden whole-device losses (exponential): every unit of the device dies"},
     {"aging", "node_rate_per_hour", T_REAL, OFF(node_rate_per_hour), 0, 0.0, 1.0, NULL, "0",
      "1/hour", "rate of sudden whole-node losses (exponential): every device of the node dies"},
+    {"aging", "device_shape", T_REAL, OFF(device_shape), 0, 0.1, 20, NULL, "1", "",
+     "Weibull shape of the whole-device loss times, of scale 1/device_rate_per_hour (1: "
+     "exponential; < 1 infant mortality, > 1 wear-out)"},
+    {"aging", "node_shape", T_REAL, OFF(node_shape), 0, 0.1, 20, NULL, "1", "",
+     "Weibull shape of the whole-node loss times, of scale 1/node_rate_per_hour (1: "
+     "exponential)"},
     {"aging", "t_ambient_k", T_REAL, OFF(t_ambient_k), 0, 200, 500, NULL, "318.15", "K",
      "ambient (coolant-side) die temperature"},
     {"aging", "t_ref_k", T_REAL, OFF(t_ref_k), 0, 200, 500, NULL, "343.15", "K",
@@ -108,6 +117,24 @@ static const key_def_t KEYS[] = {
      "spread of per-unit temperature offsets (uniform in [0, value])"},
     {"aging", "load_delta_k", T_REAL, OFF(load_delta_k), 0, 0.0, 200, NULL, "30", "K",
      "temperature rise of a fully loaded unit (load = occupied-slot fraction)"},
+    /* Job-level interruptions (sim/jobintr.h): each key's name says the grain its rate is per. */
+    {"interrupt", "software_per_hour", T_REAL,
+     OFF(intr_per_hour[AF_INTR_software - AF_INTR_FIRST_JOB]), 0, 0.0, 1.0, NULL, "0", "1/hour",
+     "job interruptions by a software bug (the record's 'software bug'), per hour of the job"},
+    {"interrupt", "network_per_node_hour", T_REAL,
+     OFF(intr_per_hour[AF_INTR_network - AF_INTR_FIRST_JOB]), 0, 0.0, 1.0, NULL, "0", "1/hour",
+     "job interruptions by a network switch or cable, per node-hour"},
+    {"interrupt", "nic_per_node_hour", T_REAL, OFF(intr_per_hour[AF_INTR_nic - AF_INTR_FIRST_JOB]),
+     0, 0.0, 1.0, NULL, "0", "1/hour", "job interruptions by a node's NIC, per node-hour"},
+    {"interrupt", "nccl_watchdog_per_hour", T_REAL,
+     OFF(intr_per_hour[AF_INTR_nccl_watchdog - AF_INTR_FIRST_JOB]), 0, 0.0, 1.0, NULL, "0",
+     "1/hour", "job interruptions by an NCCL watchdog timeout, per hour of the job"},
+    {"interrupt", "sdc_per_device_hour", T_REAL,
+     OFF(intr_per_hour[AF_INTR_sdc - AF_INTR_FIRST_JOB]), 0, 0.0, 1.0, NULL, "0", "1/hour",
+     "job interruptions by a silent data corruption found on a device, per device-hour"},
+    {"interrupt", "dependency_per_hour", T_REAL,
+     OFF(intr_per_hour[AF_INTR_dependency - AF_INTR_FIRST_JOB]), 0, 0.0, 1.0, NULL, "0", "1/hour",
+     "job interruptions by an external dependency (storage, scheduler), per hour of the job"},
     {"recovery", "max_moves_per_step", T_INT, OFF(max_moves_per_step), 0, 1, 65536, NULL, "2",
      "moves", "drain moves planned per step at most (restores and retries are not capped)"},
     {"recovery", "replica_interval", T_INT, OFF(replica_interval), 0, 1, 1e9, NULL, "20", "steps",
@@ -200,12 +227,15 @@ _Static_assert(sizeof KEYS / sizeof KEYS[0] <=
 
 /* The sections of the key table, and events, as error messages list them. */
 #define SECTIONS                                                                                   \
-    "scenario, workload, backend, log, aging, recovery, corruption, throttle, straggler, pacing, " \
-    "metrics, goodput or event.N"
+    "scenario, workload, backend, log, aging, interrupt, recovery, corruption, throttle, "         \
+    "straggler, pacing, metrics, goodput or event.N"
 
-static const char *EVENT_KEYS[] = {"step", "action", "device", "units", "factor", "node"};
+static const char *EVENT_KEYS[] = {"step", "action", "device", "units", "factor", "node", "cause"};
 /* In the order of AF_EVENT_*. */
-#define EVENT_ACTIONS     "kill|fade|slow|lose_replicas|kill_device|kill_node"
+#define EVENT_ACTIONS "kill|fade|slow|lose_replicas|kill_device|kill_node|interrupt"
+/* The job-level causes an interrupt event may name, in the order of AF_INTR_* from
+ * AF_INTR_FIRST_JOB (common/log_schema.h). */
+#define EVENT_CAUSES      "software|network|nic|nccl_watchdog|sdc|dependency"
 #define AF_EVENT_REQUIRED 15 /* step, action, device, units */
 
 typedef struct parse_ctx {
@@ -251,6 +281,18 @@ static int find_key(const char *section, const char *key)
         }
     }
     return -1;
+}
+
+/* The key of job-level cause c's rate. */
+static int intr_key(int c)
+{
+    for (int i = 0; i < NKEYS; ++i) {
+        if (KEYS[i].offset ==
+            OFF(intr_per_hour[0]) + sizeof(double) * (size_t)(c - AF_INTR_FIRST_JOB)) {
+            return i;
+        }
+    }
+    return 0;
 }
 
 static int section_known(const char *s)
@@ -464,7 +506,7 @@ static int set_event(parse_ctx_t *c, int n, const char *key, const char *value)
     if (e == NULL) {
         return 0;
     }
-    for (int k = 0; k < 6; ++k) {
+    for (int k = 0; k < 7; ++k) {
         if (strcmp(key, EVENT_KEYS[k]) == 0) {
             ctx_where(c, e->where[k], sizeof e->where[k]);
         }
@@ -534,10 +576,19 @@ static int set_event(parse_ctx_t *c, int n, const char *key, const char *value)
         }
         e->node = x;
         e->set_mask |= 32;
+    } else if (strcmp(key, "cause") == 0) {
+        int cause = enum_index(EVENT_CAUSES, value);
+        if (cause < 0) {
+            ctx_fail(c, "event.%d.cause = '%s' is invalid: expected one of " EVENT_CAUSES, n,
+                     value);
+            return 0;
+        }
+        e->cause = AF_INTR_FIRST_JOB + cause;
+        e->set_mask |= 64;
     } else {
         ctx_fail(c,
-                 "unknown key '%s' in [event.%d]: expected step, action, device, units, factor "
-                 "or node",
+                 "unknown key '%s' in [event.%d]: expected step, action, device, units, factor, "
+                 "node or cause",
                  key, n);
         return 0;
     }
@@ -626,27 +677,43 @@ static af_result_t event_complete(const af_config_t *cfg, const char *origin, ch
                 return AF_ERR_USAGE;
             }
         }
-        /* Keys each action needs (bits of set_mask) and keys it must not have. */
+        /* Keys each action needs (bits of set_mask) and keys it must not have. An interrupt
+         * may name where it struck at its cause's grain: a device (sdc), a node (network, nic). */
+        int grain = e->action == AF_EVENT_INTERRUPT && (e->set_mask & 64) ? af_intr_grain[e->cause]
+                                                                          : AF_GRAIN_JOB;
         int need = e->action == AF_EVENT_KILL_NODE     ? 32
                    : e->action == AF_EVENT_KILL_DEVICE ? 4
+                   : e->action == AF_EVENT_INTERRUPT   ? 64
                                                        : 4 | 8;
-        int forbid = e->action == AF_EVENT_KILL_NODE     ? 4 | 8
-                     : e->action == AF_EVENT_KILL_DEVICE ? 8 | 32
-                                                         : 32;
-        static const char *const needs[] = {"kill",          "fade",        "slow",
-                                            "lose_replicas", "kill_device", "kill_node"};
-        for (int k = 2; k < 6; ++k) {
+        int forbid = e->action == AF_EVENT_KILL_NODE     ? 4 | 8 | 64
+                     : e->action == AF_EVENT_KILL_DEVICE ? 8 | 32 | 64
+                     : e->action == AF_EVENT_INTERRUPT   ? 8 | (grain == AF_GRAIN_DEVICE ? 0 : 4) |
+                                                             (grain == AF_GRAIN_NODE ? 0 : 32)
+                                                       : 32 | 64;
+        static const char *const needs[] = {"kill",        "fade",      "slow",     "lose_replicas",
+                                            "kill_device", "kill_node", "interrupt"};
+        for (int k = 2; k < 7; ++k) {
             if ((need & (1 << k)) && !(e->set_mask & (1 << k))) {
                 snprintf(err, errlen, "%s: [event.%d] lacks '%s' (a %s event needs %s)", origin,
                          e->index, EVENT_KEYS[k], needs[e->action],
                          e->action == AF_EVENT_KILL_NODE     ? "step, action and node"
                          : e->action == AF_EVENT_KILL_DEVICE ? "step, action and device"
+                         : e->action == AF_EVENT_INTERRUPT   ? "step, action and cause"
                                                              : "step, action, device and units");
                 return AF_ERR_USAGE;
             }
+        }
+        for (int k = 2; k < 7; ++k) {
             if ((forbid & (1 << k)) && (e->set_mask & (1 << k))) {
-                snprintf(err, errlen, "%s: event.%d.%s is set, but a %s event has none",
-                         e->where[k], e->index, EVENT_KEYS[k], needs[e->action]);
+                if (e->action == AF_EVENT_INTERRUPT && (k == 2 || k == 5)) {
+                    snprintf(err, errlen,
+                             "%s: event.%d.%s is set, but an interrupt of cause %s has none "
+                             "(device: sdc only; node: network and nic only)",
+                             e->where[k], e->index, EVENT_KEYS[k], af_intr_names[e->cause]);
+                } else {
+                    snprintf(err, errlen, "%s: event.%d.%s is set, but a %s event has none",
+                             e->where[k], e->index, EVENT_KEYS[k], needs[e->action]);
+                }
                 return AF_ERR_USAGE;
             }
         }
@@ -955,6 +1022,27 @@ af_result_t af_config_validate(af_config_t *cfg, int nranks, char *err, size_t e
                  (long long)D);
         return AF_ERR_USAGE;
     }
+    /* A job-level cause's interruptions a step, rate x its grain's count x hours a step, is
+     * bounded so that a step's fixed buffer (sim/jobintr.h) holds them all but with a chance
+     * below 1e-100. */
+    for (int c = AF_INTR_FIRST_JOB; c < AF_NINTR; ++c) {
+        double rate = cfg->intr_per_hour[c - AF_INTR_FIRST_JOB];
+        int64_t n = af_intr_grain[c] == AF_GRAIN_DEVICE ? D
+                    : af_intr_grain[c] == AF_GRAIN_NODE ? D / cfg->devices_per_node
+                                                        : 1;
+        double mean = rate * (double)n * cfg->sim_hours_per_step;
+        if (mean > AF_JOBINTR_MEAN_MAX) {
+            char key[48];
+            snprintf(key, sizeof key, "%s", KEYS[intr_key(c)].key);
+            snprintf(err, errlen,
+                     "%s: interrupt.%s = %g makes %g interruptions a step (x %lld x %g hours a "
+                     "step): expected at most %d a step (a lower rate, or fewer "
+                     "aging.sim_hours_per_step)",
+                     where(cfg, "interrupt", key), key, rate, mean, (long long)n,
+                     cfg->sim_hours_per_step, AF_JOBINTR_MEAN_MAX);
+            return AF_ERR_USAGE;
+        }
+    }
     int skip[AF_MAX_EVENTS] = {0};
     int nskip = 0;
     for (int i = 0; i < cfg->n_events; ++i) {
@@ -972,6 +1060,18 @@ af_result_t af_config_validate(af_config_t *cfg, int nranks, char *err, size_t e
             }
             e->device = e->node * cfg->devices_per_node;
             e->dev_hi = e->device + cfg->devices_per_node - 1;
+        } else if (e->action == AF_EVENT_INTERRUPT) {
+            /* Where it struck, at its cause's grain, or -1 (the job, or not said). */
+            int64_t nodes = D / cfg->devices_per_node;
+            if ((e->set_mask & 32) && e->node >= nodes) {
+                snprintf(err, errlen,
+                         "%s: event.%d.node = %lld is outside the fleet: expected 0..%lld",
+                         e->where[5], e->index, (long long)e->node, (long long)nodes - 1);
+                return AF_ERR_USAGE;
+            }
+            e->node = (e->set_mask & 32) ? e->node : -1;
+            e->device = (e->set_mask & 4) ? e->device : -1;
+            e->dev_hi = e->device;
         } else {
             e->dev_hi = e->device;
         }
@@ -1088,11 +1188,21 @@ size_t af_config_format(const af_config_t *cfg, char *out, size_t size)
     memcpy(ev, cfg->events, sizeof(af_event_cfg_t) * (size_t)cfg->n_events);
     qsort(ev, (size_t)cfg->n_events, sizeof ev[0], cmp_events);
     for (int i = 0; i < cfg->n_events; ++i) {
-        static const char *const actions[] = {"kill",          "fade",        "slow",
-                                              "lose_replicas", "kill_device", "kill_node"};
+        static const char *const actions[] = {
+            "kill", "fade", "slow", "lose_replicas", "kill_device", "kill_node", "interrupt"};
         EMIT("\n[event.%d]\nstep = %lld\naction = %s\n", ev[i].index, (long long)ev[i].step,
              actions[ev[i].action]);
-        if (ev[i].action == AF_EVENT_KILL_NODE) {
+        if (ev[i].action == AF_EVENT_INTERRUPT) {
+            char cb[32];
+            EMIT("cause = %s\n",
+                 enum_name(EVENT_CAUSES, ev[i].cause - AF_INTR_FIRST_JOB, cb, sizeof cb));
+            if (ev[i].set_mask & 4) {
+                EMIT("device = %lld\n", (long long)ev[i].device);
+            }
+            if (ev[i].set_mask & 32) {
+                EMIT("node = %lld\n", (long long)ev[i].node);
+            }
+        } else if (ev[i].action == AF_EVENT_KILL_NODE) {
             EMIT("node = %lld\n", (long long)ev[i].node);
         } else if (ev[i].action == AF_EVENT_KILL_DEVICE) {
             EMIT("device = %lld\n", (long long)ev[i].device);
@@ -1136,7 +1246,8 @@ void af_config_print_keys(void)
     printf("  step                   steps        step at which the event happens (>= 1)\n");
     printf("  action                 -            kill (death, memory lost), fade (precursor), "
            "slow (throttled), lose_replicas (the replicas of the blocks the units hold), "
-           "kill_device (every unit of the device) or kill_node (every device of the node)\n");
+           "kill_device (every unit of the device), kill_node (every device of the node) or "
+           "interrupt (the job, for a cause)\n");
     printf("  device                 -            device index in the fleet (0..devices-1); not "
            "with kill_node\n");
     printf("  units                  -            a unit or an inclusive range A-B; not with "
@@ -1145,4 +1256,7 @@ void af_config_print_keys(void)
            "devices_per_node - 1)\n");
     printf("  factor                 x            slow only: the units run factor times as long "
            "as nominal (1 restores them); in [1, 1000]\n");
+    printf("  cause                  -            interrupt only: a job-level interruption that "
+           "kills no unit, one of " EVENT_CAUSES "; device (sdc) or node (network, nic) may say "
+           "where\n");
 }

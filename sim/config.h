@@ -8,10 +8,17 @@
 #include <stdint.h>
 
 #include "../common/af_result.h"
+#include "../common/log_schema.h"
 
 #define AF_MAX_EVENTS 64
-#define AF_NAME_LEN   64
-#define AF_PATH_LEN   512
+/* Job-level interruptions: the most one cause may make in a step on average (rate x its grain's
+ * count x sim_hours_per_step; validation holds every cause to it), and the most the run logs in
+ * one step (sim/jobintr.h: what is due beyond it moves to the next step; with every cause at the
+ * bound the chance of that is below 1e-100). */
+#define AF_JOBINTR_MEAN_MAX 4
+#define AF_JOBINTR_MAX_STEP 256
+#define AF_NAME_LEN         64
+#define AF_PATH_LEN         512
 
 /* workload.dt = auto: this fraction of the explicit scheme's stability limit,
  * min(0.5*dx^2/nu, 2*nu/umax^2), for the configured fleet (af_config_dt_limit). */
@@ -52,7 +59,8 @@ enum {
     AF_EVENT_SLOW = 2,
     AF_EVENT_LOSE_REPLICAS = 3,
     AF_EVENT_KILL_DEVICE = 4, /* every unit of `device` */
-    AF_EVENT_KILL_NODE = 5    /* every unit of every device of `node` */
+    AF_EVENT_KILL_NODE = 5,   /* every unit of every device of `node` */
+    AF_EVENT_INTERRUPT = 6    /* a job-level interruption of `cause`: kills no unit */
 };
 enum { AF_REPLAY_LOCAL = 0, AF_REPLAY_GLOBAL = 1 };
 enum { AF_PACING_OFF = 0, AF_PACING_EWMA = 1 };
@@ -60,7 +68,9 @@ enum { AF_PACING_OFF = 0, AF_PACING_EWMA = 1 };
 /* A scripted event: at `step`, units [unit_lo, unit_hi] of `device` die, start fading, (slow)
  * run `factor` times as long as nominal from then on (1 restores the nominal speed), or
  * (lose_replicas) lose the replicas of the blocks they hold at that step; kill_device kills
- * every unit of `device`, kill_node every unit of the devices of `node`. Validation resolves
+ * every unit of `device`, kill_node every unit of the devices of `node`; interrupt interrupts
+ * the job for a job-level `cause` (at `device` for a device-grain cause, at `node` for a
+ * node-grain one, when given; -1 when not) and touches no unit. Validation resolves
  * every event to the devices [device, dev_hi] and the units [unit_lo, unit_hi] of each. */
 typedef struct af_event_cfg {
     int64_t step;
@@ -71,10 +81,11 @@ typedef struct af_event_cfg {
     int64_t unit_lo;
     int64_t unit_hi;
     double factor;     /* slow only */
-    int set_mask;      /* which of step/action/device/units/factor/node were given (bits 1, 2, 4,
-                          8, 16, 32) */
+    int cause;         /* interrupt only: its AF_INTR_* cause (a job-level one) */
+    int set_mask;      /* which of step/action/device/units/factor/node/cause were given (bits 1,
+                          2, 4, 8, 16, 32, 64) */
     int index;         /* N of [event.N] */
-    char where[6][80]; /* where step, action, device, units, factor and node were set */
+    char where[7][80]; /* where step, action, device, units, factor, node and cause were set */
 } af_event_cfg_t;
 
 /* The devices an event covers, [device, device + n): one but for a validated kill_node (an
@@ -95,6 +106,7 @@ typedef struct af_config {
     int64_t blocks;
     int64_t block_len;
     double max_blackout;
+    int record; /* the record the scenario is fitted to (0 none; agefence-report's names) */
     /* [workload] */
     double nu;
     double dt;
@@ -116,6 +128,11 @@ typedef struct af_config {
     double sudden_rate_per_hour;
     double device_rate_per_hour;
     double node_rate_per_hour;
+    double device_shape; /* Weibull shapes of the device and node loss times (1: exponential) */
+    double node_shape;
+    /* [interrupt]: job-level interruptions without hardware loss, by cause (index c -
+     * AF_INTR_FIRST_JOB), per hour of their grain (the job, a node or a device) */
+    double intr_per_hour[AF_NJOB_INTR];
     double t_ambient_k;
     double t_ref_k;
     double ea_ev;

@@ -16,6 +16,7 @@
 #include "../common/percentile.h"
 
 #define AF_EVENT_BUFFER 4096
+#define AF_INTR_BUFFER  1024 /* interruptions buffered between writes */
 
 _Static_assert(sizeof(af_step_row_t) == 8 * AF_NCOLUMNS, "step rows are packed 8-byte columns");
 
@@ -46,6 +47,11 @@ struct af_log {
     double *colbuf;      /* flush_interval values of one column */
     double *phase_tmp;   /* flush_interval x nranks values of one phase */
     af_event_row_t *ev_buf;
+    hid_t intr; /* /interruptions */
+    hid_t intr_type;
+    int64_t intr_written;
+    int intr_buffered;
+    af_intr_row_t *intr_buf;
 };
 
 #define H5_CHECK(expr)                                                                             \
@@ -123,6 +129,12 @@ static void log_free(af_log_t *log)
     if (log->event_type > 0) {
         H5Tclose(log->event_type);
     }
+    if (log->intr > 0) {
+        H5Dclose(log->intr);
+    }
+    if (log->intr_type > 0) {
+        H5Tclose(log->intr_type);
+    }
     if (log->commit > 0) {
         H5Dclose(log->commit);
     }
@@ -138,6 +150,7 @@ static void log_free(af_log_t *log)
     af_free(log->colbuf);
     af_free(log->phase_tmp);
     af_free(log->ev_buf);
+    af_free(log->intr_buf);
     af_free(log);
 }
 
@@ -225,7 +238,9 @@ af_result_t af_log_create(af_log_t **out, const char *path, int nranks, int64_t 
     log->colbuf = af_alloc(sizeof(double) * (size_t)flush_interval);
     log->phase_tmp = af_alloc(sizeof(double) * (size_t)flush_interval * (size_t)nranks);
     log->ev_buf = af_alloc(sizeof(af_event_row_t) * AF_EVENT_BUFFER);
-    if (!log->rows || !log->phase_buf || !log->colbuf || !log->phase_tmp || !log->ev_buf) {
+    log->intr_buf = af_alloc(sizeof(af_intr_row_t) * AF_INTR_BUFFER);
+    if (!log->rows || !log->phase_buf || !log->colbuf || !log->phase_tmp || !log->ev_buf ||
+        !log->intr_buf) {
         af_error_set("cannot allocate the log's buffers (%lld rows x %d ranks)",
                      (long long)flush_interval, nranks);
         rc = AF_ERR_NOMEM;
@@ -307,6 +322,23 @@ af_result_t af_log_create(af_log_t **out, const char *path, int nranks, int64_t 
     log->event_type = (hid_t)af_log_event_type();
     log->events = make_extendible(log->file, "/events", log->event_type, 1, 1, 256);
     AF_REQUIRE_GOTO(log->events >= 0, AF_ERR_HDF5, rc, fail);
+    /* The interruptions table, its cause names with it (created now: nothing is created after
+     * af_log_begin). */
+    log->intr_type = (hid_t)af_log_intr_type();
+    log->intr = make_extendible(log->file, "/interruptions", log->intr_type, 1, 1, 256);
+    AF_REQUIRE_GOTO(log->intr >= 0, AF_ERR_HDF5, rc, fail);
+    {
+        char names[512] = "";
+        for (int c = 0; c < AF_NINTR; ++c) {
+            size_t at = strlen(names);
+            snprintf(names + at, sizeof names - at, "%s%d %s", c ? ", " : "", c, af_intr_names[c]);
+        }
+        AF_CHECK_GOTO(attr_str(log->intr, "cause_names", names), rc, fail);
+        AF_CHECK_GOTO(attr_str(log->intr, "doc",
+                               "what interrupted a synchronous job, one row each: step, sim_hours "
+                               "(the step's), cause (cause_names), device and node (-1: none)"),
+                      rc, fail);
+    }
     H5Pclose(fapl);
     H5Pclose(fcpl);
     *out = log;
@@ -447,6 +479,8 @@ static af_result_t end_live(af_log_t *log)
     }
     H5Dclose(log->events);
     log->events = -1;
+    H5Dclose(log->intr);
+    log->intr = -1;
     H5Dclose(log->commit);
     log->commit = -1;
     H5Gclose(log->steps_group);
@@ -670,6 +704,12 @@ static af_result_t write_pending(af_log_t *log)
         log->events_written += log->events_buffered;
         log->events_buffered = 0;
     }
+    if (log->intr_buffered > 0) {
+        AF_CHECK(extend_write(log->intr, 1, 1, log->intr_written, log->intr_buffered,
+                              log->intr_type, log->intr_buf));
+        log->intr_written += log->intr_buffered;
+        log->intr_buffered = 0;
+    }
     return AF_OK;
 }
 
@@ -704,6 +744,19 @@ af_result_t af_log_event(af_log_t *log, const af_event_row_t *ev)
         AF_CHECK(write_pending(log));
     }
     log->ev_buf[log->events_buffered++] = *ev;
+    return AF_OK;
+}
+
+af_result_t af_log_interruption(af_log_t *log, const af_intr_row_t *row)
+{
+    if (log->ending || log->plain || log->intr <= 0) {
+        af_error_set("%s: an interruption where the log takes none", log->path);
+        return AF_ERR_INTERNAL;
+    }
+    if (log->intr_buffered == AF_INTR_BUFFER) {
+        AF_CHECK(write_pending(log));
+    }
+    log->intr_buf[log->intr_buffered++] = *row;
     return AF_OK;
 }
 

@@ -12,9 +12,9 @@
  *    run's file stays marked as open for SWMR writing: readers open it with SWMR read access
  *    (common/logfile.c does so by itself; h5py: swmr=True).
  *  - In SWMR mode the writer does only what HDF5's SWMR contract allows: it appends rows to
- *    the extendible datasets /steps/..., /ranks/... and /events, and rewrites the raw data of
- *    the commit record /committed. Every object (groups, datasets, attributes) is created
- *    before af_log_begin.
+ *    the extendible datasets /steps/..., /ranks/..., /events and /interruptions, and rewrites
+ *    the raw data of the commit record /committed. Every object (groups, datasets,
+ *    attributes) is created before af_log_begin.
  *  - Each flush writes the rows and events, flushes, then writes the commit record
  *    /committed = {rows, events} and flushes again: a reader of a killed run reads that many
  *    rows of /steps and /ranks and of /events (a dataset may hold more: rows of the flush
@@ -69,6 +69,10 @@ af_result_t af_log_calibration(af_log_t *log, const char *name, const double *sa
 af_result_t af_log_append(af_log_t *log, const af_step_row_t *row, const double *phases);
 /* Appends one event row. */
 af_result_t af_log_event(af_log_t *log, const af_event_row_t *ev);
+/* Appends one row of /interruptions. Its rows are committed with their steps: a reader of a
+ * killed run keeps the rows whose step /committed counts (the table is in step order, and a
+ * step's rows are written in the flush that writes its row). */
+af_result_t af_log_interruption(af_log_t *log, const af_intr_row_t *row);
 /* Writes every buffered row and event, flushes, and commits them (the commit record). */
 af_result_t af_log_flush(af_log_t *log);
 int64_t af_log_rows(const af_log_t *log);

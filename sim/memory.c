@@ -22,6 +22,7 @@
 #define FABRIC_PER_RANK  24.0 /* its offsets and all-gather counts, per rank of the launch */
 #define LOG_STRUCT_BYTES 20480.0
 #define LOG_EVENT_BUFFER 4096.0
+#define LOG_INTR_BUFFER  1024.0
 
 /* Blocks placed on `rank`'s devices at start-up. */
 static double blocks_of(int64_t B, int64_t D, int nranks, int rank)
@@ -58,7 +59,8 @@ void af_memory_estimate(const af_config_t *cfg, int nranks, int rank, const af_k
     m->fleet = 4.0 * units * C + 4.0 * units + 5.0 * units + 1.0 * units + 2.0 * chg * units +
                8.0 * (double)D + 8.0 * fmax(ldev, 1.0) +
                (cfg->straggler_detect ? 4.0 * units : 0.0) /* the declared stragglers' units */
-               + (double)af_placement_dir_bytes(D);        /* the free-capacity directory */
+               + 9.0 * (double)D + 8.0 * (double)(D / cfg->devices_per_node) /* interruptions */
+               + (double)af_placement_dir_bytes(D); /* the free-capacity directory */
 
     /* Every block: block_slot and block_rank, the two exchange vectors, the move list, the replica
      * map (rep_rank, rep_off, rep_step), items and twins. */
@@ -115,7 +117,8 @@ void af_memory_estimate(const af_config_t *cfg, int nranks, int rank, const af_k
     if (rank == 0) {
         double log = LOG_STRUCT_BYTES + sizeof(af_step_row_t) * flush +
                      8.0 * flush * AF_NPHASES * R + 8.0 * flush + 8.0 * flush * R +
-                     sizeof(af_event_row_t) * LOG_EVENT_BUFFER;
+                     sizeof(af_event_row_t) * LOG_EVENT_BUFFER +
+                     sizeof(af_intr_row_t) * LOG_INTR_BUFFER;
         double gathered = sizeof(af_payload_t) * (flush + 1.0) * R +
                           sizeof(af_step_row_t) * (flush + 1.0) + 8.0 * AF_NPHASES * R;
         m->rank0 = log + gathered;

@@ -13,6 +13,7 @@
 #include "aging.h"
 #include "config.h"
 #include "coord.h"
+#include "jobintr.h"
 #include "log.h"
 #include "memory.h"
 #include "metrics.h"
@@ -122,11 +123,18 @@ typedef struct af_run_state {
     /* Health: every unit's state as every rank knows it; what only the units' own rank needs
      * (their corruption probability, their throttling) in tables of its own units, indexed by
      * u - own_u0 (af_own_unit). */
-    int8_t *unit_state; /* units */
-    int64_t own_u0;     /* the first unit of this rank's devices */
-    int64_t own_units;  /* how many */
-    double *unit_p;     /* own units: corruption probability per element */
-    af_aging_t aging;   /* this rank's own devices' units */
+    int8_t *unit_state;   /* units */
+    int64_t own_u0;       /* the first unit of this rank's devices */
+    int64_t own_units;    /* how many */
+    double *unit_p;       /* own units: corruption probability per element */
+    af_aging_t aging;     /* this rank's own devices' units */
+    af_jobintr_t jobintr; /* job-level interruptions (every rank draws them alike) */
+    af_jobintr_hit_t jobintr_hits[AF_JOBINTR_MAX_STEP]; /* this step's */
+    /* The step's interruptions for /interruptions (rank 0): a device or node is one
+     * interruption a step per cause; these say which were counted in which executed step. */
+    int64_t *intr_dev_tick;  /* per device: the last step a hardware cause was counted */
+    uint8_t *intr_dev_mask;  /* per device: the causes counted then (bit AF_INTR_*) */
+    int64_t *intr_node_tick; /* per node: the last step its loss was counted */
 
     /* The step's plan, which every rank makes from the shared health changes. */
     af_plan_header_t plan;

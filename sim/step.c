@@ -109,26 +109,12 @@ static void debug_aging_loads(af_run_state_t *r)
     }
 }
 
-static void log_event(af_run_state_t *r, const char *kind, int64_t block, int64_t from_slot,
-                      int64_t to_slot, int64_t detail)
+/* Rank 0: appends one event row of this step. */
+static void log_row(af_run_state_t *r, af_event_row_t *e, const char *kind)
 {
-    if (r->log == NULL) {
-        return;
-    }
-    af_event_row_t e;
-    memset(&e, 0, sizeof e);
-    e.step = r->tick;
-    snprintf(e.kind, sizeof e.kind, "%s", kind);
-    e.block = block;
-    const af_placement_t *p = &r->pl;
-    e.from_device = from_slot >= 0 ? af_slot_device(p, from_slot) : -1;
-    e.from_unit = from_slot >= 0 ? af_slot_unit(p, from_slot) % p->units : -1;
-    e.from_slot = from_slot >= 0 ? from_slot % p->capacity : -1;
-    e.to_device = to_slot >= 0 ? af_slot_device(p, to_slot) : -1;
-    e.to_unit = to_slot >= 0 ? af_slot_unit(p, to_slot) % p->units : -1;
-    e.to_slot = to_slot >= 0 ? to_slot % p->capacity : -1;
-    e.detail = detail;
-    if (af_log_event(r->log, &e) != AF_OK) {
+    e->step = r->tick;
+    snprintf(e->kind, sizeof e->kind, "%s", kind);
+    if (af_log_event(r->log, e) != AF_OK) {
         /* The run goes on (the steps are still logged); the loss is counted into /final and the
          * summary, and said once here. */
         if (r->event_log_errors++ == 0) {
@@ -191,6 +177,87 @@ static af_result_t detectors_init(af_run_state_t *r, size_t units)
     return AF_OK;
 }
 
+static void log_event(af_run_state_t *r, const char *kind, int64_t block, int64_t from_slot,
+                      int64_t to_slot, int64_t detail)
+{
+    if (r->log == NULL) {
+        return;
+    }
+    af_event_row_t e;
+    memset(&e, 0, sizeof e);
+    e.block = block;
+    const af_placement_t *p = &r->pl;
+    e.from_device = from_slot >= 0 ? af_slot_device(p, from_slot) : -1;
+    e.from_unit = from_slot >= 0 ? af_slot_unit(p, from_slot) % p->units : -1;
+    e.from_slot = from_slot >= 0 ? from_slot % p->capacity : -1;
+    e.to_device = to_slot >= 0 ? af_slot_device(p, to_slot) : -1;
+    e.to_unit = to_slot >= 0 ? af_slot_unit(p, to_slot) % p->units : -1;
+    e.to_slot = to_slot >= 0 ? to_slot % p->capacity : -1;
+    e.detail = detail;
+    log_row(r, &e, kind);
+}
+
+/* Rank 0: one row of /interruptions in this step (its hours: those the step ends at, as its
+ * /steps row says). */
+static void log_intr_row(af_run_state_t *r, int cause, int64_t device, int64_t node)
+{
+    af_intr_row_t row = {r->tick, r->sim_hours + r->cfg.sim_hours_per_step, cause, device, node};
+    if (af_log_interruption(r->log, &row) != AF_OK && r->event_log_errors++ == 0) {
+        fprintf(stderr,
+                "agefence: rank 0: the log lost an interruption (step %lld): %s; further losses "
+                "are counted in /final@event_log_errors\n",
+                (long long)r->tick, af_error_message());
+    }
+}
+
+/* Rank 0: the interruption a death of this step makes, unless the step counted it already: one
+ * per node lost, per device lost, and per device whose units died of one other cause (the
+ * grouping agefence-report applies to /events, analysis/interrupts.h). */
+static void log_death_interruption(af_run_state_t *r, const af_health_change_t *c)
+{
+    const int64_t dpn = r->cfg.devices_per_node;
+    const int64_t dev = c->unit / r->U;
+    int cause = c->cause == AF_CAUSE_DEVICE     ? AF_INTR_device
+                : c->cause == AF_CAUSE_NODE     ? AF_INTR_node
+                : c->cause == AF_CAUSE_SCRIPTED ? AF_INTR_scripted
+                : c->cause == AF_CAUSE_SUDDEN   ? AF_INTR_sudden
+                                                : AF_INTR_wearout;
+    if (cause == AF_INTR_node) {
+        if (r->intr_node_tick[dev / dpn] != r->tick) {
+            r->intr_node_tick[dev / dpn] = r->tick;
+            log_intr_row(r, cause, -1, dev / dpn);
+        }
+        return;
+    }
+    if (r->intr_dev_tick[dev] != r->tick) {
+        r->intr_dev_tick[dev] = r->tick;
+        r->intr_dev_mask[dev] = 0;
+    }
+    if (!(r->intr_dev_mask[dev] & (1u << cause))) {
+        r->intr_dev_mask[dev] |= (uint8_t)(1u << cause);
+        log_intr_row(r, cause, dev, dev / dpn);
+    }
+}
+
+/* Rank 0: a job-level interruption's event: from_device is the device it struck, or the first
+ * device of the node it struck, or -1 (the job); detail is its cause (AF_INTR_*). */
+static void log_interrupt(af_run_state_t *r, const af_jobintr_hit_t *x)
+{
+    if (r->log == NULL) {
+        return;
+    }
+    af_event_row_t e;
+    memset(&e, 0, sizeof e);
+    e.block = -1;
+    e.from_device = x->device >= 0 ? x->device
+                    : x->node >= 0 ? x->node * r->cfg.devices_per_node
+                                   : -1;
+    e.from_unit = e.from_slot = e.to_device = e.to_unit = e.to_slot = -1;
+    e.detail = x->cause;
+    log_row(r, &e, "interrupt");
+    log_intr_row(r, x->cause, x->device, x->node);
+}
+
 af_result_t af_step_init(af_run_state_t *r)
 {
     size_t B = (size_t)r->B;
@@ -239,6 +306,20 @@ af_result_t af_step_init(af_run_state_t *r)
         !r->dev_words || !r->unit_first_corrupt) {
         af_error_set("cannot allocate the throttling tables for %lld units", (long long)r->units);
         return AF_ERR_NOMEM;
+    }
+    const size_t nodes = D / (size_t)r->cfg.devices_per_node;
+    r->intr_dev_tick = af_alloc(sizeof(int64_t) * D);
+    r->intr_dev_mask = af_alloc(D);
+    r->intr_node_tick = af_alloc(sizeof(int64_t) * (nodes > 0 ? nodes : 1));
+    if (!r->intr_dev_tick || !r->intr_dev_mask || !r->intr_node_tick) {
+        af_error_set("cannot allocate the interruption marks of %lld devices", (long long)D);
+        return AF_ERR_NOMEM;
+    }
+    for (size_t d = 0; d < D; ++d) {
+        r->intr_dev_tick[d] = -1;
+    }
+    for (size_t n = 0; n < nodes; ++n) {
+        r->intr_node_tick[n] = -1;
     }
     for (int64_t k = 0; k < r->own_units; ++k) {
         r->unit_base[k] = 1.0;
@@ -297,6 +378,7 @@ af_result_t af_step_init(af_run_state_t *r)
      * in the first step: the loop's first tick is tick + 1 (af_step counts it before it
      * plans), and what moves before then is on the placement's list of changed units. */
     af_aging_start(&r->aging, &r->cfg, r->tick + 1, r->pl.unit_load, r->C);
+    af_jobintr_init(&r->jobintr, &r->cfg, r->D);
     int64_t scripted = af_config_scripted_units(&r->cfg);
     r->my_changes =
         af_alloc(sizeof(af_health_change_t) * ((size_t)(own_hi - own_lo) + (size_t)scripted + 1));
@@ -363,6 +445,11 @@ void af_step_destroy(af_run_state_t *r)
     af_free(r->unit_deg);
     af_free(r->unit_stamp);
     af_free(r->slow_list);
+    af_free(r->intr_dev_tick);
+    af_free(r->intr_dev_mask);
+    af_free(r->intr_node_tick);
+    r->intr_dev_tick = r->intr_node_tick = NULL;
+    r->intr_dev_mask = NULL;
     af_free(r->dev_delay);
     af_free(r->dev_words);
     af_free(r->strag_in);
@@ -590,7 +677,7 @@ static af_result_t gather_health(af_run_state_t *r, int64_t n_mine, int64_t *n_m
     for (int i = 0; i < r->cfg.n_events && ns > 0; ++i) {
         const af_event_cfg_t *e = &r->cfg.events[i];
         if (e->step != r->tick || e->action == AF_EVENT_SLOW ||
-            e->action == AF_EVENT_LOSE_REPLICAS) {
+            e->action == AF_EVENT_LOSE_REPLICAS || e->action == AF_EVENT_INTERRUPT) {
             continue;
         }
         int8_t st = e->action == AF_EVENT_FADE ? AF_FADING : AF_DEAD;
@@ -699,6 +786,9 @@ static void plan(af_run_state_t *r, int64_t n_model)
         const char *kind = c->state == AF_FADING ? "fade" : sudden ? "sudden" : "death";
         int64_t g = (int64_t)c->unit * r->C;
         log_event(r, kind, -1, g, -1, c->cause);
+        if (c->state != AF_FADING && r->log != NULL) {
+            log_death_interruption(r, c);
+        }
     }
     for (int64_t i = 0; i < nm; ++i) {
         /* A drain's detail is -1; a restore's the logical step its data comes from: its
@@ -716,6 +806,13 @@ static void plan(af_run_state_t *r, int64_t n_model)
     }
     if (exhausted) {
         log_event(r, "capacity", -1, -1, -1, r->dead_units);
+    }
+    /* Job-level interruptions: they touch no unit and no block, so the plan ignores them;
+     * the log has an `interrupt` event each (from_device: the device, or the node's first
+     * device, it struck; detail: the cause). */
+    int ni = af_jobintr_step(&r->jobintr, &r->cfg, r->tick, r->jobintr_hits, AF_JOBINTR_MAX_STEP);
+    for (int i = 0; i < ni; ++i) {
+        log_interrupt(r, &r->jobintr_hits[i]);
     }
 }
 

@@ -4,7 +4,8 @@
 #   report_run_small         mpi   fixture: agefence on fixtures/small.ini (3 ranks)
 #   report_run_faultfree     mpi   fixture: agefence on fixtures/faultfree.ini (2 ranks)
 #   report_run_domains       mpi   fixture: the default fleet, 900 steps, with whole-device and
-#                                  whole-node losses (2 devices a node; 2 ranks)
+#                                  whole-node losses (2 devices a node; 2 ranks) and job-level
+#                                  interruptions, drawn and one scripted
 #   report_{text,json,verify,plots}_{small,faultfree}
 #                            mpi   agefence-report on those logs: summary, --check and
 #                                  --compare with itself (ratios exactly 1); --json parsed by
@@ -40,6 +41,10 @@ add_test(NAME report_run_domains
          COMMAND ${MPIEXEC_EXECUTABLE} -n 2 --oversubscribe $<TARGET_FILE:agefence> run -q
                  --set scenario.steps=900 --set scenario.devices_per_node=2
                  --set aging.device_rate_per_hour=3e-6 --set aging.node_rate_per_hour=1e-6
+                 --set interrupt.software_per_hour=1e-4 --set interrupt.network_per_node_hour=1e-5
+                 --set interrupt.nccl_watchdog_per_hour=2e-5
+                 --set interrupt.sdc_per_device_hour=5e-6 --set event.2.step=40
+                 --set event.2.action=interrupt --set event.2.cause=nic --set event.2.node=1
                  -o ${AF_REPORT_DIR}/domains.h5)
 set_tests_properties(report_run_small PROPERTIES FIXTURES_SETUP af_report_small)
 set_tests_properties(report_run_faultfree PROPERTIES FIXTURES_SETUP af_report_faultfree)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Recomputes the figures of `agefence-report --json LOG` independently with h5py and numpy
 and fails on any difference. Exit 77 (SKIP) when h5py or numpy is missing.
-    report_verify.py REPORT LOG"""
+    report_verify.py REPORT LOG [REPORT OPTIONS...]"""
 import json
 import math
 import subprocess
@@ -15,7 +15,8 @@ except ImportError as e:  # pragma: no cover
     sys.exit(77)
 
 report, log = sys.argv[1], sys.argv[2]
-out = subprocess.run([report, "--json", log], check=True, capture_output=True, text=True).stdout
+out = subprocess.run([report, "--json", *sys.argv[3:], log], check=True, capture_output=True,
+                     text=True).stdout
 fig = json.loads(out)
 f = h5py.File(log, "r")
 steps = {k: f["steps"][k][:] for k in f["steps"]}
@@ -128,28 +129,66 @@ for code, key in enumerate(("units_alive", "dead_wearout", "dead_sudden", "dead_
     same("recovery." + key, get("recovery." + key), int((cause == code).sum()))
 kinds = [k.decode() for k in f["events"]["kind"][:]]
 for kind in ("fade", "death", "sudden", "drain", "restore", "retry", "rollback", "capacity", "slow",
-             "straggler"):
+             "straggler", "interrupt"):
     same("recovery.events." + kind, get("recovery.events." + kind), kinds.count(kind))
 same("recovery.events_logged", get("recovery.events_logged"), len(kinds))
 # Interruptions: each step's deaths, one per lost node (devices_per_node of /@config), lost
-# device, or device whose units died by wear-out, sudden failure or a script.
+# device, or device whose units died by wear-out, sudden failure or a script; and one per
+# `interrupt` event, a job-level cause (its detail: common/log_schema.h's order).
 config = root["config"].decode() if isinstance(root["config"], bytes) else str(root["config"])
 per_node = 1
 for line in config.splitlines():
     if line.startswith("devices_per_node = "):
         per_node = int(line.split("=")[1])
+CAUSES = ("wearout", "sudden", "scripted", "device", "node", "software", "network", "nic",
+          "nccl_watchdog", "sdc", "dependency")
+FIRST_JOB = CAUSES.index("software")
+GRAIN = {"software": "job", "network": "node", "nic": "node", "nccl_watchdog": "job",
+         "sdc": "device", "dependency": "job"}
 ev = f["events"][:]
-groups = set()
+# The rows in the order the run writes /interruptions: (step, cause, device, node), each step's
+# groups in the order its events first name them.
+derived = []
+seen = set()
 for row in ev:
     kind = row["kind"].decode()
+    step = int(row["step"])
+    dev = int(row["from_device"])
+    if kind == "interrupt":
+        cause = CAUSES[int(row["detail"])]
+        grain = GRAIN[cause]
+        derived.append((step, cause, dev if grain == "device" and dev >= 0 else -1,
+                        dev // per_node if grain != "job" and dev >= 0 else -1))
+        continue
     if kind not in ("death", "sudden"):
         continue
     d = int(row["detail"])
     cause = {4: "device", 5: "node", 3: "scripted"}.get(d, "sudden" if kind == "sudden" else "wearout")
-    dev = int(row["from_device"])
-    groups.add((int(row["step"]), cause, dev // per_node if cause == "node" else dev))
+    key = (step, cause, -1 if cause == "node" else dev, dev // per_node)
+    if key not in seen:
+        seen.add(key)
+        derived.append(key)
+groups = derived
+# The run's own table (schema 5) is the same, with each row's hours those of its step.
+if "interruptions" in f:
+    table = f["interruptions"][:]
+    names = f["interruptions"].attrs["cause_names"]
+    names = names.decode() if isinstance(names, bytes) else str(names)
+    assert names == ", ".join(f"{i} {c}" for i, c in enumerate(CAUSES)), names
+    rows = [(int(r["step"]), CAUSES[int(r["cause"])], int(r["device"]), int(r["node"]))
+            for r in table]
+    if rows != derived:
+        first = next((i for i, (a, b) in enumerate(zip(rows, derived)) if a != b),
+                     min(len(rows), len(derived)))
+        failures.append(f"/interruptions: {len(rows)} rows, /events gives {len(derived)}; "
+                        f"first difference at row {first}")
+    for r in table:
+        if float(r["sim_hours"]) != float(steps["sim_hours"][int(r["step"]) - 1]):
+            failures.append(f"/interruptions: step {int(r['step'])} sim_hours {r['sim_hours']}")
+            break
+    same("interruptions.source", get("interruptions.source"), "table")
 same("interruptions.total", get("interruptions.total"), len(groups))
-for cause in ("wearout", "sudden", "scripted", "device", "node"):
+for cause in CAUSES:
     same("interruptions.by_cause." + cause, get("interruptions.by_cause." + cause),
          sum(1 for g in groups if g[1] == cause))
 hours = float(steps["sim_hours"][-1]) if n else float("nan")
@@ -183,22 +222,55 @@ if useful <= 0:
     for key in ("goodput.remap.ettr", "goodput.shrink_rebuild.ettr",
                 "goodput.checkpoint_restart.ettr"):
         same(key, get(key), None)
-elif nint > 0:
-    same("goodput.remap.ettr", get("goodput.remap.ettr"),
-         useful / (useful + lost * gp["step_seconds"]))
-    same("goodput.shrink_rebuild.ettr", get("goodput.shrink_rebuild.ettr"),
-         useful / (useful + nint * (gp["shrink_seconds"] + gp["repartition_seconds"]
-                                    + gp["step_seconds"])))
-    tau = math.sqrt(2.0 * gp["checkpoint_seconds"] * useful / nint)
-    wall = useful * (1.0 + (gp["checkpoint_seconds"] / tau if tau > 0 else 0.0)) \
-        + nint * (tau / 2.0 + gp["restart_seconds"])
-    same("goodput.checkpoint_restart.interval_s", get("goodput.checkpoint_restart.interval_s"), tau)
-    same("goodput.checkpoint_restart.ettr", get("goodput.checkpoint_restart.ettr"), useful / wall)
 else:
+    # remap and shrink_rebuild recover hardware losses in place and keep checkpoints, at
+    # Young's interval, for the job-level interruptions alone; checkpoint_restart for all.
+    def ckpt(k):
+        """Checkpoints' cost for k interruptions, and their interval."""
+        if k == 0:
+            return 0.0, 0.0
+        tau = math.sqrt(2.0 * gp["checkpoint_seconds"] * useful / k)
+        cost = (useful * gp["checkpoint_seconds"] / tau if tau > 0 else 0.0) \
+            + k * (tau / 2.0 + gp["restart_seconds"])
+        return cost, tau
+    njob = sum(1 for g in groups if CAUSES.index(g[1]) >= FIRST_JOB)
+    jcost, jtau = ckpt(njob)
+    same("goodput.job_checkpoint_interval_s", get("goodput.job_checkpoint_interval_s"), jtau)
     same("goodput.remap.ettr", get("goodput.remap.ettr"),
-         useful / (useful + lost * gp["step_seconds"]))
-    same("goodput.shrink_rebuild.ettr", get("goodput.shrink_rebuild.ettr"), 1.0)
-    same("goodput.checkpoint_restart.ettr", get("goodput.checkpoint_restart.ettr"), 1.0)
+         useful / (useful + lost * gp["step_seconds"] + jcost))
+    same("goodput.shrink_rebuild.ettr", get("goodput.shrink_rebuild.ettr"),
+         useful / (useful + (nint - njob) * (gp["shrink_seconds"] + gp["repartition_seconds"]
+                                             + gp["step_seconds"]) + jcost))
+    cost, tau = ckpt(nint)
+    same("goodput.checkpoint_restart.interval_s", get("goodput.checkpoint_restart.interval_s"), tau)
+    same("goodput.checkpoint_restart.ettr", get("goodput.checkpoint_restart.ettr"),
+         useful / (useful + cost))
+# The record beside the run (analysis/record.h): its counts scaled to the run's hours, the run's
+# counts and their exact Garwood 95% intervals (scipy's chi-square quantiles, when scipy is here).
+RECORDS = {"llama3-405b": (1296.0, {"sudden": 19, "device": 243, "node": 46, "software": 54,
+                                    "network": 35, "nic": 7, "nccl_watchdog": 7, "sdc": 6,
+                                    "dependency": 2, "all": 419})}
+rec = fig.get("record", {})
+if rec.get("name") is not None:
+    rhours, counts = RECORDS[rec["name"]]
+    scale = hours / rhours
+    same("record.scale", rec["scale"], scale)
+    try:
+        from scipy.stats import chi2
+    except ImportError:
+        chi2 = None
+    for cause, count in counts.items():
+        got = rec["causes"][cause]
+        measured = len(groups) if cause == "all" else sum(1 for g in groups if g[1] == cause)
+        same(f"record.causes.{cause}.record", got["record"], count * scale)
+        same(f"record.causes.{cause}.measured", got["measured"], measured)
+        same(f"record.causes.{cause}.inside", got["inside"],
+             got["ci_low"] <= count * scale <= got["ci_high"])
+        if chi2 is not None:
+            lo = chi2.ppf(0.025, 2 * measured) / 2 if measured > 0 else 0.0
+            same(f"record.causes.{cause}.ci_low", got["ci_low"], lo, rtol=1e-9)
+            same(f"record.causes.{cause}.ci_high", got["ci_high"],
+                 chi2.ppf(0.975, 2 * measured + 2) / 2, rtol=1e-9)
 same("recovery.event_log_errors", get("recovery.event_log_errors"),
      int(final["event_log_errors"]))
 

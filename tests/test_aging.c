@@ -320,6 +320,104 @@ static void test_device_and_node_losses_follow_their_rates(void **state)
     }
 }
 
+/* Whole-device and whole-node loss times of Weibull shape k and scale 1/rate: every domain's
+ * time (read from its first unit, which no other cause takes first) against F(t) = 1 -
+ * exp(-(rate t)^k) by a one-sample Kolmogorov-Smirnov test at the 1% level, and the mean
+ * against Gamma(1 + 1/k) / rate within 4 standard errors. A shape the draw ignored would fail
+ * both (the exponential's D against a shape of 0.6 or 2.5 is near 0.1 here). */
+static void check_domain_shape(int node, double k)
+{
+    load_default();
+    cfg.seed = 11;
+    cfg.units_per_device = 1;
+    cfg.devices_per_node = node ? 2 : 1;
+    cfg.sudden_rate_per_hour = 0.0;
+    cfg.weibull_scale_hours = 1e9;
+    const double rate = 1e-4;
+    if (node) {
+        cfg.node_rate_per_hour = rate;
+        cfg.node_shape = k;
+    } else {
+        cfg.device_rate_per_hour = rate;
+        cfg.device_shape = k;
+    }
+    const int64_t D = 20000;
+    af_aging_t a;
+    init_aging(&a, D);
+    const int64_t per = cfg.devices_per_node;
+    const int64_t n = D / per;
+    double *t = malloc(sizeof(double) * (size_t)n);
+    assert_non_null(t);
+    double sum = 0.0;
+    double sum2 = 0.0;
+    for (int64_t i = 0; i < n; ++i) {
+        t[i] = a.sudden_h[i * per];
+        assert_int_equal(a.sudden_cause[i * per], node ? AF_CAUSE_NODE : AF_CAUSE_DEVICE);
+        for (int64_t j = 1; j < per; ++j) {
+            assert_true(a.sudden_h[i * per + j] == t[i]); /* one time for the whole node */
+        }
+        sum += t[i];
+        sum2 += t[i] * t[i];
+    }
+    double mean = sum / (double)n;
+    double want = tgamma(1.0 + 1.0 / k) / rate;
+    double sd = sqrt(sum2 / (double)n - mean * mean);
+    if (fabs(mean - want) > 4.0 * sd / sqrt((double)n)) {
+        fail_msg("%s shape %g: mean %g, Weibull %g", node ? "node" : "device", k, mean, want);
+    }
+    double *s = sorted_copy(t, n);
+    double dmax = 0.0;
+    for (int64_t i = 0; i < n; ++i) {
+        double f = 1.0 - exp(-pow(rate * s[i], k));
+        dmax = fmax(dmax, fmax((double)(i + 1) / (double)n - f, f - (double)i / (double)n));
+    }
+    if (dmax >= 1.63 / sqrt((double)n)) {
+        fail_msg("%s shape %g: KS D=%g >= %g", node ? "node" : "device", k, dmax,
+                 1.63 / sqrt((double)n));
+    }
+    free(s);
+    free(t);
+    af_aging_destroy(&a);
+}
+
+static void test_device_and_node_loss_times_follow_their_weibull_shapes(void **state)
+{
+    (void)state;
+    check_domain_shape(0, 0.6); /* infant mortality */
+    check_domain_shape(0, 2.5); /* wear-out */
+    check_domain_shape(1, 0.6);
+    check_domain_shape(1, 2.5);
+    check_domain_shape(0, 1.0); /* the exponential of the default */
+}
+
+/* Shape 1 is the exponential draw itself, bit for bit: the default scenario's failure history
+ * does not move when the shape keys exist; another shape moves every time but keeps its
+ * rank (the same uniform draw, a monotone map). */
+static void test_shape_one_draws_the_exponential_bit_for_bit(void **state)
+{
+    (void)state;
+    load_default();
+    cfg.units_per_device = 1;
+    cfg.sudden_rate_per_hour = 0.0;
+    cfg.device_rate_per_hour = 1e-4;
+    af_aging_t a;
+    af_aging_t b;
+    init_aging(&a, 500);
+    cfg.device_shape = 2.0;
+    init_aging(&b, 500);
+    for (int64_t u = 0; u < 500; ++u) {
+        /* exponential E = rate x t; Weibull of shape 2: sqrt(E) / rate */
+        double e = a.sudden_h[u] * 1e-4;
+        assert_true(fabs(b.sudden_h[u] - sqrt(e) / 1e-4) <= 1e-9 * b.sudden_h[u]);
+    }
+    af_aging_destroy(&b);
+    cfg.device_shape = 1.0;
+    init_aging(&b, 500);
+    assert_memory_equal(a.sudden_h, b.sudden_h, sizeof(double) * 500);
+    af_aging_destroy(&a);
+    af_aging_destroy(&b);
+}
+
 /* ---- Arrhenius ------------------------------------------------------------------------------- */
 
 static void test_arrhenius_is_one_at_reference_and_increasing(void **state)
@@ -1416,6 +1514,8 @@ int main(void)
         cmocka_unit_test(test_lifetimes_follow_weibull_shape_3),
         cmocka_unit_test(test_sudden_failure_times_are_exponential),
         cmocka_unit_test(test_device_and_node_losses_follow_their_rates),
+        cmocka_unit_test(test_device_and_node_loss_times_follow_their_weibull_shapes),
+        cmocka_unit_test(test_shape_one_draws_the_exponential_bit_for_bit),
         cmocka_unit_test(test_init_reports_every_failed_allocation),
         cmocka_unit_test(test_arrhenius_is_one_at_reference_and_increasing),
         cmocka_unit_test(test_load_raises_temperature_and_aging),

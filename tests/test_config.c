@@ -613,6 +613,134 @@ static void test_event_on_a_device_outside_the_fleet_fails_validation(void **sta
     assert_one_line_with(err, path, NULL);
 }
 
+/* [interrupt]: the job-level rates default to 0, are read by cause, and a value out of range
+ * or negative is one line naming the key. */
+static void test_interrupt_rates_default_to_zero_and_are_checked(void **state)
+{
+    (void)state;
+    assert_int_equal(af_config_load(&cfg_a, NULL, NULL, 0, err, sizeof err), AF_OK);
+    for (int i = 0; i < AF_NJOB_INTR; ++i) {
+        assert_true(cfg_a.intr_per_hour[i] == 0.0);
+    }
+    const char *sets[] = {
+        "interrupt.software_per_hour=0.04",   "interrupt.network_per_node_hour=1e-5",
+        "interrupt.nic_per_node_hour=2e-6",   "interrupt.nccl_watchdog_per_hour=5e-3",
+        "interrupt.sdc_per_device_hour=3e-7", "interrupt.dependency_per_hour=1e-3"};
+    assert_int_equal(af_config_load(&cfg_a, NULL, sets, 6, err, sizeof err), AF_OK);
+    assert_true(cfg_a.intr_per_hour[AF_INTR_software - AF_INTR_FIRST_JOB] == 0.04);
+    assert_true(cfg_a.intr_per_hour[AF_INTR_network - AF_INTR_FIRST_JOB] == 1e-5);
+    assert_true(cfg_a.intr_per_hour[AF_INTR_nic - AF_INTR_FIRST_JOB] == 2e-6);
+    assert_true(cfg_a.intr_per_hour[AF_INTR_nccl_watchdog - AF_INTR_FIRST_JOB] == 5e-3);
+    assert_true(cfg_a.intr_per_hour[AF_INTR_sdc - AF_INTR_FIRST_JOB] == 3e-7);
+    assert_true(cfg_a.intr_per_hour[AF_INTR_dependency - AF_INTR_FIRST_JOB] == 1e-3);
+    const char *neg[] = {"interrupt.nic_per_node_hour=-1e-6"};
+    assert_int_equal(af_config_load(&cfg_a, NULL, neg, 1, err, sizeof err), AF_ERR_USAGE);
+    assert_one_line_with(err, "--set", "interrupt.nic_per_node_hour", "[0, 1]", NULL);
+    const char *big[] = {"interrupt.software_per_hour=2"};
+    assert_int_equal(af_config_load(&cfg_a, NULL, big, 1, err, sizeof err), AF_ERR_USAGE);
+    assert_one_line_with(err, "interrupt.software_per_hour", "[0, 1]", NULL);
+    char path[64];
+    assert_int_equal(load_text_file("[interrupt]\nsoftware_rate = 1e-3\n", path, sizeof path),
+                     AF_ERR_USAGE);
+    assert_one_line_with(err, path, "software_rate", "[interrupt]", NULL);
+}
+
+/* The Weibull shapes of the device and node loss times: 1 (exponential) by default, within
+ * [0.1, 20], a bad one named with its range. */
+static void test_domain_shapes_default_to_one_and_are_checked(void **state)
+{
+    (void)state;
+    assert_int_equal(af_config_load(&cfg_a, NULL, NULL, 0, err, sizeof err), AF_OK);
+    assert_true(cfg_a.device_shape == 1.0 && cfg_a.node_shape == 1.0);
+    const char *ok[] = {"aging.device_shape=0.7", "aging.node_shape=3"};
+    assert_int_equal(af_config_load(&cfg_a, NULL, ok, 2, err, sizeof err), AF_OK);
+    assert_true(cfg_a.device_shape == 0.7 && cfg_a.node_shape == 3.0);
+    const char *zero[] = {"aging.device_shape=0"};
+    assert_int_equal(af_config_load(&cfg_a, NULL, zero, 1, err, sizeof err), AF_ERR_USAGE);
+    assert_one_line_with(err, "--set", "aging.device_shape", "[0.1, 20]", NULL);
+    const char *neg[] = {"aging.node_shape=-2"};
+    assert_int_equal(af_config_load(&cfg_a, NULL, neg, 1, err, sizeof err), AF_ERR_USAGE);
+    assert_one_line_with(err, "--set", "aging.node_shape", "[0.1, 20]", NULL);
+}
+
+/* A cause's mean interruptions a step is bounded (the step's buffer): the key, the mean and
+ * the bound in one line. 1e-3 per device-hour x 8 devices x 1,000 hours a step = 8 a step. */
+static void test_interrupt_rate_too_high_for_the_step_names_the_key(void **state)
+{
+    (void)state;
+    const char *sets[] = {"aging.sim_hours_per_step=1000", "interrupt.sdc_per_device_hour=1e-3"};
+    assert_int_equal(af_config_load(&cfg_a, NULL, sets, 2, err, sizeof err), AF_OK);
+    err[0] = '\0';
+    assert_int_equal(af_config_validate(&cfg_a, 1, err, sizeof err), AF_ERR_USAGE);
+    assert_one_line_with(err, "--set", "interrupt.sdc_per_device_hour", "8 interruptions a step",
+                         "at most 4", NULL);
+    const char *ok[] = {"aging.sim_hours_per_step=400", "interrupt.sdc_per_device_hour=1e-3"};
+    assert_int_equal(af_config_load(&cfg_a, NULL, ok, 2, err, sizeof err), AF_OK);
+    assert_int_equal(af_config_validate(&cfg_a, 1, err, sizeof err), AF_OK);
+}
+
+/* action = interrupt: a cause from the record's list, where it struck at the cause's grain
+ * (device: sdc; node: network, nic) or nowhere, never units; printed back as read. */
+static void test_interrupt_events_need_a_cause_and_name_where_at_its_grain(void **state)
+{
+    (void)state;
+    char path[64];
+    const char *text = "[scenario]\nsteps = 100\ndevices = 8\ndevices_per_node = 2\n\n"
+                       "[event.1]\nstep = 12\naction = interrupt\ncause = software\n\n"
+                       "[event.2]\nstep = 13\naction = interrupt\ncause = nic\nnode = 3\n\n"
+                       "[event.3]\nstep = 14\naction = interrupt\ncause = sdc\ndevice = 5\n";
+    assert_int_equal(load_text_file(text, path, sizeof path), AF_OK);
+    assert_int_equal(af_config_validate(&cfg_a, 2, err, sizeof err), AF_OK);
+    assert_int_equal(cfg_a.n_events, 3);
+    assert_int_equal(cfg_a.events[0].action, AF_EVENT_INTERRUPT);
+    assert_int_equal(cfg_a.events[0].cause, AF_INTR_software);
+    assert_int_equal(cfg_a.events[0].device, -1);
+    assert_int_equal(cfg_a.events[0].node, -1);
+    assert_int_equal(cfg_a.events[1].cause, AF_INTR_nic);
+    assert_int_equal(cfg_a.events[1].node, 3);
+    assert_int_equal(cfg_a.events[1].device, -1);
+    assert_int_equal(cfg_a.events[2].cause, AF_INTR_sdc);
+    assert_int_equal(cfg_a.events[2].device, 5);
+    /* No unit is named, so none is a scripted health change. */
+    assert_int_equal(af_config_scripted_units(&cfg_a), 0);
+    /* Printed and read back, the same scenario. */
+    static char out1[1 << 16];
+    static char out2[1 << 16];
+    af_config_format(&cfg_a, out1, sizeof out1);
+    assert_non_null(strstr(out1, "action = interrupt\ncause = nic\nnode = 3\n"));
+    assert_int_equal(af_config_parse_text(&cfg_b, out1, "printed", err, sizeof err), AF_OK);
+    assert_int_equal(af_config_validate(&cfg_b, 2, err, sizeof err), AF_OK);
+    af_config_format(&cfg_b, out2, sizeof out2);
+    /* (The rest differs only in dt's `auto` comment: the printed dt is a number.) */
+    assert_non_null(strstr(out1, "\n[event."));
+    assert_string_equal(strstr(out1, "\n[event."), strstr(out2, "\n[event."));
+
+    const char *nocause[] = {"event.11.step=3", "event.11.action=interrupt"};
+    assert_int_equal(af_config_load(&cfg_a, NULL, nocause, 2, err, sizeof err), AF_ERR_USAGE);
+    assert_one_line_with(err, "event.11", "cause", "step, action and cause", NULL);
+    const char *unknown[] = {"event.11.step=3", "event.11.action=interrupt",
+                             "event.11.cause=cosmic"};
+    assert_int_equal(af_config_load(&cfg_a, NULL, unknown, 3, err, sizeof err), AF_ERR_USAGE);
+    assert_one_line_with(err, "--set", "event.11.cause", "cosmic", "software|network", NULL);
+    const char *where[] = {"event.11.step=3", "event.11.action=interrupt",
+                           "event.11.cause=software", "event.11.device=2"};
+    assert_int_equal(af_config_load(&cfg_a, NULL, where, 4, err, sizeof err), AF_ERR_USAGE);
+    assert_one_line_with(err, "--set", "event.11.device", "software", NULL);
+    const char *units[] = {"event.11.step=3", "event.11.action=interrupt", "event.11.cause=sdc",
+                           "event.11.units=2"};
+    assert_int_equal(af_config_load(&cfg_a, NULL, units, 4, err, sizeof err), AF_ERR_USAGE);
+    assert_one_line_with(err, "--set", "event.11.units", NULL);
+    const char *killcause[] = {"event.11.step=3", "event.11.action=kill_device",
+                               "event.11.device=1", "event.11.cause=nic"};
+    assert_int_equal(af_config_load(&cfg_a, NULL, killcause, 4, err, sizeof err), AF_ERR_USAGE);
+    assert_one_line_with(err, "--set", "event.11.cause", "kill_device", NULL);
+    const char *far[] = {"scenario.devices_per_node=2", "event.11.step=3",
+                         "event.11.action=interrupt", "event.11.cause=network", "event.11.node=4"};
+    assert_int_equal(af_config_load(&cfg_a, NULL, far, 5, err, sizeof err), AF_OK);
+    assert_int_equal(af_config_validate(&cfg_a, 1, err, sizeof err), AF_ERR_USAGE);
+    assert_one_line_with(err, "event.11.node", "0..3", NULL);
+}
+
 static void test_missing_scenario_file_names_the_path(void **state)
 {
     (void)state;
@@ -667,6 +795,10 @@ int main(void)
         cmocka_unit_test(test_embedded_default_events_after_a_shortened_end_are_skipped),
         cmocka_unit_test(test_events_after_the_last_step_of_a_file_or_a_set_are_errors),
         cmocka_unit_test(test_event_on_a_device_outside_the_fleet_fails_validation),
+        cmocka_unit_test(test_interrupt_rates_default_to_zero_and_are_checked),
+        cmocka_unit_test(test_domain_shapes_default_to_one_and_are_checked),
+        cmocka_unit_test(test_interrupt_rate_too_high_for_the_step_names_the_key),
+        cmocka_unit_test(test_interrupt_events_need_a_cause_and_name_where_at_its_grain),
         cmocka_unit_test(test_missing_scenario_file_names_the_path),
         cmocka_unit_test(test_malformed_set_without_equals_names_set_and_the_argument),
     };

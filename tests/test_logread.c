@@ -170,6 +170,9 @@ static void write_log(const char *path, defect_t defect)
             ev.from_unit = row.step == 9;
             ev.detail = 1;
             assert_int_equal(af_log_event(log, &ev), AF_OK);
+            /* and its interruption, as the run writes it: a wear-out death on device 0 */
+            af_intr_row_t ir = {row.step, row.sim_hours, AF_INTR_wearout, 0, 0};
+            assert_int_equal(af_log_interruption(log, &ir), AF_OK);
         }
         if (r == 6) {
             assert_int_equal(af_log_flush(log), AF_OK);

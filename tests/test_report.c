@@ -4,6 +4,7 @@
  * crash), and af_logfile_check catching each seeded inconsistency by its path. */
 #include "analysis/figures.h"
 #include "analysis/goodput.h"
+#include "analysis/record.h"
 #include "analysis/logread.h"
 #include "analysis/rundata.h"
 #include "analysis/stats.h"
@@ -396,6 +397,19 @@ static void write_log(const char *path)
         event(log, 16, "death", -1, u / UPD, u % UPD, -1, -1, -1, 1);
     }
     event(log, 16, "rollback", -1, -1, -1, -1, -1, -1, 2);
+    /* Job-level interruptions: a software bug (the job) and a silent data corruption found on
+     * device 3. */
+    event(log, 16, "interrupt", -1, -1, -1, -1, -1, -1, AF_INTR_software);
+    event(log, 18, "interrupt", -1, 3, -1, -1, -1, -1, AF_INTR_sdc);
+    /* The run's own table of them (one device a node: no devices_per_node in the config). */
+    const af_intr_row_t intr[] = {
+        {6, 60.0, AF_INTR_wearout, 0, 0},   {11, 110.0, AF_INTR_wearout, 0, 0},
+        {11, 110.0, AF_INTR_wearout, 1, 1}, {16, 160.0, AF_INTR_wearout, 2, 2},
+        {16, 160.0, AF_INTR_wearout, 3, 3}, {16, 160.0, AF_INTR_software, -1, -1},
+        {18, 180.0, AF_INTR_sdc, 3, 3}};
+    for (size_t i = 0; i < sizeof intr / sizeof intr[0]; ++i) {
+        assert_int_equal(af_log_interruption(log, &intr[i]), AF_OK);
+    }
     assert_int_equal(af_log_flush(log), AF_OK);
 
     /* /units: units 0..6 die (wear-out), unit 7 is fading at the end. */
@@ -589,6 +603,24 @@ static void test_figures_of_a_known_log(void **state)
     assert_int_equal(s->events[AF_EV_drain], 2);
     assert_int_equal(s->events[AF_EV_death], 7);
     assert_int_equal(s->events[AF_EV_rollback], 1);
+    assert_int_equal(s->events[AF_EV_interrupt], 2);
+    /* interruptions: wear-out on device 0 (step 6), devices 0 and 1 (step 11), devices 2 and 3
+     * (step 16), and the two job-level ones: 7 in 200 hours */
+    assert_int_equal(s->interruptions, 7);
+    assert_int_equal(s->intr_by_cause[AF_INTR_wearout], 5);
+    assert_int_equal(s->intr_by_cause[AF_INTR_software], 1);
+    assert_int_equal(s->intr_by_cause[AF_INTR_sdc], 1);
+    assert_int_equal(s->intr_job, 2);
+    NEAR(s->mtbi_hours, 200.0 / 7.0);
+    /* goodput: shrink_rebuild pays its shrink for the 5 hardware losses and checkpoints for
+     * the 2 job-level ones (analysis/goodput.h) */
+    {
+        af_goodput_params_t p;
+        af_goodput_defaults(&p);
+        double jt = 0;
+        NEAR(s->ettr_shrink, af_goodput_shrink(200.0 * 3600.0, 5, 2, &p, &jt));
+        NEAR(s->job_interval_s, sqrt(2.0 * 60.0 * 200.0 * 3600.0 / 2.0));
+    }
     assert_int_equal(s->allocs_after_init, 0);
     /* latency: bands 0-10% (rows 0-4), 10-20% (5-9), 50-60% (10-14), >=85% (15-19) */
     const int64_t band_steps[AF_NBANDS] = {5, 5, 0, 0, 0, 5, 0, 0, 0, 5};
@@ -800,6 +832,60 @@ static void event_kind(const char *path, hsize_t i, const char *kind)
     free(ev);
 }
 
+/* Rewrites event i's detail. */
+static void event_detail(const char *path, hsize_t i, int64_t detail)
+{
+    af_logfile_t lf;
+    char err[256];
+    assert_int_equal(af_logfile_open(&lf, path, err, sizeof err), AF_OK);
+    int64_t n = 0;
+    assert_int_equal(af_logfile_events_count(&lf, &n), AF_OK);
+    af_event_row_t *ev = calloc((size_t)n, sizeof *ev);
+    assert_non_null(ev);
+    assert_int_equal(af_logfile_read_events(&lf, ev, (size_t)n), AF_OK);
+    af_logfile_close(&lf);
+    ev[i].detail = detail;
+    hid_t f = open_rw(path);
+    hid_t d = H5Dopen2(f, "/events", H5P_DEFAULT);
+    hid_t t = H5Dget_type(d);
+    hid_t mt = H5Tget_native_type(t, H5T_DIR_ASCEND);
+    assert_int_equal(H5Tget_size(mt), sizeof(af_event_row_t));
+    assert_true(H5Dwrite(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, ev) >= 0);
+    H5Tclose(mt);
+    H5Tclose(t);
+    H5Dclose(d);
+    H5Fclose(f);
+    free(ev);
+}
+
+/* Rewrites row i of /interruptions: its cause (when cause >= 0) and its hours (when finite). */
+static void intr_poke(const char *path, hsize_t i, int64_t cause, double hours)
+{
+    af_logfile_t lf;
+    char err[256];
+    assert_int_equal(af_logfile_open(&lf, path, err, sizeof err), AF_OK);
+    int64_t n = 0;
+    assert_int_equal(af_logfile_intr_count(&lf, &n), AF_OK);
+    af_intr_row_t *rows = calloc((size_t)n, sizeof *rows);
+    assert_non_null(rows);
+    assert_int_equal(af_logfile_read_intr(&lf, rows, (size_t)n), AF_OK);
+    af_logfile_close(&lf);
+    if (cause >= 0) {
+        rows[i].cause = cause;
+    }
+    if (isfinite(hours)) {
+        rows[i].sim_hours = hours;
+    }
+    hid_t f = open_rw(path);
+    hid_t d = H5Dopen2(f, "/interruptions", H5P_DEFAULT);
+    hid_t mt = (hid_t)af_log_intr_type();
+    assert_true(H5Dwrite(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows) >= 0);
+    H5Tclose(mt);
+    H5Dclose(d);
+    H5Fclose(f);
+    free(rows);
+}
+
 /* Replaces /events by a compound without its 'detail' field. */
 static void events_without_detail(const char *path)
 {
@@ -864,6 +950,10 @@ typedef enum defect {
     D_EVENTS_FIELD,
     D_EVENTS_KIND,
     D_EVENTS_COUNT,
+    D_EVENTS_CAUSE,
+    D_INTR_MISSING,
+    D_INTR_ROW,
+    D_INTR_HOURS,
     D_UNITS_LENGTH,
     D_UNITS_CAUSE,
     D_FINAL_TOTAL,
@@ -900,6 +990,11 @@ static const struct {
     [D_EVENTS_FIELD] = {"events field", 1, "/events", "field 'block' missing"},
     [D_EVENTS_KIND] = {"events kind", 2, "/events[0]", "kind 'teleport'"},
     [D_EVENTS_COUNT] = {"events count", 2, "/events", "'restore' events"},
+    /* (and /interruptions, right, no longer matches the damaged /events) */
+    [D_EVENTS_CAUSE] = {"events cause", 2, "/events[11]", "an interrupt of cause 3"},
+    [D_INTR_MISSING] = {"interruptions missing", 1, "/interruptions", "missing dataset"},
+    [D_INTR_ROW] = {"interruptions row", 1, "/interruptions[2]", "/events gives step 11 cause 0"},
+    [D_INTR_HOURS] = {"interruptions hours", 1, "/interruptions[4]", "sim_hours 123"},
     [D_UNITS_LENGTH] = {"units length", 1, "/units/age_hours", "expected 8 values"},
     [D_UNITS_CAUSE] = {"units cause", 2, "/units/cause[7]", "alive iff never dead"},
     [D_FINAL_TOTAL] = {"final total", 1, "/final@fenced_total", "sums to 5"},
@@ -993,6 +1088,18 @@ static void seed_defect(const char *path, defect_t d)
         break;
     case D_EVENTS_COUNT:
         event_kind(path, 6, "retry"); /* the restore of step 11 becomes a retry */
+        break;
+    case D_EVENTS_CAUSE: /* the software interrupt said to be a device loss */
+        event_detail(path, 11, AF_INTR_device);
+        break;
+    case D_INTR_MISSING:
+        unlink_obj(path, "/interruptions");
+        break;
+    case D_INTR_ROW: /* device 1's wear-out at step 11 said sudden */
+        intr_poke(path, 2, AF_INTR_sudden, NAN);
+        break;
+    case D_INTR_HOURS:
+        intr_poke(path, 4, -1, 123.0);
         break;
     case D_UNITS_LENGTH: {
         double v[UNITS - 1] = {0};
@@ -1171,6 +1278,140 @@ static void test_partial_logs_report_what_is_missing(void **state)
     }
 }
 
+/* The run's /interruptions is what the report counts; without it (an older log, or one cut
+ * or damaged) the report derives the same from /events and says why, in one line. */
+static void test_interruptions_come_from_the_table_or_from_the_events(void **state)
+{
+    (void)state;
+    char path[64];
+    temp_path(path, sizeof path, "intr");
+    write_log(path);
+    loaded_t l;
+    load(&l, path);
+    assert_int_equal(l.run.nmissing, 0);
+    assert_true(l.run.intr_from_table);
+    assert_int_equal(l.sum.interruptions, 7);
+    unload(&l);
+    /* Damaged: a row's cause beyond the list. The same counts, from /events. */
+    intr_poke(path, 3, 99, NAN);
+    load(&l, path);
+    assert_false(l.run.intr_from_table);
+    assert_int_equal(l.run.nmissing, 1);
+    assert_non_null(strstr(l.run.missing[0], "/interruptions[3]: an unknown cause"));
+    assert_int_equal(l.sum.interruptions, 7);
+    assert_int_equal(l.sum.intr_by_cause[AF_INTR_wearout], 5);
+    assert_true(l.run.intr[6].sim_hours == 180.0); /* the hours of its step's row */
+    unload(&l);
+    /* A table the events do not give is used, and said. */
+    intr_poke(path, 3, AF_INTR_node, NAN);
+    load(&l, path);
+    assert_true(l.run.intr_from_table);
+    assert_int_equal(l.sum.intr_by_cause[AF_INTR_node], 1);
+    assert_int_equal(l.run.nmissing, 1);
+    assert_non_null(strstr(l.run.missing[0], "first difference at row 3"));
+    unload(&l);
+    /* Gone (an older log): derived, and said from schema 5 on. */
+    unlink_obj(path, "/interruptions");
+    load(&l, path);
+    assert_false(l.run.intr_from_table);
+    assert_int_equal(l.sum.interruptions, 7);
+    assert_int_equal(l.run.nmissing, 1);
+    assert_non_null(strstr(l.run.missing[0], "/interruptions: missing"));
+    unload(&l);
+    unlink(path);
+}
+
+/* Garwood's exact Poisson interval against scipy.stats.chi2.ppf (lower: ppf(0.025, 2n) / 2,
+ * upper: ppf(0.975, 2n + 2) / 2), and the chi-square quantile and incomplete gamma under it. */
+static void test_poisson_interval_matches_known_values(void **state)
+{
+    (void)state;
+    const struct {
+        int64_t n;
+        double lo, hi;
+    } known[] = {{0, 0.0, 3.6888794541139354},
+                 {1, 0.025317807984289876, 5.571643390938898},
+                 {2, 0.24220927854396496, 7.22468766772396},
+                 {5, 1.6234863901184207, 11.66833207932267},
+                 {10, 4.7953886961324335, 18.39035604201778},
+                 {19, 11.43924116436673, 29.67085357158559},
+                 {100, 81.36399125092314, 121.62679379242638},
+                 {447, 406.516837748162, 490.4234982661356},
+                 {10000, 9804.952467260184, 10197.951624661473}};
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; ++i) {
+        double lo = -1;
+        double hi = -1;
+        af_poisson_interval(known[i].n, 0.95, &lo, &hi);
+        assert_true(fabs(lo - known[i].lo) <= 1e-10 * known[i].hi);
+        assert_true(fabs(hi - known[i].hi) <= 1e-10 * known[i].hi);
+    }
+    assert_true(fabs(af_chi2_quantile(0.95, 1.0) - 3.841458820694124) < 1e-10);
+    assert_true(fabs(af_chi2_quantile(0.5, 10.0) - 9.34181776559197) < 1e-10);
+    assert_true(fabs(af_chi2_quantile(0.001, 3.0) - 0.024297585815692732) < 1e-12);
+    assert_true(fabs(af_gamma_p(2.5, 1.7) - 0.36143007689620493) < 1e-14);
+    assert_true(fabs(af_gamma_p(100.0, 90.0) - 0.15822098918643007) < 1e-12);
+    /* Outside their domains: NAN, never a loop or a crash. */
+    double lo = 0;
+    double hi = 0;
+    af_poisson_interval(-1, 0.95, &lo, &hi);
+    assert_true(isnan(lo) && isnan(hi));
+    assert_true(isnan(af_chi2_quantile(0.0, 3.0)) && isnan(af_chi2_quantile(0.5, -1.0)));
+    assert_true(isnan(af_gamma_p(-1.0, 1.0)) && af_gamma_p(3.0, 0.0) == 0.0);
+}
+
+/* The record beside a run: its counts scaled to the run's hours (200 of the Llama 3 record's
+ * 1,296), the run's counts with their intervals, and whether each record count is inside. */
+static void test_record_sits_beside_the_run_scaled_to_its_hours(void **state)
+{
+    (void)state;
+    assert_null(af_record_find("none"));
+    assert_null(af_record_find("llama3"));
+    const af_record_t *rec = af_record_find("llama3-405b");
+    assert_non_null(rec);
+    int64_t sum = 0;
+    for (int c = 0; c < AF_NINTR; ++c) {
+        sum += rec->counts[c] > 0 ? rec->counts[c] : 0;
+    }
+    assert_int_equal(sum, 419);
+    assert_int_equal(rec->total, 419);
+    char path[64];
+    temp_path(path, sizeof path, "record");
+    write_log(path);
+    loaded_t l;
+    load(&l, path);
+    assert_null(l.sum.record); /* the synthetic scenario names none */
+    snprintf(l.run.record, sizeof l.run.record, "llama3-405b");
+    assert_int_equal(af_summary_compute(&l.sum, &l.run), AF_OK);
+    const af_summary_t *s = &l.sum;
+    assert_ptr_equal(s->record, rec);
+    NEAR(s->record_scale, 200.0 / 1296.0);
+    assert_false(s->rec[AF_INTR_wearout].have); /* not in the record */
+    /* software: 54 x 200 / 1296 = 8.33 expected, 1 seen: outside [0.0253, 5.57] */
+    assert_true(s->rec[AF_INTR_software].have);
+    NEAR(s->rec[AF_INTR_software].expected, 54.0 * 200.0 / 1296.0);
+    assert_int_equal(s->rec[AF_INTR_software].measured, 1);
+    assert_false(s->rec[AF_INTR_software].inside);
+    /* sdc: 0.93 expected, 1 seen: inside */
+    assert_true(s->rec[AF_INTR_sdc].inside);
+    /* all: 64.7 expected, 7 seen */
+    assert_int_equal(s->rec[AF_NINTR].measured, 7);
+    assert_false(s->rec[AF_NINTR].inside);
+    char *report = text_report(&l.sum);
+    assert_non_null(strstr(report, "THE RECORD   llama3-405b: "));
+    assert_non_null(strstr(report, "x 0.1543"));
+    free(report);
+    af_figs_t f;
+    af_figs_init(&f);
+    assert_int_equal(af_summary_figures(&l.sum, &f), AF_OK);
+    char *json = capture_json(&f);
+    assert_non_null(strstr(json, "\"name\": \"llama3-405b\""));
+    assert_non_null(strstr(json, "\"record\": 8.33"));
+    free(json);
+    af_figs_free(&f);
+    unload(&l);
+    unlink(path);
+}
+
 /* The goodput formulas on cases worked by hand (analysis/goodput.h). */
 static void test_goodput_formulas_match_hand_computed_cases(void **state)
 {
@@ -1188,12 +1429,26 @@ static void test_goodput_formulas_match_hand_computed_cases(void **state)
                                   100.0 * (1039.2304845413264 + 600.0))) < 1e-12);
     assert_true(fabs(e - 0.9307506) < 1e-7);
     /* shrink_rebuild: 100 x (2 + 30 + 10) = 4,200 s lost: 3.6e6 / 3,604,200. */
-    assert_true(fabs(af_goodput_shrink(3.6e6, 100, &p) - 3.6e6 / 3604200.0) < 1e-15);
+    double jt = -1;
+    assert_true(fabs(af_goodput_shrink(3.6e6, 100, 0, &p, &jt) - 3.6e6 / 3604200.0) < 1e-15);
+    assert_true(jt == 0.0);
     /* remap: 50 steps lost of 10 s. */
-    assert_true(fabs(af_goodput_remap(3.6e6, 50.0, &p) - 3.6e6 / 3600500.0) < 1e-15);
+    assert_true(fabs(af_goodput_remap(3.6e6, 50.0, 0, &p, &jt) - 3.6e6 / 3600500.0) < 1e-15);
+    /* Job-level interruptions: remap and shrink_rebuild keep checkpoints for them alone. 25 of
+     * them in 1,000 h: M = 144,000 s, tau = sqrt(2 x 60 x 144,000) = 4,156.92 s; checkpoints
+     * 3.6e6 x 60 / 4,156.92 = 51,961.52 s, losses 25 x (2,078.46 + 600) = 66,961.52 s. */
+    double ck = 3.6e6 * 60.0 / 4156.9219381653056 + 25.0 * (2078.4609690826528 + 600.0);
+    e = af_goodput_remap(3.6e6, 50.0, 25, &p, &jt);
+    assert_true(fabs(jt - 4156.9219381653056) < 1e-6);
+    assert_true(fabs(e - 3.6e6 / (3.6e6 + 500.0 + ck)) < 1e-12);
+    e = af_goodput_shrink(3.6e6, 75, 25, &p, &jt);
+    assert_true(fabs(e - 3.6e6 / (3.6e6 + 75.0 * 42.0 + ck)) < 1e-12);
+    /* ... and those alone cost shrink_rebuild what they cost checkpoint_restart. */
+    assert_true(fabs(af_goodput_shrink(3.6e6, 0, 25, &p, &jt) -
+                     af_goodput_checkpoint(3.6e6, 25, &p, &tau)) < 1e-15);
     /* No interruption: no checkpoint needed, nothing lost. */
     assert_true(af_goodput_checkpoint(3.6e6, 0, &p, &tau) == 1.0 && tau == 0.0);
-    assert_true(af_goodput_shrink(3.6e6, 0, &p) == 1.0);
+    assert_true(af_goodput_shrink(3.6e6, 0, 0, &p, &jt) == 1.0 && jt == 0.0);
     /* No checkpoint cost: only the restarts count. */
     p.checkpoint_s = 0.0;
     assert_true(fabs(af_goodput_checkpoint(3.6e6, 100, &p, &tau) - 3.6e6 / 3660000.0) < 1e-15);
@@ -1211,6 +1466,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_percentiles_match_hand_computed_values),
         cmocka_unit_test(test_goodput_formulas_match_hand_computed_cases),
+        cmocka_unit_test(test_interruptions_come_from_the_table_or_from_the_events),
+        cmocka_unit_test(test_poisson_interval_matches_known_values),
+        cmocka_unit_test(test_record_sits_beside_the_run_scaled_to_its_hours),
         cmocka_unit_test(test_stats_summary_of_a_known_sample),
         cmocka_unit_test(test_blackout_bands),
         cmocka_unit_test(test_json_nests_dotted_keys_and_arrays),

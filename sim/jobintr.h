@@ -1,0 +1,49 @@
+/* agefence job-level interruptions (README "The failure model"): what stops a synchronous job
+ * without losing hardware: a software bug, a network switch or cable, a NIC, an NCCL watchdog
+ * timeout, a silent data corruption found, an external dependency (the Llama 3 405B record's
+ * causes; common/log_schema.h lists them from AF_INTR_FIRST_JOB). They kill no unit and move no
+ * block: the run logs them, and the report counts them and charges them in its goodput.
+ *
+ * Each cause c strikes at its grain (the job, each node, or each device) at the rate
+ * interrupt.<key> per hour of that grain: a Poisson process. The superposition over the grain's
+ * N members is one Poisson process of rate N x rate whose every event strikes a member chosen
+ * uniformly, so the k-th interruption of cause c (k = 0, 1, ...) comes at
+ *   t_k = t_{k-1} + E_k / (N rate),  E_k = -log(1 - U(seed, c, k, 0)),  t_{-1} = 0,
+ * on member floor(U(seed, c, k, 1) N), from counters keyed by the seed, the cause and k alone:
+ * the same on any number of ranks, at a cost that follows the interruptions, not the fleet.
+ * Step s takes every interruption with t_k <= hours(s) = s x sim_hours_per_step (the clock of
+ * the aging model) not taken before, after the scripted interrupt events of s in their order. */
+#ifndef AF_JOBINTR_H
+#define AF_JOBINTR_H
+
+#include <stdint.h>
+
+#include "config.h"
+
+/* One interruption. */
+typedef struct af_jobintr_hit {
+    int cause;      /* AF_INTR_*, a job-level one */
+    int64_t device; /* the device it struck (device grain), else -1 */
+    int64_t node;   /* the node it struck (node grain, or the node of that device), else -1 */
+} af_jobintr_hit_t;
+
+typedef struct af_jobintr {
+    double next_h[AF_NJOB_INTR]; /* the time of each cause's next interruption (+inf: none) */
+    uint64_t k[AF_NJOB_INTR];    /* its index in the cause's sequence */
+    int64_t members[AF_NJOB_INTR];
+    int64_t devices_per_node;
+    uint64_t seed;
+    int any; /* a rate or a scripted interrupt: 0 skips every step at once */
+} af_jobintr_t;
+
+/* Draws every cause's first interruption for the fleet of `devices` devices. No allocation. */
+void af_jobintr_init(af_jobintr_t *j, const af_config_t *cfg, int64_t devices);
+
+/* The interruptions of step `step` (each call's step after the previous one's), at most `max`
+ * (AF_JOBINTR_MAX_STEP, more than the AF_MAX_EVENTS scripted ones): the scripted ones in the
+ * events' order, then the drawn ones by cause, in time order within a cause. A drawn
+ * interruption beyond `max` stays due and is taken by the next step. Returns their number. */
+int af_jobintr_step(af_jobintr_t *j, const af_config_t *cfg, int64_t step, af_jobintr_hit_t *out,
+                    int max);
+
+#endif

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# Job-level interruptions (sim/jobintr.h) through whole runs:
+#   job_interrupts.sh AGEFENCE REPORT MPIEXEC WORKDIR FIXTURE
+# A fleet that does not age by itself, with job-level rates of every grain and scripted
+# interrupts, run on 1 and 3 ranks: the same history (--same), a valid log, no unit killed and
+# no block moved by them, the scripted ones at their step, cause and place, and the report's
+# counts by cause equal to a recount of /events (tests/report_verify.py, when h5py is there).
+# A bad rate is one line naming its key, exit 2 (run as a singleton, so that only agefence
+# speaks).
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh"
+agefence=$1 report=$2 mpiexec=$3 work=$4 fixture=$5
+rm -rf "$work" && mkdir -p "$work"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+args=(-c "$fixture" --set scenario.steps=80 --set scenario.devices_per_node=2
+      --set aging.sim_hours_per_step=10
+      --set interrupt.software_per_hour=0.01 --set interrupt.network_per_node_hour=0.002
+      --set interrupt.nic_per_node_hour=0.001 --set interrupt.nccl_watchdog_per_hour=0.005
+      --set interrupt.sdc_per_device_hour=0.001 --set interrupt.dependency_per_hour=0.002
+      --set event.1.step=5 --set event.1.action=interrupt --set event.1.cause=nic
+      --set event.1.node=1 --set event.2.step=5 --set event.2.action=interrupt
+      --set event.2.cause=dependency --set event.3.step=30 --set event.3.action=interrupt
+      --set event.3.cause=sdc --set event.3.device=7)
+for np in 1 3; do
+  "$mpiexec" -n "$np" --oversubscribe "$agefence" run -q -o "$work/np$np.h5" "${args[@]}" \
+    >"$work/np$np.out" 2>&1 || { cat "$work/np$np.out" >&2; fail "np=$np: exit status $?"; }
+  "$report" --check "$work/np$np.h5" >/dev/null || fail "np=$np: the log breaks the schema"
+  why=$(af_clean_run "$report" "$work/np$np.h5") || fail "$why"
+done
+"$report" --same "$work/np1.h5" "$work/np3.h5" || fail "1 and 3 ranks differ"
+log=$work/np3.h5
+# The fleet does not age: no unit died, no block moved, however many interruptions.
+for a in moves_drain_total moves_restore_total rollbacks_total; do
+  [ "$("$report" --attr /final "$a" "$log")" = 0 ] || fail "/final@$a is not 0"
+done
+"$report" --json "$log" >"$work/report.json" || fail "--json"
+"$report" "$log" >"$work/report.txt" || fail "the report"
+grep -q "interrupted .* nic" "$work/report.txt" || fail "the report's interruptions lack nic"
+py=
+for p in /usr/bin/python3 python3; do
+  if "$p" -c "import h5py, numpy" 2>/dev/null; then py=$p; break; fi
+done
+if [ -n "$py" ]; then
+  "$py" - "$log" "$work/report.json" <<'PY' || fail "the scripted interrupts or the counts"
+import json, sys
+import h5py
+f = h5py.File(sys.argv[1], "r")
+rep = json.load(open(sys.argv[2]))
+ev = f["events"][:]
+rows = [r for r in ev if r["kind"].decode() == "interrupt"]
+assert len(rows) == len(ev), "only interrupt events in a fleet that does not age"
+names = ["wearout", "sudden", "scripted", "device", "node", "software", "network", "nic",
+         "nccl_watchdog", "sdc", "dependency"]
+at = lambda s: [(names[int(r["detail"])], int(r["from_device"])) for r in rows if r["step"] == s]
+# Scripted first at their step, in the events' order: nic at node 1 (devices 2, 3), dependency
+# for the job; sdc at device 7.
+assert at(5)[:2] == [("nic", 2), ("dependency", -1)], at(5)
+assert at(30)[0] == ("sdc", 7), at(30)
+for r in rows:
+    assert r["block"] == -1 and r["from_unit"] == -1 and r["to_device"] == -1
+    assert 5 <= int(r["detail"]) <= 10
+by = rep["interruptions"]["by_cause"]
+assert rep["interruptions"]["total"] == len(rows)
+for i, n in enumerate(names):
+    assert by[n] == sum(1 for r in rows if int(r["detail"]) == i), n
+# Drawn ones too, beyond the 3 scripted: rates x 800 h expect about 22.
+assert len(rows) > 8, len(rows)
+PY
+  "$py" "$here/report_verify.py" "$report" "$log" || fail "figures differ from numpy"
+fi
+# The preset names its record: the report sets the first 3 days beside it, scaled (72 of
+# 1,296 hours), and numpy (and scipy's chi-square, when there) recount it; --record overrides.
+"$mpiexec" -n 2 --oversubscribe "$agefence" run -q -o "$work/preset.h5" \
+  -c "$here/../configs/presets/llama3-54d.ini" --set scenario.steps=72 >"$work/preset.out" 2>&1 ||
+  { cat "$work/preset.out" >&2; fail "the preset's 3 days"; }
+"$report" "$work/preset.h5" >"$work/preset.txt" || fail "the preset's report"
+grep -q "^THE RECORD   llama3-405b: " "$work/preset.txt" || fail "no record beside the preset"
+grep -q "scaled       to this run's 72 simulated hours" "$work/preset.txt" ||
+  fail "the record is not scaled to the run's hours"
+grep -Eq "^  all +23.28 " "$work/preset.txt" || fail "the record's 419 x 72 / 1296 = 23.28"
+"$report" --record none "$work/preset.h5" | grep -q "THE RECORD" && fail "--record none"
+"$report" --record llama3-405b "$log" | grep -q "^THE RECORD" || fail "--record on another run"
+"$report" --record llama3 "$log" >/dev/null 2>"$work/record.err"
+[ $? = 2 ] && grep -q "expected none or one of llama3-405b" "$work/record.err" ||
+  fail "an unknown --record"
+if [ -n "$py" ]; then
+  "$py" "$here/report_verify.py" "$report" "$work/preset.h5" || fail "the preset's figures"
+  "$py" "$here/report_verify.py" "$report" "$log" --record llama3-405b || fail "--record figures"
+fi
+# Bad input: a rate out of range, a rate too high for the step, an unknown key.
+for bad in interrupt.software_per_hour=-1 interrupt.sdc_per_device_hour=0.9 interrupt.nope=1; do
+  "$agefence" run -q -o "$work/bad.h5" -c "$fixture" --set aging.sim_hours_per_step=10 \
+    --set "$bad" >"$work/bad.out" 2>&1
+  rc=$?
+  [ "$rc" = 2 ] || fail "--set $bad: exit $rc, expected 2"
+  key=${bad%%=*}
+  grep -q "${key#interrupt.}" "$work/bad.out" || fail "--set $bad: the error does not name $key"
+  [ "$(grep -c . "$work/bad.out")" = 1 ] || { cat "$work/bad.out"; fail "--set $bad: not one line"; }
+done
+echo "PASS: job-level interruptions on 1 and 3 ranks"
