@@ -64,7 +64,8 @@ void af_memory_estimate(const af_config_t *cfg, int nranks, int rank, const af_k
 
     /* Every block: block_slot and block_rank, the two exchange vectors, the move list, the replica
      * map (rep_rank, rep_off, rep_step), items and twins. */
-    m->blocks = 8.0 * B + 2.0 * 8.0 * xlen + mv * B + 20.0 * B + 12.0 * B;
+    /* items holds the twin candidates before their deduplication: two int64 per block. */
+    m->blocks = 8.0 * B + 2.0 * 8.0 * xlen + mv * B + 20.0 * B + 20.0 * B;
     /* The halo (sim/halo.c): two (index, bits) pairs each way for every block the rank can
      * hold, its fenced ones and published slots, every rank's fenced ones (B), counts and offsets
      * per rank, and the figures' words. */
@@ -111,9 +112,21 @@ void af_memory_estimate(const af_config_t *cfg, int nranks, int rank, const af_k
     const double scripted = (double)af_config_scripted_units(cfg);
     m->aging = (6.0 * 8.0 + 3.0 * 8.0 + 2.0 * 4.0 + 3.0 + sizeof(af_evq_entry_t) + 4.0) * own +
                chg * (own + scripted + 1.0) + chg * (scripted + 1.0) + 36.0 * own;
+    /* The own units' first corrupted step (unit_first_corrupt). */
+    m->aging += 4.0 * own;
     /* Every rank's coordinator: the list of the fleet's FADING units and the model's states,
      * and the straggler detector (57 bytes per device). */
     m->aging += 4.0 * units + units + (cfg->straggler_detect ? 57.0 * (double)D : 0.0);
+    /* The detectors (sim/step.c detectors_init): sampled's blocks by turn and the turns'
+     * offsets; the quarantine's fence counts and declaration steps of every unit, the suspects
+     * of a step, and the drain list it shares with the stragglers. */
+    if (af_detect_flags(cfg->detect) & AF_DET_SAMPLED) {
+        m->aging += 4.0 * B + 8.0 * (ceil(1.0 / cfg->sample_fraction) + 1.0);
+    }
+    if (cfg->quarantine_after > 0) {
+        m->aging += 5.0 * units + 4.0 * fmin(7.0 * B, units) +
+                    (cfg->straggler_detect ? 0.0 : 4.0 * units);
+    }
     if (rank == 0) {
         double log = LOG_STRUCT_BYTES + sizeof(af_step_row_t) * flush +
                      8.0 * flush * AF_NPHASES * R + 8.0 * flush + 8.0 * flush * R +

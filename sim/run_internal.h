@@ -175,7 +175,8 @@ typedef struct af_run_state {
     uint8_t *fence_count;  /* quarantine: fences of each unit while HEALTHY (saturating) */
     int32_t *suspect_new;  /* quarantine: units that reached the count this step */
     int64_t n_suspect_new;
-    int64_t *quarantined_step;   /* quarantine: the step each unit was declared suspect, -1 */
+    int64_t suspect_cap;         /* quarantine: entries of suspect_new */
+    int32_t *quarantined_step;   /* quarantine: the step each unit was declared suspect, -1 */
     int32_t *unit_first_corrupt; /* own units: the first step a result of theirs was corrupted */
     int64_t n_quarantined;       /* units declared suspect in this step */
     int64_t straggler_healthy;   /* declared units the aging model still calls HEALTHY */

@@ -160,8 +160,13 @@ static af_result_t detectors_init(af_run_state_t *r, size_t units)
     }
     if (r->cfg.quarantine_after > 0) {
         r->fence_count = af_alloc(units > 0 ? units : 1);
-        r->suspect_new = af_alloc(sizeof(int32_t) * (units > 0 ? units : 1));
-        r->quarantined_step = af_alloc(sizeof(int64_t) * (units > 0 ? units : 1));
+        /* A unit reaches the count once; a step's fences (each retry round's, and the check
+         * before the last) name at most AF_MAX_RETRY_ROUNDS + 1 units per block. */
+        size_t most = (size_t)(AF_MAX_RETRY_ROUNDS + 1) * (size_t)r->B;
+        r->suspect_cap = (int64_t)(most < units ? most : units);
+        r->suspect_new =
+            af_alloc(sizeof(int32_t) * (size_t)(r->suspect_cap > 0 ? r->suspect_cap : 1));
+        r->quarantined_step = af_alloc(sizeof(int32_t) * (units > 0 ? units : 1));
         if (r->strag_units == NULL) {
             r->strag_units = af_alloc(sizeof(int32_t) * (units > 0 ? units : 1));
         }
@@ -461,7 +466,8 @@ void af_step_destroy(af_run_state_t *r)
     af_free(r->suspect_new);
     af_free(r->quarantined_step);
     r->sample_order = r->suspect_new = NULL;
-    r->sample_start = r->quarantined_step = NULL;
+    r->sample_start = NULL;
+    r->quarantined_step = NULL;
     r->fence_count = NULL;
     af_free(r->my_changes);
     af_free(r->scripted);
@@ -543,7 +549,8 @@ static void count_fences(af_run_state_t *r)
         if (r->unit_state[u] != AF_HEALTHY || r->fence_count[u] == UINT8_MAX) {
             continue;
         }
-        if (++r->fence_count[u] == (uint64_t)r->cfg.quarantine_after) {
+        if (++r->fence_count[u] == (uint64_t)r->cfg.quarantine_after &&
+            r->n_suspect_new < r->suspect_cap) {
             r->suspect_new[r->n_suspect_new++] = (int32_t)u;
         }
     }
@@ -567,7 +574,7 @@ static int64_t declare_suspects(af_run_state_t *r, int64_t nc)
         r->unit_state[u] = AF_FADING;
         af_placement_dir_unit(&r->pl, u);
         strag_insert(r, u);
-        r->quarantined_step[u] = r->tick;
+        r->quarantined_step[u] = (int32_t)r->tick;
         r->n_quarantined++;
     }
     r->n_suspect_new = 0;
@@ -1257,6 +1264,9 @@ af_result_t af_step(af_run_state_t *r, int *stop)
         r->exhausted = 1;
         r->exhausted_why = "the live slots cannot hold every block";
         *stop = 1;
+        /* The step's failures happened: its hours are spent (its /steps and /interruptions
+         * rows say the same hour). */
+        r->sim_hours += r->cfg.sim_hours_per_step;
         r->mine.phase[AF_PHASE_coord_us] = t1 - t0;
         return AF_OK;
     }
