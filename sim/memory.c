@@ -124,8 +124,8 @@ void af_memory_estimate(const af_config_t *cfg, int nranks, int rank, const af_k
         m->aging += 4.0 * B + 8.0 * (ceil(1.0 / cfg->sample_fraction) + 1.0);
     }
     if (cfg->quarantine_after > 0) {
-        m->aging += 5.0 * units + 4.0 * fmin(7.0 * B, units) +
-                    (cfg->straggler_detect ? 0.0 : 4.0 * units);
+        m->aging +=
+            5.0 * units + 4.0 * fmin(7.0 * B, units) + (cfg->straggler_detect ? 0.0 : 4.0 * units);
     }
     if (rank == 0) {
         double log = LOG_STRUCT_BYTES + sizeof(af_step_row_t) * flush +
