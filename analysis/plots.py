@@ -13,6 +13,7 @@ Writes into DIR (created if needed):
   pacing.png              rank 0's step period and pacing wait per step (pacing on only)
 
     plots.py JITTER.h5 DIR   (the results of `agefence bench jitter`)
+    plots.py SDC.h5 DIR      (the results of `agefence bench sdc`)
 
   tradeoff.png            step-period sd reduction against mean-period cost, one point per
                           gamma, pacing off at the origin
@@ -312,6 +313,36 @@ def tradeoff(path, out, written):
     save(fig, out, "tradeoff.png", written)
 
 
+def sdc_tradeoff(path, out, written):
+    """Harmful corruptions contained against step overhead, one point per detector."""
+    f = h5py.File(path, "r")
+    ratios = f["ratios"].attrs
+    points = []
+    for key in ratios:
+        if key.endswith(": harmful contained"):
+            name = key[:-len(": harmful contained")]
+            over = ratios.get(name + ": step overhead vs finite")
+            if over is not None:
+                points.append((name, 100 * float(over), 100 * float(ratios[key])))
+    if not points:
+        skip("sdc_tradeoff.png", "no detector with both figures")
+        return
+    fig, ax = plt.subplots(figsize=(7, 5))
+    ax.axhspan(99, 100.5, color="C2", alpha=0.15, label="abft target: >= 99% contained")
+    ax.axvspan(-100, 5, color="C0", alpha=0.06, label="abft target: <= 5% overhead")
+    for i, (name, x, y) in enumerate(points):
+        ax.plot([x], [y], "o", color=f"C{i}")
+        ax.annotate(name, (x, y), textcoords="offset points", xytext=(5, 4), fontsize=8)
+    xs = [p[1] for p in points]
+    ax.set_xlim(min(xs + [0]) - 5, max(xs + [10]) + 10)
+    ax.set_ylim(-5, 105)
+    ax.set_xlabel("step time overhead vs detect = finite (%)")
+    ax.set_ylabel("harmful corruptions contained before commit (%)")
+    ax.set_title("agefence bench sdc: what each detector catches and costs")
+    ax.legend(loc="lower right", fontsize=8)
+    save(fig, out, "sdc_tradeoff.png", written)
+
+
 def main(argv):
     if len(argv) != 3:
         print("usage: plots.py RUN.h5 DIR", file=sys.stderr)
@@ -327,12 +358,15 @@ def main(argv):
     kind = kind.decode() if isinstance(kind, bytes) else str(kind)
     bench = bench.decode() if isinstance(bench, bytes) else str(bench)
     if kind == "agefence bench":
-        if bench != "jitter":
+        if bench not in ("jitter", "sdc"):
             print(f"plots.py: {path}: agefence bench {bench} results: no plots", file=sys.stderr)
             return 1
         os.makedirs(out, exist_ok=True)
         written = []
-        tradeoff(path, out, written)
+        if bench == "jitter":
+            tradeoff(path, out, written)
+        else:
+            sdc_tradeoff(path, out, written)
         print(f"agefence-report: wrote {len(written)} plot{'s' if len(written) != 1 else ''} "
               f"to {out}: {', '.join(os.path.basename(w) for w in written)}")
         return 0

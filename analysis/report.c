@@ -139,10 +139,20 @@ static int bench_mode(const char *path, int json, const char *other, const char 
         return 0;
     }
     *rc = AF_EXIT_OK;
-    if (strcmp(bench, "jitter") != 0 || json || other != NULL) {
+    if (strcmp(bench, "sdc") == 0 && plots != NULL && !json && other == NULL) {
+        /* The detectors' figures are the bench's own table (and /ratios); the report draws
+         * them. */
+        printf("agefence-report: %s: results of agefence bench sdc (figures: its table and "
+               "/ratios)\n",
+               path);
+        fflush(stdout);
+        if (af_plots_run(path, plots, stderr) == AF_PLOTS_FAILED) {
+            *rc = AF_EXIT_ERROR;
+        }
+    } else if (strcmp(bench, "jitter") != 0 || json || other != NULL) {
         fprintf(stderr,
                 "agefence-report: %s: results of agefence bench %s, not a run's log: the report "
-                "reads bench files of jitter only, as text (with --plots)\n",
+                "reads bench files of jitter, as text (with --plots), and of sdc with --plots\n",
                 path, bench);
         *rc = AF_EXIT_USAGE;
     } else {
@@ -177,6 +187,15 @@ static int check_mode(const char *path)
         printf("%s: %d schema violation%s\n", path, bad, bad == 1 ? "" : "s");
     } else {
         printf("%s: valid agefence log (schema %lld)\n", path, (long long)lf.schema_version);
+        /* A valid log of a run that committed corruptions: the log is right, the run is not. */
+        int64_t sdc = 0;
+        int64_t harmful = 0;
+        if (af_logfile_attr_i64(&lf, "/final", "sdc_undetected_total", &sdc) == AF_OK && sdc > 0) {
+            af_logfile_attr_i64(&lf, "/final", "sdc_harmful_total", &harmful);
+            printf("%s: the run committed %lld corruptions no detector saw (%lld harmful): its "
+                   "final state is not the reference's\n",
+                   path, (long long)sdc, (long long)harmful);
+        }
     }
     af_logfile_close(&lf);
     return bad ? AF_EXIT_ERROR : AF_EXIT_OK;

@@ -193,7 +193,7 @@ typedef struct step_args {
     af_coeffs_t coeffs;
     uint64_t seed;
     af_corrupt_mix_t mix;
-    int abft; /* desc.abft: check each computed slot's mass balance */
+    int abft; /* desc.abft: abft_kernel checks each computed slot's mass balance */
     uint64_t step;
     const uint64_t *step_dev; /* when set, the key is read here instead (the step graph) */
     int selected;             /* AF_COMPUTE_SELECTED: only slots whose select[] is set */
@@ -289,11 +289,6 @@ template <bool kMasked> __global__ void __launch_bounds__(AF_CUDA_BLOCK) step_ke
         d[2] = (double)nonfinite;
         if (kMasked) {
             a.res.nonfinite[s] = nonfinite;
-            if (a.abft) {
-                const double *od = a.diag + ((size_t)s * 2 + (size_t)p) * 3;
-                a.res.abft[s] =
-                    !af_abft_consistent(od[0], od[1], mass, energy, u[0], u[T - 1], ul, ur, T, kc);
-            }
         }
     }
 }
@@ -342,16 +337,34 @@ __global__ void __launch_bounds__(AF_CUDA_BLOCK) inject_kernel(step_args_t a)
         a.res.nonfinite[s] = (int32_t)d[2];
         a.res.injected[s] = injected;
         a.res.harmful[s] = harmful;
-        if (a.abft) {
-            /* The mass balance of the injected buffer, as step_kernel checks a clean one. */
-            const double *u = a.state + ((size_t)s * 2 + (size_t)p) * (size_t)T;
-            const double *od = a.diag + ((size_t)s * 2 + (size_t)p) * 3;
-            const double ul = af_double(a.xchg[2 * (size_t)((b + a.B - 1) % a.B) + 1]);
-            const double ur = af_double(a.xchg[2 * (size_t)((b + 1) % a.B)]);
-            a.res.abft[s] =
-                !af_abft_consistent(od[0], od[1], d[0], d[1], u[0], u[T - 1], ul, ur, T, a.coeffs);
-        }
     }
+}
+
+/* The mass balance (desc.abft) of every computed slot, after step_kernel<true> and
+ * inject_kernel, from the diagnostics both buffers already have (the committed one and the
+ * computed one, injected or not) and the committed buffer's two end cells: af_abft_consistent,
+ * the CPU's check. In its own kernel, not in step_kernel, so the step's register count stays
+ * where the injection's split left it. One thread per slot; a masked-out slot keeps the 0
+ * step_kernel gave it, and in a retry round an unselected one keeps its result. */
+__global__ void abft_kernel(step_args_t a)
+{
+    const int s = (int)(blockIdx.x * blockDim.x + threadIdx.x);
+    if (s >= a.n_slots || (a.selected && a.ctl.select[s] == 0)) {
+        return;
+    }
+    const int b = a.ctl.slot_block[s];
+    if (b < 0 || a.ctl.slot_mode[s] == AF_MODE_DEAD) {
+        return;
+    }
+    const int T = a.T;
+    const int p = a.parity[s];
+    const double *u = a.state + ((size_t)s * 2 + (size_t)p) * (size_t)T;
+    const double *od = a.diag + ((size_t)s * 2 + (size_t)p) * 3;
+    const double *nd = a.diag + ((size_t)s * 2 + (size_t)(p ^ 1)) * 3;
+    const double ul = af_double(a.xchg[2 * (size_t)((b + a.B - 1) % a.B) + 1]);
+    const double ur = af_double(a.xchg[2 * (size_t)((b + 1) % a.B)]);
+    a.res.abft[s] =
+        !af_abft_consistent(od[0], od[1], nd[0], nd[1], u[0], u[T - 1], ul, ur, T, a.coeffs);
 }
 
 /* Writes the edge cells, diagnostics and status word (bit 0: this step's result was fenced, as
@@ -701,6 +714,11 @@ static af_result_t launch_compute(af_kernels_t *k, const uint64_t *xchg, uint64_
         AF_CUDA_LAUNCHED("step_kernel<masked>");
         inject_kernel<<<slot_grid(n), AF_CUDA_BLOCK, 0, c->stream>>>(a);
         AF_CUDA_LAUNCHED("inject_kernel");
+        if (a.abft) {
+            abft_kernel<<<(unsigned int)((n + AF_CUDA_BLOCK - 1) / AF_CUDA_BLOCK), AF_CUDA_BLOCK, 0,
+                          c->stream>>>(a);
+            AF_CUDA_LAUNCHED("abft_kernel");
+        }
     }
     return AF_OK;
 }

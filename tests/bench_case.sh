@@ -37,6 +37,20 @@ if [ "$name" = jitter ]; then
     fail "no plain statement about the 85% reduction"
   [ -s "$work/plots/tradeoff.png" ] || fail "no tradeoff.png"
 fi
+if [ "$name" = sdc ]; then
+  # Every detector measured; abft contains every harmful corruption of the quick fleet and
+  # finite none of its finite ones; the report draws containment against overhead.
+  for d in finite abft sampled dmr abft+sampled; do
+    grep -q "^  $d: harmful contained " "$work/stdout" || fail "no containment figure for $d"
+    grep -q "^  $d: step overhead vs finite " "$work/stdout" || fail "no overhead figure for $d"
+  done
+  grep -Eq "^  abft: harmful contained +1 " "$work/stdout" || fail "abft let a harmful one through"
+  grep -Eq "^  finite: harmful contained +0( |$)" "$work/stdout" ||
+    fail "finite contained a finite corruption it cannot see"
+  report=$(dirname "$agefence")/agefence-report
+  "$report" --plots "$work/plots" "$out" >"$work/report.txt" 2>&1 || fail "report: exit $?"
+  [ -s "$work/plots/sdc_tradeoff.png" ] || fail "no sdc_tradeoff.png: $(cat "$work/report.txt")"
+fi
 if [ "$name" = graph ]; then
   # Both settings sampled, and the graph really ran (the self-check fails the run otherwise).
   /usr/bin/python3 - "$out" <<'PY' || fail "the graph series are missing"

@@ -25,7 +25,7 @@ attr() { "$report" --attr /final "$1" "$2"; }
 run() {
   local name=$1 np=$2
   shift 2
-  "$mpiexec" -n "$np" --oversubscribe "$agefence" run -q "$@" -o "$work/$name.h5" \
+  "$mpiexec" -n "$np" --oversubscribe "$agefence" run "$@" -o "$work/$name.h5" \
     >"$work/$name.out" 2>&1
   rc=$?
   "$report" --check "$work/$name.h5" >"$work/$name.check" 2>&1 ||
@@ -74,6 +74,19 @@ for seed in 1 2 3; do
   echo "ok   $name: exit $rc, $(attr detected_abft_total "$log") caught by abft," \
     "$(attr sdc_undetected_total "$log") benign committed, 0 harmful, 0 false alarms"
 done
+
+# Silent units under finite alone: committed, and the summary, the exit status and --check say so.
+run silent_finite 2 -c "$faultfree" --set corruption.silent_fraction=0.15 \
+  --set corruption.silent_p=2e-3
+log=$work/silent_finite.h5
+[ "$rc" = 3 ] || fail "silent_finite: exit $rc, expected 3"
+why=$(af_sdc_mismatch "$report" "$log") || fail "silent_finite: $why"
+sdc=$(attr sdc_undetected_total "$log")
+harm=$(attr sdc_harmful_total "$log")
+grep -q "finite undetected ($harm harmful, $((sdc - harm)) benign)" "$work/silent_finite.out" ||
+  fail "silent_finite: the summary does not say $sdc undetected, $harm harmful"
+grep -q "the run committed $sdc corruptions no detector saw ($harm harmful)" \
+  "$work/silent_finite.check" || fail "silent_finite: --check does not say what was committed"
 
 run quarantine 2 -c "$faultfree" --set recovery.detect=abft \
   --set corruption.silent_fraction=0.15 --set corruption.silent_p=2e-3
