@@ -138,11 +138,13 @@ void af_memory_estimate(const af_config_t *cfg, int nranks, int rank, const af_k
     }
     m->startup = m->fleet + m->blocks + m->shard + m->replicas + m->aging + m->rank0;
 
-    /* The verdict: every rank sends its blocks; rank 0 holds the gathered state and the
-     * reference, and the gather's receive buffer or the reference's work array (one after the
-     * other). */
-    double mine = 8.0 * blocks_of(cfg->blocks, D, nranks, rank) * T;
-    m->verdict = mine + (rank == 0 ? 3.0 * 8.0 * B * T : 0.0);
+    /* The verdict (sim/run.c): every rank sends its blocks in rounds of at most K blocks
+     * (R K T <= 2^20 cells); rank 0 holds the gathered state and the reference (computed in
+     * place), a round's receive buffer and the blocks grouped by rank. */
+    double k_blocks = fmax(floor(1048576.0 / (R * T)), 1.0);
+    m->verdict =
+        8.0 * k_blocks * T +
+        (rank == 0 ? 2.0 * 8.0 * B * T + 8.0 * R * k_blocks * T + 4.0 * B + 16.0 * R : 0.0);
     m->peak = m->startup + m->verdict;
 }
 

@@ -18,9 +18,8 @@ af_coeffs_t af_scheme_coeffs(const af_config_t *cfg);
  * u0(x) = offset + amplitude * sin(2 pi x), x = cell * dx. */
 void af_initial_cells(const af_config_t *cfg, int64_t first, int64_t n, double *out);
 
-/* Runs `steps` steps from the initial condition; u receives B*T cells in logical order. Uses a
- * scratch array of the same size (allocated and freed here: the reference runs after the
- * distributed run, outside the no-allocation window). */
+/* Runs `steps` steps from the initial condition; u receives B*T cells in logical order. In
+ * place: it needs no memory beside u. */
 af_result_t af_reference_run(const af_config_t *cfg, int64_t steps, double *u);
 
 /* Advances n periodic cells by one step from u into un. */

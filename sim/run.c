@@ -428,66 +428,97 @@ static void progress(run_t *r, int64_t step, double t_start)
     fflush(stderr);
 }
 
-/* Gathers the committed state of every block to rank 0 in logical order. */
+/* Cells rank 0 receives in one round of the final gather, at most. */
+#define AF_GATHER_CELLS ((int64_t)1 << 20)
+
+/* Gathers the committed state of every block to rank 0 in logical order. Each rank sends its
+ * blocks in increasing block order, in rounds of at most K blocks (R K T <= AF_GATHER_CELLS),
+ * and rank 0 places each round where it belongs: the verdict holds a round's staging beside the
+ * state, not a second copy of it. Collective; a rank that cannot allocate its buffers makes
+ * every rank return the error before any round. */
 static af_result_t gather_state(run_t *r, double *global)
 {
     const int R = r->world.size;
     const int64_t T = r->T;
-    /* Each rank sends its blocks in increasing block order; rank 0 knows who owns what. */
     int64_t mine = 0;
     for (int64_t b = 0; b < r->B; ++b) {
-        if (af_slot_is_local(&r->pl, r->pl.block_slot[b])) {
-            mine++;
-        }
+        mine += af_slot_is_local(&r->pl, r->pl.block_slot[b]);
     }
-    double *send = malloc(sizeof(double) * (size_t)(mine > 0 ? mine : 1) * (size_t)T);
+    int64_t K = AF_GATHER_CELLS / ((int64_t)R * T);
+    K = K > 0 ? K : 1;
+    double *send = malloc(sizeof(double) * (size_t)(K * T));
     size_t *counts = malloc(sizeof(size_t) * (size_t)R);
     double *recv = NULL;
-    int64_t *cursor = NULL;
-    af_result_t rc = AF_OK;
-    AF_REQUIRE_GOTO(send && counts, AF_ERR_NOMEM, rc, out);
-    int64_t at = 0;
-    for (int64_t b = 0; b < r->B; ++b) {
-        int32_t g = r->pl.block_slot[b];
-        if (af_slot_is_local(&r->pl, g)) {
-            AF_CHECK_GOTO(r->k->ops->read_slot(r->k, af_slot_local(&r->pl, g), send + at * T), rc,
-                          out);
-            at++;
-        }
-    }
+    int32_t *order = NULL; /* rank 0: the blocks grouped by rank, in block order */
+    int64_t *start = NULL; /* rank 0: rank q's blocks are order[start[q], start[q + 1]) */
+    int64_t *fill = NULL;  /* rank 0: scratch of the grouping */
+    int failed = send == NULL || counts == NULL;
     if (r->world.rank == 0) {
-        recv = malloc(sizeof(double) * (size_t)(r->B * T));
-        cursor = calloc((size_t)R + 1, sizeof(int64_t));
-        AF_REQUIRE_GOTO(recv && cursor, AF_ERR_NOMEM, rc, out);
+        recv = malloc(sizeof(double) * (size_t)(R * K * T));
+        order = malloc(sizeof(int32_t) * (size_t)(r->B > 0 ? r->B : 1));
+        start = calloc((size_t)R + 1, sizeof(int64_t));
+        fill = calloc((size_t)R, sizeof(int64_t));
+        failed |= recv == NULL || order == NULL || start == NULL || fill == NULL;
+    }
+    uint64_t w[2] = {(uint64_t)mine, (uint64_t)failed};
+    af_result_t rc = r->fab->ops->allreduce_max_u64(r->fab, w, 2);
+    if (rc == AF_OK && w[1] != 0) {
+        af_error_set("cannot allocate the buffers of the final gather (%lld blocks a round)",
+                     (long long)K);
+        rc = AF_ERR_NOMEM;
+    }
+    if (rc == AF_OK && r->world.rank == 0) {
+        for (int64_t b = 0; b < r->B; ++b) {
+            start[af_device_rank(r->D, R, af_slot_device(&r->pl, r->pl.block_slot[b])) + 1]++;
+        }
         for (int q = 0; q < R; ++q) {
-            counts[q] = 0;
+            start[q + 1] += start[q];
         }
         for (int64_t b = 0; b < r->B; ++b) {
             int q = af_device_rank(r->D, R, af_slot_device(&r->pl, r->pl.block_slot[b]));
-            counts[q] += (size_t)T * sizeof(double);
+            order[start[q] + fill[q]++] = (int32_t)b;
         }
     }
-    AF_CHECK_GOTO(
-        r->fab->ops->gatherv(r->fab, send, (size_t)(mine * T) * sizeof(double), recv, counts, 0),
-        rc, out);
-    if (r->world.rank == 0) {
-        /* Rank q's blocks start at the sum of the earlier ranks' counts. */
-        int64_t off = 0;
-        for (int q = 0; q < R; ++q) {
-            cursor[q] = off;
-            off += (int64_t)(counts[q] / sizeof(double));
+    const int64_t rounds = rc == AF_OK ? ((int64_t)w[0] + K - 1) / K : 0;
+    int64_t next = 0; /* this rank's next block to look at */
+    for (int64_t round = 0; round < rounds && rc == AF_OK; ++round) {
+        int64_t n = 0;
+        for (; n < K && next < r->B; ++next) {
+            int32_t g = r->pl.block_slot[next];
+            if (af_slot_is_local(&r->pl, g)) {
+                rc = r->k->ops->read_slot(r->k, af_slot_local(&r->pl, g), send + n * T);
+                n++;
+            }
         }
-        for (int64_t b = 0; b < r->B; ++b) {
-            int q = af_device_rank(r->D, R, af_slot_device(&r->pl, r->pl.block_slot[b]));
-            memcpy(global + b * T, recv + cursor[q], sizeof(double) * (size_t)T);
-            cursor[q] += T;
+        /* A failed read still takes part in the round (its data is then not used). */
+        if (r->world.rank == 0) {
+            for (int q = 0; q < R; ++q) {
+                int64_t left = start[q + 1] - start[q] - round * K;
+                left = left < 0 ? 0 : left > K ? K : left;
+                counts[q] = (size_t)(left * T) * sizeof(double);
+            }
+        }
+        af_result_t grc =
+            r->fab->ops->gatherv(r->fab, send, (size_t)(n * T) * sizeof(double), recv, counts, 0);
+        rc = rc != AF_OK ? rc : grc;
+        if (rc == AF_OK && r->world.rank == 0) {
+            int64_t at = 0;
+            for (int q = 0; q < R; ++q) {
+                int64_t nq = (int64_t)(counts[q] / sizeof(double)) / T;
+                for (int64_t j = 0; j < nq; ++j) {
+                    int64_t b = order[start[q] + round * K + j];
+                    memcpy(global + b * T, recv + (at + j) * T, sizeof(double) * (size_t)T);
+                }
+                at += nq;
+            }
         }
     }
-out:
     free(send);
     free(counts);
     free(recv);
-    free(cursor);
+    free(order);
+    free(start);
+    free(fill);
     return rc;
 }
 
