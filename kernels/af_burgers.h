@@ -215,8 +215,8 @@ AF_HD double af_inject(double v, double p, uint64_t seed, uint64_t step, uint64_
  * roundoff) times that sum, about twice the worst case. A corruption is seen when it moves the
  * block's mass by more than the bound (about 1e-12 of a block of 256 values of order 1); one
  * that conserves the mass (two errors that cancel) or moves it by less is not. Non-finite new
- * diagnostics always fail it (a huge finite value whose square overflows). Returns 1 when the
- * block is consistent. */
+ * diagnostics always fail it (a huge finite value whose square overflows), and so does a
+ * bound or a deviation that is not finite. Returns 1 when the block is consistent. */
 AF_HD int af_abft_consistent(double m_old, double e_old, double m_new, double e_new, double u0,
                              double ulast, double ul, double ur, int T, af_coeffs_t k)
 {
@@ -226,12 +226,17 @@ AF_HD int af_abft_consistent(double m_old, double e_old, double m_new, double e_
     double flux = (ur * ur + ulast * ulast - u0 * u0 - ul * ul) * k.c_adv;
     double diff = (ur - ulast - u0 + ul) * k.c_diff;
     double dev = (m_new - m_old) - (diff - flux);
-    double a_old = sqrt(2.0 * (double)T * e_old);
-    double a_new = sqrt(2.0 * (double)T * e_new);
+    /* sqrt(2T) sqrt(e), not sqrt(2T e): the product overflows for an energy near DBL_MAX
+     * (a value of 1e154 squared), which would make the bound infinite and pass anything. */
+    double a_old = sqrt(2.0 * (double)T) * sqrt(e_old);
+    double a_new = sqrt(2.0 * (double)T) * sqrt(e_new);
     double scale = a_new + a_old * (1.0 + 4.0 * k.c_diff) +
                    2.0 * k.c_adv * (4.0 * e_old + ul * ul + ur * ur) + (flux < 0 ? -flux : flux) +
                    (diff < 0 ? -diff : diff);
     double bound = ((double)T / 32.0 + 24.0) * 2.220446049250313e-16 * scale;
+    if (af_nonfinite(bound) || af_nonfinite(dev)) {
+        return 0; /* magnitudes no double check can bound: not consistent */
+    }
     return (dev < 0 ? -dev : dev) <= bound;
 }
 

@@ -219,6 +219,11 @@ compare_backends() {
   same "np=$np cpu vs cuda" "$build/check$tag-cuda.h5" "$build/check$tag-cpu.h5"
 }
 compare_backends 1 ""
+# Silent units and exponent-reaching corruptions under abft and sampled twins: the injection on
+# HEALTHY slots, the mass-balance kernel, twins on silent units and the quarantine, on cuda as
+# on the cpu (every corruption is caught: the run passes).
+compare_backends 1 "-sdc" --set recovery.detect=abft+sampled --set corruption.silent_fraction=0.03 \
+  --set corruption.single_bit=0 --set corruption.multi_mantissa=0 --set corruption.multi_exponent=0.99
 
 # ---- the step graph -----------------------------------------------------------------------
 # The default scenario (through an 85% blackout) on cuda with backend.graph off and on, twice,

@@ -75,6 +75,20 @@ for seed in 1 2 3; do
     "$(attr sdc_undetected_total "$log") benign committed, 0 harmful, 0 false alarms"
 done
 
+# Exponent-reaching corruptions (values up to 1e300, energies near DBL_MAX) with silent units
+# under abft and sampled twins: every one is caught, nothing is committed, no false alarm, and
+# the run is bitwise equal (a bound that overflowed once passed a value of 1e154).
+run exponent 2 --set recovery.detect=abft+sampled --set corruption.silent_fraction=0.03 \
+  --set corruption.single_bit=0 --set corruption.multi_mantissa=0 \
+  --set corruption.multi_exponent=0.99
+log=$work/exponent.h5
+[ "$rc" = 0 ] || fail "exponent: exit $rc: $(tail -3 "$work/exponent.out")"
+[ "$(attr sdc_undetected_total "$log")" = 0 ] || fail "exponent: a corruption got through"
+[ "$(attr abft_false_alarms_total "$log")" = 0 ] || fail "exponent: abft false alarms"
+[ "$(attr detected_abft_total "$log")" -gt 100 ] || fail "exponent: abft caught too few"
+echo "ok   exponent: $(attr corrupt_injected_total "$log") injected, all caught" \
+  "($(attr detected_abft_total "$log") by abft), bitwise equal"
+
 # Silent units under finite alone: committed, and the summary, the exit status and --check say so.
 run silent_finite 2 -c "$faultfree" --set corruption.silent_fraction=0.15 \
   --set corruption.silent_p=2e-3

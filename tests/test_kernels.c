@@ -652,8 +652,12 @@ static void test_abft_balances_clean_steps_and_catches_planted_errors(void **sta
                 }
             }
             un[at] = keep;
-            /* A huge finite value (exponent bits flipped) whose square overflows: caught. */
+            /* A huge finite value (exponent bits flipped) whose square overflows: caught; and
+             * one whose energy stays finite near DBL_MAX, where 2 T e would overflow the
+             * bound (a miss found by bench sdc): caught. */
             un[at] = 1e200;
+            assert_false(abft_of(u, un, T, ul, ur, k));
+            un[at] = 1.5e154;
             assert_false(abft_of(u, un, T, ul, ur, k));
             un[at] = keep;
         }
