@@ -37,7 +37,7 @@ static void count_interruptions(af_summary_t *s, const af_run_t *run)
         int64_t c = run->intr[i].cause; /* in range: rundata checked the table */
         s->interruptions++;
         s->intr_by_cause[c]++;
-        s->intr_job += c >= AF_INTR_FIRST_JOB;
+        s->intr_job += AF_INTR_IS_JOB(c);
     }
     if (s->interruptions > 0 && isfinite(s->sim_hours)) {
         s->mtbi_hours = s->sim_hours / (double)s->interruptions;

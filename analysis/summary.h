@@ -103,7 +103,7 @@ typedef struct af_summary {
      * event (job-level causes); by AF_INTR_*. */
     int64_t interruptions;
     int64_t intr_by_cause[AF_NINTR];
-    int64_t intr_job;  /* of which job-level (AF_INTR_FIRST_JOB on: no hardware lost) */
+    int64_t intr_job;  /* of which job-level (AF_INTR_IS_JOB: no hardware lost, nothing to remap) */
     double mtbi_hours; /* simulated hours per interruption (NaN with none) */
     /* The goodput of recovery policies on this history (analysis/goodput.h; NaN unknown). */
     double remap_lost_steps; /* replayed and recovery time of the run, in steps */
