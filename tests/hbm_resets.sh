@@ -7,7 +7,9 @@
 # bitwise equal to the reference (the reset slots are poisoned, so a restore that did not happen
 # shows), no unit killed, every block of a reset device restored in place from its replica and
 # replayed alone, one /interruptions row of cause hbm per reset, and the report's figures equal
-# to numpy's recount (tests/report_verify.py, when h5py is there).
+# to numpy's recount (tests/report_verify.py, when h5py is there). Then a reset whose replicas
+# were lost in the same step (a restart from step 0, 1 and 3 ranks) and one under
+# recovery.replay = global (a rollback), and --check on the cause names of older logs.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
@@ -39,6 +41,25 @@ for np in 1 3; do
   run scripted_np$np "$np" "${scripted[@]}"
   run rate_np$np "$np" "${rate[@]}"
 done
+# A reset in the step its device's replicas are lost leaves nothing to restore from: every block
+# restarts from step 0 (one rollback), on 1 and 3 ranks alike; with replay = global a reset
+# rolls every block back to the replicas. Both bitwise equal, nothing allocated.
+lost=("${base[@]}" --set event.1.step=20 --set event.1.action=lose_replicas --set event.1.device=6
+      --set event.1.units=0-3 --set event.2.step=20 --set event.2.action=reset_device
+      --set event.2.device=6)
+for name in lost_np1 lost_np3 global_np2; do
+  np=${name##*_np}
+  args=("${lost[@]}")
+  [ "$name" = global_np2 ] && args=("${scripted[@]}" --set recovery.replay=global)
+  "$mpiexec" -n "$np" --oversubscribe "$agefence" run -q -o "$work/$name.h5" "${args[@]}" \
+    >"$work/$name.out" 2>&1 || { cat "$work/$name.out" >&2; fail "$name: exit status $?"; }
+  why=$(af_clean_run "$report" "$work/$name.h5") || fail "$why"
+  [ "$("$report" --attr /final bitwise_equal "$work/$name.h5")" = 1 ] || fail "$name: not bitwise equal"
+  [ "$("$report" --attr /final rollbacks_total "$work/$name.h5")" -ge 1 ] || fail "$name: no rollback"
+done
+[ "$("$report" --attr /final replayed_steps_total "$work/lost_np3.h5")" = 19 ] ||
+  fail "lost: the restart did not replay the 19 committed steps"
+"$report" --same "$work/lost_np1.h5" "$work/lost_np3.h5" || fail "lost: 1 and 3 ranks"
 "$report" --same "$work/scripted_np1.h5" "$work/scripted_np3.h5" || fail "scripted: 1 and 3 ranks"
 "$report" --same "$work/rate_np1.h5" "$work/rate_np3.h5" || fail "rate: 1 and 3 ranks"
 # 6 blocks a device (48 blocks on 8 devices): the reset of device 6 restores its 6 blocks; device
