@@ -198,10 +198,12 @@ static void log_event(af_run_state_t *r, const char *kind, int64_t block, int64_
 }
 
 /* Rank 0: one row of /interruptions in this step (its hours: those the step ends at, as its
- * /steps row says). */
+ * /steps row says; a step whose plan found the capacity exhausted stops before it serves its
+ * hours, so its row keeps the previous step's). Called from plan(), after plan.exhausted. */
 static void log_intr_row(af_run_state_t *r, int cause, int64_t device, int64_t node)
 {
-    af_intr_row_t row = {r->tick, r->sim_hours + r->cfg.sim_hours_per_step, cause, device, node};
+    double hours = r->sim_hours + (r->plan.exhausted ? 0.0 : r->cfg.sim_hours_per_step);
+    af_intr_row_t row = {r->tick, hours, cause, device, node};
     if (af_log_interruption(r->log, &row) != AF_OK && r->event_log_errors++ == 0) {
         fprintf(stderr,
                 "agefence: rank 0: the log lost an interruption (step %lld): %s; further losses "
@@ -1262,9 +1264,9 @@ af_result_t af_step(af_run_state_t *r, int *stop)
     tp = af_now_us();
     plan(r, n_model);
     r->mine.phase[AF_PHASE_plan_us] = t_age + (af_now_us() - tp);
-    /* A step with no health change, no FADING unit and no straggler detection has an empty
-     * plan on every rank by construction (restores follow deaths, drains FADING units): there
-     * is nothing to prove. */
+    /* A step with no health change, no FADING unit, no memory reset and no straggler detection
+     * has an empty plan on every rank by construction (restores follow deaths and resets,
+     * drains FADING units): there is nothing to prove. */
     if (n_model > 0 || r->n_fade > 0 || r->cfg.straggler_detect || r->reset_moves > 0) {
         AF_CHECK(check_plan(r));
     }
