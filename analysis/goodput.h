@@ -21,7 +21,9 @@
  * job-level interruptions, and pay for each of them what checkpoint_restart pays (half an
  * interval and a restart); their hardware losses they recover as above. checkpoint_restart
  * treats every interruption alike. With no job-level interruption remap and shrink_rebuild keep
- * no checkpoint.
+ * no checkpoint. A device memory error (cause hbm) is not job-level: remap restores the device's
+ * blocks in place (its cost is in the run's lost steps), shrink_rebuild pays it as a hardware
+ * interruption.
  * With no interruption every ratio is 1 (and no checkpoint is needed). */
 #ifndef AF_GOODPUT_H
 #define AF_GOODPUT_H

@@ -11,6 +11,11 @@ Writes into DIR (created if needed):
                           NaN-Inf leaked / finite undetected
   latency_by_blackout.png box plot of step_us per blackout band
   pacing.png              rank 0's step period and pacing wait per step (pacing on only)
+  goodput.png             the effective training time ratio of the three recovery policies
+                          (remap, shrink_rebuild, checkpoint_restart) over the run's simulated
+                          time, cumulative: drawn from DIR/goodput_over_time.csv, which
+                          agefence-report --plots computes with the report's own goodput
+                          formulas (analysis/goodput.h) before it runs this script
 
     plots.py JITTER.h5 DIR   (the results of `agefence bench jitter`)
     plots.py SDC.h5 DIR      (the results of `agefence bench sdc`)
@@ -272,6 +277,35 @@ def pacing(log, out, written):
     save(fig, out, "pacing.png", written)
 
 
+def goodput(log, out, written):
+    path = os.path.join(out, "goodput_over_time.csv")
+    if not os.path.exists(path):
+        skip("goodput.png", f"no {path} (agefence-report --plots writes it)")
+        return
+    data = np.genfromtxt(path, delimiter=",", names=True)
+    data = np.atleast_1d(data)
+    hours = data["sim_hours"]
+    policies = [("remap", "remap (agefence: restore in place)"),
+                ("shrink_rebuild", "shrink_rebuild"),
+                ("checkpoint_restart", "checkpoint_restart")]
+    if len(hours) == 0 or not any(np.isfinite(data[k]).any() for k, _ in policies):
+        skip("goodput.png", "no simulated time (aging.sim_hours_per_step = 0): no ratio defined")
+        return
+    days = hours / 24.0
+    fig, ax = plt.subplots(figsize=(10, 4.8))
+    for key, label in policies:
+        y = data[key]
+        last = y[np.isfinite(y)][-1] if np.isfinite(y).any() else float("nan")
+        ax.plot(days, y, lw=1.4, label=f"{label}: {last:.4f} at the end")
+    ax.set_xlabel("simulated time (days)")
+    ax.set_ylabel("effective training time ratio (cumulative)")
+    ax.set_ylim(top=1.002)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="lower left")
+    ax.set_title(log.title("goodput of recovery policies over the run"))
+    save(fig, out, "goodput.png", written)
+
+
 def jitter_rows(f):
     """(gamma, period samples, sink samples) per setting, pacing off (gamma -1) first."""
     rows = []
@@ -377,7 +411,8 @@ def main(argv):
         return 1
     os.makedirs(out, exist_ok=True)
     written = []
-    for fn in (step_latency, latency_cdf, unit_health, containment, latency_by_blackout, pacing):
+    for fn in (step_latency, latency_cdf, unit_health, containment, latency_by_blackout, pacing,
+               goodput):
         fn(log, out, written)
     print(f"agefence-report: wrote {len(written)} plot{'s' if len(written) != 1 else ''} to "
           f"{out}: {', '.join(os.path.basename(w) for w in written)}")

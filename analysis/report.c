@@ -9,9 +9,11 @@
  *   agefence-report [--plots DIR] JITTER.h5  the pacing trade-off of `agefence bench jitter`
  * Exit status: 0 ok, 1 schema violations (--check), runs that differ (--same) or an internal
  * error, 2 bad input. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "../common/af_result.h"
 #include "figures.h"
@@ -64,6 +66,55 @@ typedef struct loaded {
 /* agefence-report --record NAME: the record to set the runs beside, instead of the one their
  * scenario names ("none": no record). NULL: each run's own. */
 static const char *record_override = NULL;
+
+/* mkdir -p dir: 0, or -1 with errno. */
+static int make_dir(const char *dir)
+{
+    char p[4096];
+    if (snprintf(p, sizeof p, "%s", dir) >= (int)sizeof p) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    for (char *c = p + 1; *c != '\0'; ++c) {
+        if (*c == '/') {
+            *c = '\0';
+            if (mkdir(p, 0777) != 0 && errno != EEXIST) {
+                return -1;
+            }
+            *c = '/';
+        }
+    }
+    return mkdir(p, 0777) != 0 && errno != EEXIST ? -1 : 0;
+}
+
+/* --plots: the goodput over time that plots.py draws (goodput.png), computed here by the
+ * report's own formulas (af_summary_goodput_csv) into DIR/goodput_over_time.csv. When it cannot
+ * be written, one line says why and the other figures are still made (plots.py skips this one). */
+static void write_goodput_series(const af_run_t *run, const char *dir)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/goodput_over_time.csv", dir);
+    if (make_dir(dir) != 0) {
+        fprintf(stderr, "agefence-report: goodput over time skipped: %s: %s\n", dir,
+                strerror(errno));
+        return;
+    }
+    FILE *f = fopen(path, "w");
+    if (f == NULL) {
+        fprintf(stderr, "agefence-report: goodput over time skipped: %s: %s\n", path,
+                strerror(errno));
+        return;
+    }
+    af_result_t r = af_summary_goodput_csv(run, f);
+    if (fclose(f) != 0 && r == AF_OK) {
+        r = AF_ERR_IO;
+        af_error_set("%s: %s", path, strerror(errno));
+    }
+    if (r != AF_OK) {
+        fprintf(stderr, "agefence-report: goodput over time skipped: %s\n", af_error_message());
+        remove(path);
+    }
+}
 
 static int load(loaded_t *l, const char *path)
 {
@@ -314,6 +365,7 @@ int main(int argc, char **argv)
         fflush(stdout);
     }
     if (rc == AF_EXIT_OK && plots != NULL) {
+        write_goodput_series(&a.run, plots);
         if (af_plots_run(path, plots, stderr) == AF_PLOTS_FAILED) {
             rc = AF_EXIT_ERROR;
         }

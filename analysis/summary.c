@@ -2,6 +2,7 @@
 #include "summary.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,7 +38,7 @@ static void count_interruptions(af_summary_t *s, const af_run_t *run)
         int64_t c = run->intr[i].cause; /* in range: rundata checked the table */
         s->interruptions++;
         s->intr_by_cause[c]++;
-        s->intr_job += c >= AF_INTR_FIRST_JOB;
+        s->intr_job += AF_INTR_IS_JOB(c);
     }
     if (s->interruptions > 0 && isfinite(s->sim_hours)) {
         s->mtbi_hours = s->sim_hours / (double)s->interruptions;
@@ -67,8 +68,10 @@ static void set_record(af_summary_t *s, const af_run_t *run)
     }
 }
 
-/* The lost time of agefence's own recovery in this run, in steps (analysis/goodput.h). */
-static double remap_lost_steps(const af_run_t *run)
+/* The lost time of agefence's own recovery in this run, in steps (analysis/goodput.h). When
+ * per_step is not NULL it gets each step's share (nrows entries), whose sum is the total up to
+ * rounding; the total itself is summed as it always was, so the report does not change. */
+static double remap_lost_steps(const af_run_t *run, double *per_step)
 {
     const int64_t n = run->nrows;
     const int64_t *rs = run->icol[AF_COL_replayed_steps];
@@ -82,6 +85,9 @@ static double remap_lost_steps(const af_run_t *run)
         lost += (double)rs[i];
         if (rb[i] > 0) {
             lost += (double)rbs[i] / (double)rb[i];
+        }
+        if (per_step != NULL) {
+            per_step[i] = (double)rs[i] + (rb[i] > 0 ? (double)rbs[i] / (double)rb[i] : 0.0);
         }
     }
     /* The measured recovery: steps with moves or a rollback above the quiet steps' median. */
@@ -119,6 +125,9 @@ static double remap_lost_steps(const af_run_t *run)
         for (int64_t i = 0; i < n; ++i) {
             if ((mv[0][i] > 0 || mv[1][i] > 0 || mv[2][i] > 0 || mv[3][i] > 0) && row[i] > med) {
                 lost += (row[i] - med) / med;
+                if (per_step != NULL) {
+                    per_step[i] += (row[i] - med) / med;
+                }
             }
         }
     }
@@ -380,7 +389,7 @@ af_result_t af_summary_compute(af_summary_t *s, const af_run_t *run)
     count_interruptions(s, run);
     {
         double useful = isfinite(s->sim_hours) ? s->sim_hours * 3600.0 : NAN;
-        s->remap_lost_steps = remap_lost_steps(run);
+        s->remap_lost_steps = remap_lost_steps(run, NULL);
         /* Hardware losses are what remap and shrink_rebuild recover in place; the job-level
          * interruptions they leave to checkpoints (analysis/goodput.h). */
         int64_t job = s->intr_job > 0 ? s->intr_job : 0;
@@ -746,4 +755,49 @@ af_result_t af_summary_figures(const af_summary_t *s, af_figs_t *f)
         af_figs_empty_array(f, D | ID, "missing");
     }
     return f->oom ? AF_ERR_NOMEM : AF_OK;
+}
+
+af_result_t af_summary_goodput_csv(const af_run_t *run, FILE *out)
+{
+    const int64_t n = run->nrows;
+    const double *hours = run->col[AF_COL_sim_hours];
+    const int64_t *step = run->icol[AF_COL_step];
+    if (n == 0 || hours == NULL || step == NULL || !run->have_intr) {
+        af_error_set("the log has no steps with sim_hours, or no interruptions");
+        return AF_ERR_USAGE;
+    }
+    double *lost = malloc(sizeof(double) * (size_t)n);
+    if (lost == NULL) {
+        af_error_set("out of memory");
+        return AF_ERR_NOMEM;
+    }
+    for (int64_t i = 0; i < n; ++i) {
+        lost[i] = 0.0;
+    }
+    (void)remap_lost_steps(run, lost);
+    fprintf(out, "step,sim_hours,remap,shrink_rebuild,checkpoint_restart\n");
+    /* Each policy's ratio over the run so far: the service up to the step, the losses of the
+     * steps and interruptions up to it (the /interruptions rows are in step order), through the
+     * report's own functions, so that the last row is the report's goodput. */
+    double lost_sum = 0.0;
+    int64_t all = 0;
+    int64_t job = 0;
+    int64_t k = 0;
+    for (int64_t i = 0; i < n; ++i) {
+        lost_sum += lost[i];
+        while (k < run->nintr && run->intr[k].step <= step[i]) {
+            all++;
+            job += AF_INTR_IS_JOB(run->intr[k].cause);
+            k++;
+        }
+        double useful = hours[i] * 3600.0;
+        double iv = 0.0;
+        double remap = af_goodput_remap(useful, lost_sum, job, &run->goodput, &iv);
+        double shrink = af_goodput_shrink(useful, all - job, job, &run->goodput, &iv);
+        double ckpt = af_goodput_checkpoint(useful, all, &run->goodput, &iv);
+        fprintf(out, "%lld,%.17g,%.17g,%.17g,%.17g\n", (long long)step[i], hours[i], remap, shrink,
+                ckpt);
+    }
+    free(lost);
+    return ferror(out) ? AF_ERR_IO : AF_OK;
 }

@@ -8,6 +8,7 @@
 #define AF_SUMMARY_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "figures.h"
 #include "record.h"
@@ -103,7 +104,7 @@ typedef struct af_summary {
      * event (job-level causes); by AF_INTR_*. */
     int64_t interruptions;
     int64_t intr_by_cause[AF_NINTR];
-    int64_t intr_job;  /* of which job-level (AF_INTR_FIRST_JOB on: no hardware lost) */
+    int64_t intr_job;  /* of which job-level (AF_INTR_IS_JOB: no hardware lost, nothing to remap) */
     double mtbi_hours; /* simulated hours per interruption (NaN with none) */
     /* The goodput of recovery policies on this history (analysis/goodput.h; NaN unknown). */
     double remap_lost_steps; /* replayed and recovery time of the run, in steps */
@@ -142,6 +143,15 @@ af_result_t af_summary_compute(af_summary_t *s, const af_run_t *run);
 
 /* Appends every figure of s to figs under its key (README.md, "--json"). */
 af_result_t af_summary_figures(const af_summary_t *s, af_figs_t *figs);
+
+/* The goodput over time (agefence-report --plots): after a header line
+ * "step,sim_hours,remap,shrink_rebuild,checkpoint_restart", one CSV row per /steps row with the
+ * three policies' effective training time ratios over the run up to that step (cumulative),
+ * from the formulas of the report's goodput (analysis/goodput.h) on the service, recovery and
+ * interruptions up to the step: the last row is the report's goodput (up to the rounding of a
+ * sum taken step by step). AF_ERR_USAGE with a message when the log lacks /steps/sim_hours or
+ * its interruptions; AF_ERR_IO when out failed. */
+af_result_t af_summary_goodput_csv(const af_run_t *run, FILE *out);
 
 /* Name of phase p ("step_us", ...). */
 const char *af_phase_name(int p);

@@ -140,7 +140,8 @@ enum {
     X(nic, node, "record: NIC")                                                                    \
     X(nccl_watchdog, job, "record: NCCL watchdog timeouts")                                        \
     X(sdc, device, "record: silent data corruption")                                               \
-    X(dependency, job, "record: dependency")
+    X(dependency, job, "record: dependency")                                                       \
+    X(hbm, device, "a device's memory lost its state (record: HBM3); its units live on")
 
 enum {
 #define AF_X(name, grain, doc) AF_INTR_##name,
@@ -148,9 +149,13 @@ enum {
 #undef AF_X
         AF_NINTR
 };
-/* The first job-level cause: the causes from it on kill no unit and move no block. */
+/* The job-level causes, AF_INTR_FIRST_JOB to AF_INTR_LAST_JOB: they kill no unit and move no
+ * block. hbm, appended after them (the numbers are in logs), kills no unit either, but every
+ * block of its device is restored from its replica (README "The failure model"). */
 #define AF_INTR_FIRST_JOB AF_INTR_software
-#define AF_NJOB_INTR      (AF_NINTR - AF_INTR_FIRST_JOB)
+#define AF_INTR_LAST_JOB  AF_INTR_dependency
+#define AF_NJOB_INTR      (AF_INTR_LAST_JOB + 1 - AF_INTR_FIRST_JOB)
+#define AF_INTR_IS_JOB(c) ((c) >= AF_INTR_FIRST_JOB && (c) <= AF_INTR_LAST_JOB)
 enum { AF_GRAIN_JOB = 0, AF_GRAIN_NODE = 1, AF_GRAIN_DEVICE = 2 };
 /* Names ("wearout", ..., "dependency"), grains (AF_GRAIN_*) and docs of the causes. */
 extern const char *const af_intr_names[AF_NINTR];

@@ -134,8 +134,9 @@ got=$(in_sys agefence-report --attr / git_revision run.h5)
 if /usr/bin/python3 -c "import h5py, matplotlib" >/dev/null 2>&1; then
   in_sys agefence-report --plots figs run.h5 >"$work/report.out" 2>"$work/plots.err" ||
     fail "agefence-report --plots: exit $?: $(cat "$work/plots.err")"
-  grep -q "wrote 5 plots" "$work/plots.err" || fail "--plots: $(cat "$work/plots.err")"
+  grep -q "wrote 6 plots" "$work/plots.err" || fail "--plots: $(cat "$work/plots.err")"
   [ -s "$run/figs/latency_by_blackout.png" ] || fail "--plots wrote no latency_by_blackout.png"
+  [ -s "$run/figs/goodput.png" ] || fail "--plots wrote no goodput.png"
 else
   echo "note: /usr/bin/python3 lacks h5py or matplotlib: --plots not checked"
 fi

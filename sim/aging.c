@@ -436,8 +436,9 @@ int64_t af_aging_step(af_aging_t *a, const af_config_t *cfg, int64_t step, const
     const double w = cfg->fade_window;
     for (int i = 0; i < cfg->n_events; ++i) {
         const af_event_cfg_t *e = &cfg->events[i];
-        if (e->step != step || e->action == AF_EVENT_INTERRUPT) {
-            continue; /* an interruption touches no unit (sim/jobintr.h) */
+        if (e->step != step || e->action == AF_EVENT_INTERRUPT ||
+            e->action == AF_EVENT_RESET_DEVICE) {
+            continue; /* an interruption, or a memory reset, changes no unit's health */
         }
         for (int64_t j = 0; j < af_event_devices(e) * (e->unit_hi - e->unit_lo + 1); ++j) {
             /* Devices [device, dev_hi], units [unit_lo, unit_hi] of each, in that order. */

@@ -105,6 +105,9 @@ static const key_def_t KEYS[] = {
     {"aging", "node_shape", T_REAL, OFF(node_shape), 0, 0.1, 20, NULL, "1", "",
      "Weibull shape of the whole-node loss times, of scale 1/node_rate_per_hour (1: "
      "exponential)"},
+    {"aging", "hbm_rate_per_hour", T_REAL, OFF(hbm_rate_per_hour), 0, 0.0, 1.0, NULL, "0", "1/hour",
+     "rate of device memory (HBM) errors per device-hour (Poisson): the device's units live on, "
+     "every block it holds is restored from its replica"},
     {"aging", "t_ambient_k", T_REAL, OFF(t_ambient_k), 0, 200, 500, NULL, "318.15", "K",
      "ambient (coolant-side) die temperature"},
     {"aging", "t_ref_k", T_REAL, OFF(t_ref_k), 0, 200, 500, NULL, "343.15", "K",
@@ -232,7 +235,7 @@ _Static_assert(sizeof KEYS / sizeof KEYS[0] <=
 
 static const char *EVENT_KEYS[] = {"step", "action", "device", "units", "factor", "node", "cause"};
 /* In the order of AF_EVENT_*. */
-#define EVENT_ACTIONS "kill|fade|slow|lose_replicas|kill_device|kill_node|interrupt"
+#define EVENT_ACTIONS "kill|fade|slow|lose_replicas|kill_device|kill_node|interrupt|reset_device"
 /* The job-level causes an interrupt event may name, in the order of AF_INTR_* from
  * AF_INTR_FIRST_JOB (common/log_schema.h). */
 #define EVENT_CAUSES      "software|network|nic|nccl_watchdog|sdc|dependency"
@@ -681,25 +684,27 @@ static af_result_t event_complete(const af_config_t *cfg, const char *origin, ch
          * may name where it struck at its cause's grain: a device (sdc), a node (network, nic). */
         int grain = e->action == AF_EVENT_INTERRUPT && (e->set_mask & 64) ? af_intr_grain[e->cause]
                                                                           : AF_GRAIN_JOB;
-        int need = e->action == AF_EVENT_KILL_NODE     ? 32
-                   : e->action == AF_EVENT_KILL_DEVICE ? 4
-                   : e->action == AF_EVENT_INTERRUPT   ? 64
-                                                       : 4 | 8;
-        int forbid = e->action == AF_EVENT_KILL_NODE     ? 4 | 8 | 64
-                     : e->action == AF_EVENT_KILL_DEVICE ? 8 | 32 | 64
-                     : e->action == AF_EVENT_INTERRUPT   ? 8 | (grain == AF_GRAIN_DEVICE ? 0 : 4) |
+        int by_device = e->action == AF_EVENT_KILL_DEVICE || e->action == AF_EVENT_RESET_DEVICE;
+        int need = e->action == AF_EVENT_KILL_NODE   ? 32
+                   : by_device                       ? 4
+                   : e->action == AF_EVENT_INTERRUPT ? 64
+                                                     : 4 | 8;
+        int forbid = e->action == AF_EVENT_KILL_NODE   ? 4 | 8 | 64
+                     : by_device                       ? 8 | 32 | 64
+                     : e->action == AF_EVENT_INTERRUPT ? 8 | (grain == AF_GRAIN_DEVICE ? 0 : 4) |
                                                              (grain == AF_GRAIN_NODE ? 0 : 32)
                                                        : 32 | 64;
-        static const char *const needs[] = {"kill",        "fade",      "slow",     "lose_replicas",
-                                            "kill_device", "kill_node", "interrupt"};
+        static const char *const needs[] = {"kill",          "fade",        "slow",
+                                            "lose_replicas", "kill_device", "kill_node",
+                                            "interrupt",     "reset_device"};
         for (int k = 2; k < 7; ++k) {
             if ((need & (1 << k)) && !(e->set_mask & (1 << k))) {
                 snprintf(err, errlen, "%s: [event.%d] lacks '%s' (a %s event needs %s)", origin,
                          e->index, EVENT_KEYS[k], needs[e->action],
-                         e->action == AF_EVENT_KILL_NODE     ? "step, action and node"
-                         : e->action == AF_EVENT_KILL_DEVICE ? "step, action and device"
-                         : e->action == AF_EVENT_INTERRUPT   ? "step, action and cause"
-                                                             : "step, action, device and units");
+                         e->action == AF_EVENT_KILL_NODE   ? "step, action and node"
+                         : by_device                       ? "step, action and device"
+                         : e->action == AF_EVENT_INTERRUPT ? "step, action and cause"
+                                                           : "step, action, device and units");
                 return AF_ERR_USAGE;
             }
         }
@@ -1025,7 +1030,7 @@ af_result_t af_config_validate(af_config_t *cfg, int nranks, char *err, size_t e
     /* A job-level cause's interruptions a step, rate x its grain's count x hours a step, is
      * bounded so that a step's fixed buffer (sim/jobintr.h) holds them all but with a chance
      * below 1e-100. */
-    for (int c = AF_INTR_FIRST_JOB; c < AF_NINTR; ++c) {
+    for (int c = AF_INTR_FIRST_JOB; c <= AF_INTR_LAST_JOB; ++c) {
         double rate = cfg->intr_per_hour[c - AF_INTR_FIRST_JOB];
         int64_t n = af_intr_grain[c] == AF_GRAIN_DEVICE ? D
                     : af_intr_grain[c] == AF_GRAIN_NODE ? D / cfg->devices_per_node
@@ -1042,6 +1047,17 @@ af_result_t af_config_validate(af_config_t *cfg, int nranks, char *err, size_t e
                      cfg->sim_hours_per_step, AF_JOBINTR_MEAN_MAX);
             return AF_ERR_USAGE;
         }
+    }
+    /* The same bound for the memory errors, which the same buffer takes (device grain). */
+    double hbm_mean = cfg->hbm_rate_per_hour * (double)D * cfg->sim_hours_per_step;
+    if (hbm_mean > AF_JOBINTR_MEAN_MAX) {
+        snprintf(err, errlen,
+                 "%s: aging.hbm_rate_per_hour = %g makes %g memory errors a step (x %lld devices "
+                 "x %g hours a step): expected at most %d a step (a lower rate, or fewer "
+                 "aging.sim_hours_per_step)",
+                 where(cfg, "aging", "hbm_rate_per_hour"), cfg->hbm_rate_per_hour, hbm_mean,
+                 (long long)D, cfg->sim_hours_per_step, AF_JOBINTR_MEAN_MAX);
+        return AF_ERR_USAGE;
     }
     int skip[AF_MAX_EVENTS] = {0};
     int nskip = 0;
@@ -1188,8 +1204,9 @@ size_t af_config_format(const af_config_t *cfg, char *out, size_t size)
     memcpy(ev, cfg->events, sizeof(af_event_cfg_t) * (size_t)cfg->n_events);
     qsort(ev, (size_t)cfg->n_events, sizeof ev[0], cmp_events);
     for (int i = 0; i < cfg->n_events; ++i) {
-        static const char *const actions[] = {
-            "kill", "fade", "slow", "lose_replicas", "kill_device", "kill_node", "interrupt"};
+        static const char *const actions[] = {"kill",          "fade",        "slow",
+                                              "lose_replicas", "kill_device", "kill_node",
+                                              "interrupt",     "reset_device"};
         EMIT("\n[event.%d]\nstep = %lld\naction = %s\n", ev[i].index, (long long)ev[i].step,
              actions[ev[i].action]);
         if (ev[i].action == AF_EVENT_INTERRUPT) {
@@ -1204,7 +1221,7 @@ size_t af_config_format(const af_config_t *cfg, char *out, size_t size)
             }
         } else if (ev[i].action == AF_EVENT_KILL_NODE) {
             EMIT("node = %lld\n", (long long)ev[i].node);
-        } else if (ev[i].action == AF_EVENT_KILL_DEVICE) {
+        } else if (ev[i].action == AF_EVENT_KILL_DEVICE || ev[i].action == AF_EVENT_RESET_DEVICE) {
             EMIT("device = %lld\n", (long long)ev[i].device);
         } else {
             EMIT("device = %lld\nunits = %lld-%lld\n", (long long)ev[i].device,
@@ -1246,12 +1263,13 @@ void af_config_print_keys(void)
     printf("  step                   steps        step at which the event happens (>= 1)\n");
     printf("  action                 -            kill (death, memory lost), fade (precursor), "
            "slow (throttled), lose_replicas (the replicas of the blocks the units hold), "
-           "kill_device (every unit of the device), kill_node (every device of the node) or "
-           "interrupt (the job, for a cause)\n");
+           "kill_device (every unit of the device), kill_node (every device of the node), "
+           "interrupt (the job, for a cause) or reset_device (the device's memory loses its "
+           "state: cause hbm)\n");
     printf("  device                 -            device index in the fleet (0..devices-1); not "
            "with kill_node\n");
     printf("  units                  -            a unit or an inclusive range A-B; not with "
-           "kill_device or kill_node\n");
+           "kill_device, kill_node or reset_device\n");
     printf("  node                   -            kill_node only: node index (0..devices / "
            "devices_per_node - 1)\n");
     printf("  factor                 x            slow only: the units run factor times as long "

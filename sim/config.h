@@ -60,7 +60,8 @@ enum {
     AF_EVENT_LOSE_REPLICAS = 3,
     AF_EVENT_KILL_DEVICE = 4, /* every unit of `device` */
     AF_EVENT_KILL_NODE = 5,   /* every unit of every device of `node` */
-    AF_EVENT_INTERRUPT = 6    /* a job-level interruption of `cause`: kills no unit */
+    AF_EVENT_INTERRUPT = 6,   /* a job-level interruption of `cause`: kills no unit */
+    AF_EVENT_RESET_DEVICE = 7 /* `device`'s memory loses its state (cause hbm): kills no unit */
 };
 enum { AF_REPLAY_LOCAL = 0, AF_REPLAY_GLOBAL = 1 };
 enum { AF_PACING_OFF = 0, AF_PACING_EWMA = 1 };
@@ -70,7 +71,9 @@ enum { AF_PACING_OFF = 0, AF_PACING_EWMA = 1 };
  * (lose_replicas) lose the replicas of the blocks they hold at that step; kill_device kills
  * every unit of `device`, kill_node every unit of the devices of `node`; interrupt interrupts
  * the job for a job-level `cause` (at `device` for a device-grain cause, at `node` for a
- * node-grain one, when given; -1 when not) and touches no unit. Validation resolves
+ * node-grain one, when given; -1 when not) and touches no unit; reset_device resets the memory
+ * of `device` (an HBM error: its units live on, its blocks are restored from their replicas).
+ * Validation resolves
  * every event to the devices [device, dev_hi] and the units [unit_lo, unit_hi] of each. */
 typedef struct af_event_cfg {
     int64_t step;
@@ -130,6 +133,8 @@ typedef struct af_config {
     double node_rate_per_hour;
     double device_shape; /* Weibull shapes of the device and node loss times (1: exponential) */
     double node_shape;
+    double hbm_rate_per_hour; /* device memory (HBM) errors per device-hour: Poisson, each one
+                                 resets one device's memory (sim/jobintr.h) */
     /* [interrupt]: job-level interruptions without hardware loss, by cause (index c -
      * AF_INTR_FIRST_JOB), per hour of their grain (the job, a node or a device) */
     double intr_per_hour[AF_NJOB_INTR];

@@ -175,3 +175,29 @@ int64_t af_coord_plan_listed(af_placement_t *p, const int8_t *unit_state,
     }
     return n;
 }
+
+int64_t af_coord_plan_reset(const af_placement_t *p, const int8_t *unit_state, int64_t device,
+                            af_move_t *moves)
+{
+    /* In place: the slot is live and still the block's, so any other target would only add a
+     * copy, and the least-loaded rule has nothing to balance (the loads do not change). */
+    int64_t n = 0;
+    for (int64_t u = device * p->units; u < (device + 1) * p->units; ++u) {
+        if (unit_state[u] == AF_DEAD || p->unit_load[u] == 0) {
+            continue;
+        }
+        for (int64_t c = 0; c < p->capacity; ++c) {
+            int32_t g = (int32_t)(u * p->capacity + c);
+            int32_t b = p->slot_block[g];
+            if (b < 0) {
+                continue;
+            }
+            moves[n].block = b;
+            moves[n].from_slot = g;
+            moves[n].to_slot = g;
+            moves[n].kind = AF_MOVE_RESTORE;
+            n++;
+        }
+    }
+    return n;
+}

@@ -58,6 +58,13 @@ void af_coord_undo(af_placement_t *p, const af_move_t *moves, int64_t n);
 int64_t af_coord_plan(af_placement_t *p, const int8_t *unit_state, const af_health_change_t *ch,
                       int64_t n_changes, int drain, int64_t max_drain, af_move_t *moves,
                       int64_t *exhausted);
+/* Plans the restores of a memory reset of `device` (an HBM error, cause hbm): every block on a
+ * live unit of the device lost its state but not its slot, so it is restored in place (from_slot
+ * = to_slot, kind AF_MOVE_RESTORE), from its replica like a block of a dead unit; a DEAD unit's
+ * blocks are left to the restores of its death. Blocks in slot order; the placement does not
+ * change. Appends to moves and returns the number appended. No allocation. */
+int64_t af_coord_plan_reset(const af_placement_t *p, const int8_t *unit_state, int64_t device,
+                            af_move_t *moves);
 /* The same, given the FADING units in ascending order (NULL: scan the fleet for them). */
 int64_t af_coord_plan_listed(af_placement_t *p, const int8_t *unit_state,
                              const af_health_change_t *ch, int64_t n_changes, const int32_t *fading,

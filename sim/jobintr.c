@@ -14,7 +14,9 @@ static uint64_t stream(int c)
 
 static double rate_of(const af_jobintr_t *j, const af_config_t *cfg, int i)
 {
-    return cfg->intr_per_hour[i] * (double)j->members[i];
+    int c = AF_INTR_FIRST_JOB + i;
+    double per = c == AF_INTR_hbm ? cfg->hbm_rate_per_hour : cfg->intr_per_hour[i];
+    return per * (double)j->members[i];
 }
 
 /* The time of interruption k of cause index i after the one at t. */
@@ -34,7 +36,7 @@ void af_jobintr_init(af_jobintr_t *j, const af_config_t *cfg, int64_t devices)
     memset(j, 0, sizeof *j);
     j->seed = (uint64_t)cfg->seed;
     j->devices_per_node = cfg->devices_per_node > 0 ? cfg->devices_per_node : 1;
-    for (int i = 0; i < AF_NJOB_INTR; ++i) {
+    for (int i = 0; i < AF_JOBINTR_NDRAWN; ++i) {
         int g = af_intr_grain[AF_INTR_FIRST_JOB + i];
         j->members[i] = g == AF_GRAIN_DEVICE ? devices
                         : g == AF_GRAIN_NODE ? devices / j->devices_per_node
@@ -43,7 +45,8 @@ void af_jobintr_init(af_jobintr_t *j, const af_config_t *cfg, int64_t devices)
         j->any |= isfinite(j->next_h[i]);
     }
     for (int e = 0; e < cfg->n_events; ++e) {
-        j->any |= cfg->events[e].action == AF_EVENT_INTERRUPT;
+        j->any |= cfg->events[e].action == AF_EVENT_INTERRUPT ||
+                  cfg->events[e].action == AF_EVENT_RESET_DEVICE;
     }
 }
 
@@ -57,15 +60,16 @@ int af_jobintr_step(af_jobintr_t *j, const af_config_t *cfg, int64_t step, af_jo
     const double hours = (double)step * cfg->sim_hours_per_step;
     for (int e = 0; e < cfg->n_events && n < max; ++e) {
         const af_event_cfg_t *ev = &cfg->events[e];
-        if (ev->action != AF_EVENT_INTERRUPT || ev->step != step) {
+        int reset = ev->action == AF_EVENT_RESET_DEVICE;
+        if ((ev->action != AF_EVENT_INTERRUPT && !reset) || ev->step != step) {
             continue;
         }
-        out[n].cause = ev->cause;
+        out[n].cause = reset ? AF_INTR_hbm : ev->cause;
         out[n].device = ev->device;
         out[n].node = ev->device >= 0 ? ev->device / j->devices_per_node : ev->node;
         n++;
     }
-    for (int i = 0; i < AF_NJOB_INTR; ++i) {
+    for (int i = 0; i < AF_JOBINTR_NDRAWN; ++i) {
         int c = AF_INTR_FIRST_JOB + i;
         while (n < max && j->next_h[i] <= hours) {
             int64_t m = j->members[i];

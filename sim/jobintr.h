@@ -12,7 +12,13 @@
  * on member floor(U(seed, c, k, 1) N), from counters keyed by the seed, the cause and k alone:
  * the same on any number of ranks, at a cost that follows the interruptions, not the fleet.
  * Step s takes every interruption with t_k <= hours(s) = s x sim_hours_per_step (the clock of
- * the aging model) not taken before, after the scripted interrupt events of s in their order. */
+ * the aging model) not taken before, after the scripted interrupt events of s in their order.
+ *
+ * Device memory (HBM) errors, cause hbm (aging.hbm_rate_per_hour per device-hour, and the
+ * scripted reset_device events), are drawn here the same way, after the job-level causes: an
+ * HBM error recurs on a device that lives on, so it is a Poisson process like them, not a
+ * loss time like a device's. Unlike them it moves blocks: the run restores every block of the
+ * device from its replica (sim/step.c). */
 #ifndef AF_JOBINTR_H
 #define AF_JOBINTR_H
 
@@ -27,10 +33,13 @@ typedef struct af_jobintr_hit {
     int64_t node;   /* the node it struck (node grain, or the node of that device), else -1 */
 } af_jobintr_hit_t;
 
+/* The causes drawn here: the job-level ones and hbm (AF_INTR_FIRST_JOB + i, i below this). */
+#define AF_JOBINTR_NDRAWN (AF_NINTR - AF_INTR_FIRST_JOB)
+
 typedef struct af_jobintr {
-    double next_h[AF_NJOB_INTR]; /* the time of each cause's next interruption (+inf: none) */
-    uint64_t k[AF_NJOB_INTR];    /* its index in the cause's sequence */
-    int64_t members[AF_NJOB_INTR];
+    double next_h[AF_JOBINTR_NDRAWN]; /* the time of each cause's next interruption (+inf: none) */
+    uint64_t k[AF_JOBINTR_NDRAWN];    /* its index in the cause's sequence */
+    int64_t members[AF_JOBINTR_NDRAWN];
     int64_t devices_per_node;
     uint64_t seed;
     int any; /* a rate or a scripted interrupt: 0 skips every step at once */
@@ -40,9 +49,10 @@ typedef struct af_jobintr {
 void af_jobintr_init(af_jobintr_t *j, const af_config_t *cfg, int64_t devices);
 
 /* The interruptions of step `step` (each call's step after the previous one's), at most `max`
- * (AF_JOBINTR_MAX_STEP, more than the AF_MAX_EVENTS scripted ones): the scripted ones in the
- * events' order, then the drawn ones by cause, in time order within a cause. A drawn
- * interruption beyond `max` stays due and is taken by the next step. Returns their number. */
+ * (AF_JOBINTR_MAX_STEP, more than the AF_MAX_EVENTS scripted ones): the scripted ones (interrupt
+ * and reset_device) in the events' order, then the drawn ones by cause, in time order within a
+ * cause. A drawn interruption beyond `max` stays due and is taken by the next step. Returns their
+ * number. */
 int af_jobintr_step(af_jobintr_t *j, const af_config_t *cfg, int64_t step, af_jobintr_hit_t *out,
                     int max);
 

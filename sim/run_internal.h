@@ -130,6 +130,8 @@ typedef struct af_run_state {
     af_aging_t aging;     /* this rank's own devices' units */
     af_jobintr_t jobintr; /* job-level interruptions (every rank draws them alike) */
     af_jobintr_hit_t jobintr_hits[AF_JOBINTR_MAX_STEP]; /* this step's */
+    int n_hits;                                         /* of them */
+    int64_t reset_moves; /* this step's restores of memory resets: the plan's first moves */
     /* The step's interruptions for /interruptions (rank 0): a device or node is one
      * interruption a step per cause; these say which were counted in which executed step. */
     int64_t *intr_dev_tick;  /* per device: the last step a hardware cause was counted */

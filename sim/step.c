@@ -203,10 +203,12 @@ static void log_event(af_run_state_t *r, const char *kind, int64_t block, int64_
 }
 
 /* Rank 0: one row of /interruptions in this step (its hours: those the step ends at, as its
- * /steps row says). */
+ * /steps row says; a step whose plan found the capacity exhausted stops before it serves its
+ * hours, so its row keeps the previous step's). Called from plan(), after plan.exhausted. */
 static void log_intr_row(af_run_state_t *r, int cause, int64_t device, int64_t node)
 {
-    af_intr_row_t row = {r->tick, r->sim_hours + r->cfg.sim_hours_per_step, cause, device, node};
+    double hours = r->sim_hours + (r->plan.exhausted ? 0.0 : r->cfg.sim_hours_per_step);
+    af_intr_row_t row = {r->tick, hours, cause, device, node};
     if (af_log_interruption(r->log, &row) != AF_OK && r->event_log_errors++ == 0) {
         fprintf(stderr,
                 "agefence: rank 0: the log lost an interruption (step %lld): %s; further losses "
@@ -282,7 +284,13 @@ af_result_t af_step_init(af_run_state_t *r)
     r->unit_first_corrupt = af_alloc(sizeof(int32_t) * own);
     /* Changes: the model's, then those of declared stragglers (units the model left HEALTHY). */
     r->changes = af_alloc(sizeof(af_health_change_t) * 2 * units);
-    r->moves = af_alloc(sizeof(af_move_t) * B);
+    /* A block moves at most once a step (a restore or a drain), but with memory resets a
+     * block restored in place may also be drained: twice. */
+    int resets = r->cfg.hbm_rate_per_hour > 0;
+    for (int i = 0; i < r->cfg.n_events; ++i) {
+        resets |= r->cfg.events[i].action == AF_EVENT_RESET_DEVICE;
+    }
+    r->moves = af_alloc(sizeof(af_move_t) * B * (resets ? 2 : 1));
     r->rep_rank = af_alloc(sizeof(int32_t) * B);
     r->rep_off = af_alloc(sizeof(int64_t) * B);
     size_t chunk = B < AF_XFER_CHUNK ? B : AF_XFER_CHUNK;
@@ -684,7 +692,8 @@ static af_result_t gather_health(af_run_state_t *r, int64_t n_mine, int64_t *n_m
     for (int i = 0; i < r->cfg.n_events && ns > 0; ++i) {
         const af_event_cfg_t *e = &r->cfg.events[i];
         if (e->step != r->tick || e->action == AF_EVENT_SLOW ||
-            e->action == AF_EVENT_LOSE_REPLICAS || e->action == AF_EVENT_INTERRUPT) {
+            e->action == AF_EVENT_LOSE_REPLICAS || e->action == AF_EVENT_INTERRUPT ||
+            e->action == AF_EVENT_RESET_DEVICE) {
             continue;
         }
         int8_t st = e->action == AF_EVENT_FADE ? AF_FADING : AF_DEAD;
@@ -731,10 +740,29 @@ static void plan(af_run_state_t *r, int64_t n_model)
         nc = stragglers(r, nc);
     }
     nc = declare_suspects(r, nc);
+    /* The step's interruptions, drawn alike on every rank. A memory reset (cause hbm) restores
+     * every block of its device in place, first in the plan, so that a drain of such a block
+     * later in the list reads its restored state, and a block a restore or drain brings to the
+     * device this step keeps what it brings. A device reset twice in a step is restored once. */
+    r->n_hits =
+        af_jobintr_step(&r->jobintr, &r->cfg, r->tick, r->jobintr_hits, AF_JOBINTR_MAX_STEP);
+    int64_t nr = 0;
+    for (int i = 0; i < r->n_hits; ++i) {
+        const af_jobintr_hit_t *x = &r->jobintr_hits[i];
+        int again = 0;
+        for (int j = 0; j < i && x->cause == AF_INTR_hbm; ++j) {
+            again |=
+                r->jobintr_hits[j].cause == AF_INTR_hbm && r->jobintr_hits[j].device == x->device;
+        }
+        if (x->cause == AF_INTR_hbm && !again) {
+            nr += af_coord_plan_reset(&r->pl, r->unit_state, x->device, r->moves + nr);
+        }
+    }
+    r->reset_moves = nr;
     int64_t exhausted = 0;
-    int64_t nm =
-        af_coord_plan_listed(&r->pl, r->unit_state, r->changes, nc, r->fade_units, r->n_fade,
-                             r->cfg.drain, r->cfg.max_moves_per_step, r->moves, &exhausted);
+    int64_t nm = nr + af_coord_plan_listed(&r->pl, r->unit_state, r->changes, nc, r->fade_units,
+                                           r->n_fade, r->cfg.drain, r->cfg.max_moves_per_step,
+                                           r->moves + nr, &exhausted);
     /* Declared stragglers drain like FADING units, with the budget the fading ones left. */
     int64_t drains = 0;
     for (int64_t i = 0; i < nm; ++i) {
@@ -814,11 +842,10 @@ static void plan(af_run_state_t *r, int64_t n_model)
     if (exhausted) {
         log_event(r, "capacity", -1, -1, -1, r->dead_units);
     }
-    /* Job-level interruptions: they touch no unit and no block, so the plan ignores them;
-     * the log has an `interrupt` event each (from_device: the device, or the node's first
-     * device, it struck; detail: the cause). */
-    int ni = af_jobintr_step(&r->jobintr, &r->cfg, r->tick, r->jobintr_hits, AF_JOBINTR_MAX_STEP);
-    for (int i = 0; i < ni; ++i) {
+    /* Job-level interruptions touch no unit and no block; memory resets were planned above.
+     * The log has an `interrupt` event each (from_device: the device, or the node's first
+     * device, it struck; detail: the cause), after the restores of the step. */
+    for (int i = 0; i < r->n_hits; ++i) {
         log_interrupt(r, &r->jobintr_hits[i]);
     }
 }
@@ -873,6 +900,14 @@ static af_result_t apply_plan(af_run_state_t *r)
                     AF_CHECK(r->k->ops->poison_slot(r->k, (int)(g - r->slot0)));
                 }
             }
+        }
+    }
+    /* A memory reset's blocks (restored in place, planned first) lost their state: poison
+     * their local slots, as a dead unit's, so that a restore that did not happen is caught. */
+    for (int64_t i = 0; i < r->reset_moves; ++i) {
+        int64_t g = r->moves[i].to_slot;
+        if (af_slot_is_local(&r->pl, g)) {
+            AF_CHECK(r->k->ops->poison_slot(r->k, (int)(g - r->slot0)));
         }
     }
     /* Slot control of every slot whose unit changed, and of the own FADING units (p rises;
@@ -1236,10 +1271,10 @@ af_result_t af_step(af_run_state_t *r, int *stop)
     tp = af_now_us();
     plan(r, n_model);
     r->mine.phase[AF_PHASE_plan_us] = t_age + (af_now_us() - tp);
-    /* A step with no health change, no FADING unit and no straggler detection has an empty
-     * plan on every rank by construction (restores follow deaths, drains FADING units): there
-     * is nothing to prove. */
-    if (n_model > 0 || r->n_fade > 0 || r->cfg.straggler_detect) {
+    /* A step with no health change, no FADING unit, no memory reset and no straggler detection
+     * has an empty plan on every rank by construction (restores follow deaths and resets,
+     * drains FADING units): there is nothing to prove. */
+    if (n_model > 0 || r->n_fade > 0 || r->cfg.straggler_detect || r->reset_moves > 0) {
         AF_CHECK(check_plan(r));
     }
     AF_CHECK(apply_plan(r));
@@ -1264,9 +1299,6 @@ af_result_t af_step(af_run_state_t *r, int *stop)
         r->exhausted = 1;
         r->exhausted_why = "the live slots cannot hold every block";
         *stop = 1;
-        /* The step's failures happened: its hours are spent (its /steps and /interruptions
-         * rows say the same hour). */
-        r->sim_hours += r->cfg.sim_hours_per_step;
         r->mine.phase[AF_PHASE_coord_us] = t1 - t0;
         return AF_OK;
     }

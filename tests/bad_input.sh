@@ -108,6 +108,19 @@ case_ kill_node_without_node "--set: \[event.9\] lacks 'node' (a kill_node event
   --set event.9.step=3 --set event.9.action=kill_node
 case_ units_on_kill_device "--set: event.9.units is set, but a kill_device event has none" \
   --set event.9.step=3 --set event.9.action=kill_device --set event.9.device=1 --set event.9.units=0
+# Device memory (HBM) errors: the rate's range, a reset_device outside the fleet, with units
+# (it resets the whole device), without a device, and a rate too high for the step.
+case_ hbm_rate "--set: aging.hbm_rate_per_hour = '2' is invalid: expected a number in \[0, 1\]" \
+  --set aging.hbm_rate_per_hour=2
+case_ hbm_rate_per_step "aging.hbm_rate_per_hour = 0.9 makes 7.2 memory errors a step" \
+  --set aging.sim_hours_per_step=1 --set aging.hbm_rate_per_hour=0.9
+case_ reset_device_outside "--set: event.9.device = 8 is outside the fleet: expected 0..7" \
+  --set event.9.step=3 --set event.9.action=reset_device --set event.9.device=8
+case_ units_on_reset_device "--set: event.9.units is set, but a reset_device event has none" \
+  --set event.9.step=3 --set event.9.action=reset_device --set event.9.device=1 \
+  --set event.9.units=0
+case_ reset_device_without_device "--set: \[event.9\] lacks 'device' (a reset_device event needs step, action and device)" \
+  --set event.9.step=3 --set event.9.action=reset_device
 case_ pacing_mode "--set: pacing.mode = 'always' is invalid: expected one of off|ewma" \
   --set pacing.mode=always
 case_ straggler_threshold "--set: straggler.threshold = '1' is invalid: expected a number in" \

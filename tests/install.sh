@@ -9,7 +9,7 @@
 #   2. agefence --version is the build's; agefence config of the installed
 #      configs/default.ini is the embedded default; the default scenario runs as a singleton
 #      (no mpirun) to a log that passes --check, bitwise equal, its git_revision the build's;
-#   3. agefence-report --plots writes the five PNGs with the installed plots.py, found from the
+#   3. agefence-report --plots writes the six PNGs with the installed plots.py, found from the
 #      executable (/proc/self/exe): with it moved away, --plots says where it looked (the moved
 #      tree) and writes nothing; through a symbolic link to the binary it is found again;
 #      AGEFENCE_PLOTS_PY overrides, and naming a missing file is exit 2 with one line;
@@ -94,8 +94,8 @@ if /usr/bin/python3 -c "import h5py, matplotlib" >/dev/null 2>&1; then
   rc=$?
   [ "$rc" = 0 ] || fail "agefence-report --plots: exit $rc: $(cat "$work/plots.err")"
   grep -q "^RUN" "$work/report.out" || fail "--plots printed no report"
-  grep -q "wrote 5 plots" "$work/plots.err" || fail "--plots: $(cat "$work/plots.err")"
-  for png in step_latency latency_cdf unit_health containment latency_by_blackout; do
+  grep -q "wrote 6 plots" "$work/plots.err" || fail "--plots: $(cat "$work/plots.err")"
+  for png in step_latency latency_cdf unit_health containment latency_by_blackout goodput; do
     [ -s "$tmp/cwd/figs/$png.png" ] || fail "no figs/$png.png"
   done
   # Found from the executable, and from nowhere else: moved away, it is not found.

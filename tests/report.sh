@@ -5,7 +5,9 @@
 #   text             summary, --check and --compare with itself (every ratio exactly 1 or —)
 #   json             --json and --compare --json parsed by Python (SKIP without python3)
 #   verify           every figure recomputed from the log with numpy (SKIP without h5py)
-#   plots            --plots: five valid, non-trivial PNGs (SKIP without h5py/matplotlib)
+#   plots            --plots: five valid, non-trivial PNGs and goodput.png when the run has
+#                    simulated time, its goodput_over_time.csv the report's goodput step by step
+#                    (SKIP without h5py/matplotlib)
 #   plots_no_python  --plots without a usable Python: one line, the report, exit 0; with
 #                    AGEFENCE_PLOTS_PY naming no file: one line naming it, exit 2
 #   bad_input        bad files: exit 2 and one line naming the file; partial logs: the report
@@ -142,8 +144,37 @@ mode_plots() {
   cat plots.err
   [ "$rc" = 0 ] || fail "--plots: exit $rc"
   grep -q "^RUN" plots.txt || fail "--plots did not print the report"
-  grep -q "wrote 5 plots" plots.err || fail "--plots did not write 5 plots"
-  for png in step_latency latency_cdf unit_health containment latency_by_blackout; do
+  # The goodput over time: one row per step, the report's own goodput in the last; its figure
+  # when the run has simulated time (a run without has no ratio, and says so).
+  "$report" --json "$log" >plots.json || fail "--json"
+  "$py" - "$work/plots/goodput_over_time.csv" plots.json "$log" <<'PY' >goodput.kind ||
+import json, math, sys
+import h5py
+import numpy as np
+rows = np.atleast_1d(np.genfromtxt(sys.argv[1], delimiter=",", names=True))
+gp = json.load(open(sys.argv[2]))["goodput"]
+steps = h5py.File(sys.argv[3], "r")["steps"]["step"][:]
+assert len(rows) == len(steps) and (rows["step"] == steps).all(), (len(rows), len(steps))
+for key in ("remap", "shrink_rebuild", "checkpoint_restart"):
+    want = gp[key]["ettr"]
+    got = float(rows[key][-1])
+    if want is None:
+        assert math.isnan(got), (key, got)
+    else:
+        assert abs(got - want) <= 1e-12 * abs(want), (key, got, want)
+    finite = rows[key][np.isfinite(rows[key])]
+    assert ((finite > 0) & (finite <= 1)).all(), key
+print("none" if gp["remap"]["ettr"] is None else "ratios")
+PY
+    fail "goodput_over_time.csv is not the report's goodput step by step"
+  local pngs="step_latency latency_cdf unit_health containment latency_by_blackout" want=5
+  if [ "$(cat goodput.kind)" = ratios ]; then
+    pngs="$pngs goodput" want=6
+  else
+    grep -q "goodput.png skipped: no simulated time" plots.err || fail "goodput.png: no reason given"
+  fi
+  grep -q "wrote $want plots" plots.err || fail "--plots did not write $want plots"
+  for png in $pngs; do
     local f=$work/plots/$png.png
     [ -f "$f" ] || { fail "no $png.png"; continue; }
     [ "$(head -c 8 "$f" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ] ||

@@ -141,10 +141,12 @@ for line in config.splitlines():
     if line.startswith("devices_per_node = "):
         per_node = int(line.split("=")[1])
 CAUSES = ("wearout", "sudden", "scripted", "device", "node", "software", "network", "nic",
-          "nccl_watchdog", "sdc", "dependency")
-FIRST_JOB = CAUSES.index("software")
+          "nccl_watchdog", "sdc", "dependency", "hbm")
+# The job-level causes (no hardware lost, nothing to remap): software to dependency. hbm, after
+# them, loses a device's memory, which agefence restores like a lost device's blocks.
+JOB = CAUSES[CAUSES.index("software"):CAUSES.index("dependency") + 1]
 GRAIN = {"software": "job", "network": "node", "nic": "node", "nccl_watchdog": "job",
-         "sdc": "device", "dependency": "job"}
+         "sdc": "device", "dependency": "job", "hbm": "device"}
 ev = f["events"][:]
 # The rows in the order the run writes /interruptions: (step, cause, device, node), each step's
 # groups in the order its events first name them.
@@ -233,7 +235,7 @@ else:
         cost = (useful * gp["checkpoint_seconds"] / tau if tau > 0 else 0.0) \
             + k * (tau / 2.0 + gp["restart_seconds"])
         return cost, tau
-    njob = sum(1 for g in groups if CAUSES.index(g[1]) >= FIRST_JOB)
+    njob = sum(1 for g in groups if g[1] in JOB)
     jcost, jtau = ckpt(njob)
     same("goodput.job_checkpoint_interval_s", get("goodput.job_checkpoint_interval_s"), jtau)
     same("goodput.remap.ettr", get("goodput.remap.ettr"),
@@ -247,9 +249,9 @@ else:
          useful / (useful + cost))
 # The record beside the run (analysis/record.h): its counts scaled to the run's hours, the run's
 # counts and their exact Garwood 95% intervals (scipy's chi-square quantiles, when scipy is here).
-RECORDS = {"llama3-405b": (1296.0, {"sudden": 19, "device": 243, "node": 46, "software": 54,
+RECORDS = {"llama3-405b": (1296.0, {"sudden": 19, "device": 171, "node": 46, "software": 54,
                                     "network": 35, "nic": 7, "nccl_watchdog": 7, "sdc": 6,
-                                    "dependency": 2, "all": 419})}
+                                    "dependency": 2, "hbm": 72, "all": 419})}
 rec = fig.get("record", {})
 if rec.get("name") is not None:
     rhours, counts = RECORDS[rec["name"]]

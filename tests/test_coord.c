@@ -141,6 +141,40 @@ static void test_target_prefers_least_loaded_healthy_unit_of_own_device(void **s
     af_placement_destroy(&p);
 }
 
+/* A memory reset restores every block of its device's live units in place, in slot order,
+ * skips a DEAD unit's blocks (its death restores them), and leaves the placement as it was. */
+static void test_reset_restores_the_device_blocks_in_place(void **state)
+{
+    (void)state;
+    af_placement_t p;
+    make_placement(&p, 3, 4, 24, 0.75);
+    set_loads(&p, base_loads); /* device 1: units 4-7 hold 1, 0, 3, 2 blocks */
+    int8_t st[12] = {0};
+    st[6] = AF_DEAD;
+    st[7] = AF_FADING;
+    int32_t before[24];
+    memcpy(before, p.block_slot, sizeof before);
+    af_move_t moves[24];
+    int64_t n = af_coord_plan_reset(&p, st, 1, moves);
+    assert_int_equal(n, 1 + 2); /* unit 4's block and unit 7's two; not dead unit 6's three */
+    int64_t last = -1;
+    for (int64_t i = 0; i < n; ++i) {
+        assert_int_equal(moves[i].kind, AF_MOVE_RESTORE);
+        assert_int_equal(moves[i].from_slot, moves[i].to_slot);
+        assert_int_equal(p.slot_block[moves[i].to_slot], moves[i].block);
+        int64_t u = moves[i].to_slot / p.capacity;
+        assert_true(u == 4 || u == 7);
+        assert_true(moves[i].to_slot > last);
+        last = moves[i].to_slot;
+    }
+    assert_memory_equal(before, p.block_slot, sizeof before);
+    assert_int_equal(af_placement_check(&p), AF_OK);
+    /* A device with no live block: nothing. */
+    st[8] = st[9] = st[10] = st[11] = AF_DEAD;
+    assert_int_equal(af_coord_plan_reset(&p, st, 2, moves), 0);
+    af_placement_destroy(&p);
+}
+
 static void test_target_skips_dead_and_fading_and_falls_back_to_the_fleet(void **state)
 {
     (void)state;
@@ -714,6 +748,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_target_prefers_least_loaded_healthy_unit_of_own_device),
         cmocka_unit_test(test_target_skips_dead_and_fading_and_falls_back_to_the_fleet),
+        cmocka_unit_test(test_reset_restores_the_device_blocks_in_place),
         cmocka_unit_test(test_target_of_a_full_fleet_is_none),
         cmocka_unit_test(test_target_allow_fading_takes_fading_units_only_as_last_resort),
         cmocka_unit_test(test_target_matches_reference_on_random_fleets),

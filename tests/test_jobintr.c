@@ -82,8 +82,9 @@ static void test_counts_follow_the_rates_and_spread_over_the_grain(void **state)
         double share = (double)count[AF_INTR_sdc] / 16.0;
         assert_true(fabs((double)per_device[k] - share) < 5.0 * sqrt(share));
     }
-    assert_int_equal(
-        count[AF_INTR_network] + count[AF_INTR_nccl_watchdog] + count[AF_INTR_dependency], 0);
+    assert_int_equal(count[AF_INTR_network] + count[AF_INTR_nccl_watchdog] +
+                         count[AF_INTR_dependency] + count[AF_INTR_hbm],
+                     0);
 }
 
 /* The history is the seed's alone: a second model gives the same interruptions, and the
@@ -230,6 +231,71 @@ static void test_a_full_step_defers_the_rest_to_the_next_steps(void **state)
     assert_true(b.next_h[0] == a.next_h[0]);
 }
 
+/* Device memory (HBM) errors, cause hbm: at a fixed seed, aging.hbm_rate_per_hour per
+ * device-hour over a long run gives the Poisson mean within 5 standard deviations, spread
+ * evenly over the devices; the job-level rates draw none, a zero hbm rate none; and a scripted
+ * reset_device strikes its device first at its step. */
+static void test_hbm_errors_follow_their_rate_per_device_and_scripted_resets(void **state)
+{
+    (void)state;
+    const char *sets[] = {"scenario.seed=405",
+                          "scenario.devices=16",
+                          "scenario.devices_per_node=4",
+                          "aging.sim_hours_per_step=1",
+                          "aging.hbm_rate_per_hour=0.001",
+                          "interrupt.sdc_per_device_hour=0.001",
+                          "event.31.step=7",
+                          "event.31.action=reset_device",
+                          "event.31.device=13"};
+    load(sets, 9);
+    assert_int_equal(af_config_validate(&cfg, 1, err, sizeof err), AF_OK);
+    const int64_t D = 16;
+    const int64_t steps = 200000;
+    af_jobintr_t j;
+    af_jobintr_init(&j, &cfg, D);
+    int64_t count[AF_NINTR] = {0};
+    int64_t per_device[16] = {0};
+    for (int64_t s = 1; s <= steps; ++s) {
+        int n = af_jobintr_step(&j, &cfg, s, hits, AF_JOBINTR_MAX_STEP);
+        if (s == 7) {
+            assert_true(n >= 1);
+            assert_int_equal(hits[0].cause, AF_INTR_hbm);
+            assert_int_equal(hits[0].device, 13);
+            assert_int_equal(hits[0].node, 3);
+            count[AF_INTR_hbm]--; /* the scripted one is not drawn */
+            per_device[13]--;
+        }
+        for (int i = 0; i < n; ++i) {
+            count[hits[i].cause]++;
+            if (hits[i].cause == AF_INTR_hbm) {
+                assert_true(hits[i].device >= 0 && hits[i].device < D);
+                assert_int_equal(hits[i].node, hits[i].device / 4);
+                per_device[hits[i].device]++;
+            }
+        }
+    }
+    const double want = 0.001 * 16 * (double)steps;
+    assert_true(fabs((double)count[AF_INTR_hbm] - want) < 5.0 * sqrt(want));
+    assert_true(fabs((double)count[AF_INTR_sdc] - want) < 5.0 * sqrt(want));
+    /* Their own streams: the same rate at the same seed draws another history. */
+    assert_true(count[AF_INTR_hbm] != count[AF_INTR_sdc]);
+    for (int k = 0; k < 16; ++k) {
+        double share = (double)count[AF_INTR_hbm] / 16.0;
+        assert_true(fabs((double)per_device[k] - share) < 5.0 * sqrt(share));
+    }
+    /* Without the hbm rate (and the event), the job-level rates draw no memory error. */
+    const char *none[] = {"scenario.seed=405", "aging.sim_hours_per_step=1",
+                          "interrupt.sdc_per_device_hour=0.01", "interrupt.software_per_hour=0.01"};
+    load(none, 4);
+    af_jobintr_init(&j, &cfg, D);
+    for (int64_t s = 1; s <= 20000; ++s) {
+        int n = af_jobintr_step(&j, &cfg, s, hits, AF_JOBINTR_MAX_STEP);
+        for (int i = 0; i < n; ++i) {
+            assert_int_not_equal(hits[i].cause, AF_INTR_hbm);
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -238,6 +304,7 @@ int main(void)
         cmocka_unit_test(test_the_same_seed_gives_the_same_history_at_any_step_length),
         cmocka_unit_test(test_scripted_interruptions_come_first_at_their_step),
         cmocka_unit_test(test_a_full_step_defers_the_rest_to_the_next_steps),
+        cmocka_unit_test(test_hbm_errors_follow_their_rate_per_device_and_scripted_resets),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1374,6 +1374,9 @@ static void test_record_sits_beside_the_run_scaled_to_its_hours(void **state)
     }
     assert_int_equal(sum, 419);
     assert_int_equal(rec->total, 419);
+    /* HBM3 (72) is the memory domain's, not the whole-device losses'. */
+    assert_int_equal(rec->counts[AF_INTR_hbm], 72);
+    assert_int_equal(rec->counts[AF_INTR_device], 148 + 17 + 6);
     char path[64];
     temp_path(path, sizeof path, "record");
     write_log(path);
