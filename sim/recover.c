@@ -855,7 +855,7 @@ static void count_twin_corruption(af_run_state_t *r, int64_t b, int64_t tu, int 
     }
     const af_corrupt_mix_t mix = r->k->desc.mix;
     const uint64_t seed = (uint64_t)r->cfg.seed;
-    const uint64_t key = af_inject_key(r, 0);
+    const uint64_t key = r->compute_key; /* the pass whose twins are being compared */
     const double ps = r->k->slot_p[s];
     int64_t injected = 0;
     int64_t harmful = 0;

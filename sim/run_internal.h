@@ -180,9 +180,10 @@ typedef struct af_run_state {
     int64_t suspect_cap;         /* quarantine: entries of suspect_new */
     int32_t *quarantined_step;   /* quarantine: the step each unit was declared suspect, -1 */
     int32_t *unit_first_corrupt; /* own units: the first step a result of theirs was corrupted */
-    int64_t n_quarantined;       /* units declared suspect in this step */
-    int64_t straggler_healthy;   /* declared units the aging model still calls HEALTHY */
-    int64_t slow_units;          /* live units with a slowdown above 1 */
+    uint64_t compute_key;  /* the injection key of the last compute pass (its twins' comparison) */
+    int64_t n_quarantined; /* units declared suspect in this step */
+    int64_t straggler_healthy; /* declared units the aging model still calls HEALTHY */
+    int64_t slow_units;        /* live units with a slowdown above 1 */
     /* Pacing. */
     af_pacer_t pacer;
     double prev_sink_us;

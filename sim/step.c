@@ -1347,7 +1347,8 @@ af_result_t af_step(af_run_state_t *r, int *stop)
         debug_scan(r, "commit");
     } else {
         double tc = af_now_us();
-        AF_CHECK(k->ops->compute(k, af_inject_key(r, 0), kernel_xchg(r), 0));
+        r->compute_key = af_inject_key(r, 0);
+        AF_CHECK(k->ops->compute(k, r->compute_key, kernel_xchg(r), 0));
         AF_CHECK(k->ops->download_results(k));
         r->mine.phase[AF_PHASE_throttle_us] = throttle(r, af_now_us() - tc);
         if (twins > 0) {
@@ -1416,8 +1417,8 @@ af_result_t af_step(af_run_state_t *r, int *stop)
             }
             AF_CHECK(k->ops->upload_control(k));
         }
-        AF_CHECK(
-            k->ops->compute(k, af_inject_key(r, round + 1), kernel_xchg(r), AF_COMPUTE_SELECTED));
+        r->compute_key = af_inject_key(r, round + 1);
+        AF_CHECK(k->ops->compute(k, r->compute_key, kernel_xchg(r), AF_COMPUTE_SELECTED));
         AF_CHECK(k->ops->download_results(k));
         if (rtwins > 0) {
             AF_CHECK(af_dmr_end(r, rtwins));
