@@ -348,30 +348,39 @@ void af_logfile_event_type_problem(int64_t ftype, char *why, size_t n)
     }
 }
 
-af_result_t af_logfile_events_count(const af_logfile_t *lf, int64_t *n)
+/* The rows of the compound table at path whose type `problem` accepts (it writes an empty
+ * reason): all of them, or with `committed` those the commit record counts. AF_ERR_IO when the
+ * table is missing, unreadable or of another type or shape. */
+static af_result_t table_rows(const af_logfile_t *lf, const char *path,
+                              void (*problem)(int64_t, char *, size_t), int committed, int64_t *n)
 {
-    if (H5Lexists((hid_t)lf->file, "/events", H5P_DEFAULT) <= 0) {
+    if (H5Lexists((hid_t)lf->file, path, H5P_DEFAULT) <= 0) {
         return AF_ERR_IO;
     }
-    hid_t d = H5Dopen2((hid_t)lf->file, "/events", H5P_DEFAULT);
+    hid_t d = H5Dopen2((hid_t)lf->file, path, H5P_DEFAULT);
     if (d < 0) {
         return AF_ERR_IO;
     }
     hid_t t = H5Dget_type(d);
     hid_t s = H5Dget_space(d);
     char why[128];
-    af_logfile_event_type_problem(t, why, sizeof why);
+    problem(t, why, sizeof why);
     af_result_t rc = AF_ERR_IO;
     if (why[0] == '\0' && H5Sget_simple_extent_ndims(s) == 1) {
         hsize_t dims[1] = {0};
         H5Sget_simple_extent_dims(s, dims, NULL);
-        *n = (int64_t)counted_rows(lf, "/events", dims[0]);
+        *n = (int64_t)(committed ? counted_rows(lf, path, dims[0]) : dims[0]);
         rc = AF_OK;
     }
     H5Sclose(s);
     H5Tclose(t);
     H5Dclose(d);
     return rc;
+}
+
+af_result_t af_logfile_events_count(const af_logfile_t *lf, int64_t *n)
+{
+    return table_rows(lf, "/events", af_logfile_event_type_problem, 1, n);
 }
 
 af_result_t af_logfile_read_events(const af_logfile_t *lf, af_event_row_t *out, size_t n)
@@ -439,28 +448,7 @@ void af_logfile_intr_type_problem(int64_t ftype, char *why, size_t n)
 
 af_result_t af_logfile_intr_count(const af_logfile_t *lf, int64_t *n)
 {
-    if (H5Lexists((hid_t)lf->file, "/interruptions", H5P_DEFAULT) <= 0) {
-        return AF_ERR_IO;
-    }
-    hid_t d = H5Dopen2((hid_t)lf->file, "/interruptions", H5P_DEFAULT);
-    if (d < 0) {
-        return AF_ERR_IO;
-    }
-    hid_t t = H5Dget_type(d);
-    hid_t s = H5Dget_space(d);
-    char why[128];
-    af_logfile_intr_type_problem(t, why, sizeof why);
-    af_result_t rc = AF_ERR_IO;
-    if (why[0] == '\0' && H5Sget_simple_extent_ndims(s) == 1) {
-        hsize_t dims[1] = {0};
-        H5Sget_simple_extent_dims(s, dims, NULL);
-        *n = (int64_t)dims[0];
-        rc = AF_OK;
-    }
-    H5Sclose(s);
-    H5Tclose(t);
-    H5Dclose(d);
-    return rc;
+    return table_rows(lf, "/interruptions", af_logfile_intr_type_problem, 0, n);
 }
 
 af_result_t af_logfile_read_intr(const af_logfile_t *lf, af_intr_row_t *out, size_t n)
