@@ -18,7 +18,7 @@ int64_t af_intr_derive(const af_event_row_t *ev, int64_t nev, int64_t devices_pe
             first = n;
         }
         if (strcmp(x->kind, "interrupt") == 0) {
-            if (x->detail < AF_INTR_FIRST_JOB || x->detail >= AF_NINTR) {
+            if (x->detail < AF_INTR_FIRST_JOB || x->detail > AF_INTR_hbm) {
                 continue;
             }
             int grain = af_intr_grain[x->detail];
@@ -38,11 +38,12 @@ int64_t af_intr_derive(const af_event_row_t *ev, int64_t nev, int64_t devices_pe
         if (!death && !sudden) {
             continue;
         }
-        int cause = x->detail == 4   ? AF_INTR_device
-                    : x->detail == 5 ? AF_INTR_node
-                    : x->detail == 3 ? AF_INTR_scripted
-                    : sudden         ? AF_INTR_sudden
-                                     : AF_INTR_wearout;
+        int cause = x->detail == 4                     ? AF_INTR_device
+                    : x->detail == 5                   ? AF_INTR_node
+                    : x->detail == 8 || x->detail == 9 ? AF_INTR_link
+                    : x->detail == 3                   ? AF_INTR_scripted
+                    : sudden                           ? AF_INTR_sudden
+                                                       : AF_INTR_wearout;
         af_intr_row_t r = {x->step, NAN, cause, x->from_device, -1};
         if (cause == AF_INTR_node) {
             r.device = -1;

@@ -1074,9 +1074,9 @@ static void check_events(chk_t *c, int cols_ok)
                    (long long)e->to_slot);
         }
         /* A job-level interruption names its cause, and strikes the job (-1) or a device. */
-        if (kind == kind_interrupt && (e->detail < AF_INTR_FIRST_JOB || e->detail >= AF_NINTR)) {
+        if (kind == kind_interrupt && (e->detail < AF_INTR_FIRST_JOB || e->detail > AF_INTR_hbm)) {
             rv_hit(&r_cause, i, "an interrupt of cause %lld: expected %d..%d (common/log_schema.h)",
-                   (long long)e->detail, AF_INTR_FIRST_JOB, AF_NINTR - 1);
+                   (long long)e->detail, AF_INTR_FIRST_JOB, AF_INTR_hbm);
         }
         int is_move = kind == 3 || kind == 4 || kind == 5;
         if (is_move && (e->block < 0 || e->to_device < 0 || e->to_unit < 0 || e->to_slot < 0)) {
@@ -1352,10 +1352,10 @@ static void check_units(chk_t *c, int cols_ok)
                 rv_hit(&r_steps, u, "first_corrupt_step %lld: expected -1 or a logged step",
                        (long long)first[u]);
             }
-            if (cause[u] < 0 || cause[u] > 5) {
+            if (cause[u] < 0 || cause[u] > 9 || cause[u] == 6 || cause[u] == 7) {
                 rv_hit(&r_cause, u,
                        "cause %lld, expected 0 alive, 1 wear-out, 2 sudden, "
-                       "3 scripted, 4 device, 5 node",
+                       "3 scripted, 4 device, 5 node, 8 link, 9 link_down",
                        (long long)cause[u]);
             } else if ((cause[u] == 0) != (death[u] == -1)) {
                 rv_hit(&r_cause, u, "cause %lld with death_step %lld (alive iff never dead)",

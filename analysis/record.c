@@ -9,8 +9,9 @@
  * device = faulty GPU 148 + GPU system processor 17 + GPU thermal interface and sensor 6; hbm
  * (a device's memory lost, the device kept) = GPU HBM3 memory 72; node = host maintenance 32 + SSD
  * 3 + power supply 3 + server chassis 2 + IO expansion board 2 + CPU 2 + system memory 2; sudden (a
- * unit) = GPU SRAM 19; and the job-level causes under their own names. Wear-out and scripted kills
- * are not in the record. */
+ * unit) = GPU SRAM 19; link (a GPU's fabric link lost, the GPU kept: one NIC per GPU on the
+ * record's hosts) = NIC 7; and the other job-level causes under their own names. Wear-out,
+ * scripted kills and job-level NIC interruptions are not in the record. */
 static const af_record_t RECORDS[] = {
     {"llama3-405b",
      "Llama 3 405B pre-training: 419 unexpected interruptions in 54 days on 16,384 H100 GPUs",
@@ -23,11 +24,12 @@ static const af_record_t RECORDS[] = {
       [AF_INTR_node] = 46,
       [AF_INTR_software] = 54,
       [AF_INTR_network] = 35,
-      [AF_INTR_nic] = 7,
+      [AF_INTR_nic] = -1,
       [AF_INTR_nccl_watchdog] = 7,
       [AF_INTR_sdc] = 6,
       [AF_INTR_dependency] = 2,
-      [AF_INTR_hbm] = 72},
+      [AF_INTR_hbm] = 72,
+      [AF_INTR_link] = 7},
      419},
 };
 

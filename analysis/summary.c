@@ -376,6 +376,8 @@ af_result_t af_summary_compute(af_summary_t *s, const af_run_t *run)
             int64_t c = run->unit_cause[u];
             if (c >= 0 && c < 6) {
                 s->dead_by_cause[c]++;
+            } else if (c == 8 || c == 9) {
+                s->dead_by_cause[6]++;
             }
             s->units_dead += c != 0;
         }
@@ -652,9 +654,9 @@ af_result_t af_summary_figures(const af_summary_t *s, af_figs_t *f)
     count_or_null(f, 0, r->have_events, r->nevents, "recovery.events_logged");
     count_or_null(f, 0, r->event_log_errors.ok, r->event_log_errors.v, "recovery.event_log_errors");
     count_or_null(f, 0, s->units_dead >= 0, s->units_dead, "recovery.units_dead");
-    const char *causes[] = {"units_alive",   "dead_wearout", "dead_sudden",
-                            "dead_scripted", "dead_device",  "dead_node"};
-    for (int c = 0; c < 6; ++c) {
+    const char *causes[] = {"units_alive", "dead_wearout", "dead_sudden", "dead_scripted",
+                            "dead_device", "dead_node",    "dead_link"};
+    for (int c = 0; c < 7; ++c) {
         snprintf(key, sizeof key, "recovery.%s", causes[c]);
         count_or_null(f, 0, s->units_dead >= 0, s->dead_by_cause[c], key);
     }

@@ -95,8 +95,9 @@ typedef struct af_summary {
      * the executed ones, steps executed x blocks. */
     double lost_work_frac;
     int64_t units_dead;              /* by /units/cause (-1 unknown) */
-    int64_t dead_by_cause[6];        /* 0 alive, 1 wear-out, 2 sudden, 3 scripted, 4 device,
-                                        5 node */
+    int64_t dead_by_cause[7];        /* 0 alive, 1 wear-out, 2 sudden, 3 scripted, 4 device,
+                                        5 node, 6 link (/units codes 8 and 9: out of the job
+                                        with their device's link, the device alive) */
     int64_t events[AF_NEVENT_KINDS]; /* /events by kind (all -1 when /events is absent) */
     /* Interruptions of a synchronous job (-1 unknown, when /events is absent): the deaths of a
      * step grouped by what failed, one per lost node, one per lost device, one per device whose

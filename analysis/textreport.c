@@ -256,10 +256,11 @@ static void recovery_section(const af_summary_t *s, FILE *out)
     if (s->units_dead >= 0) {
         fprintf(out,
                 "  units        %lld of %lld dead: %lld wear-out, %lld sudden, %lld scripted, %lld "
-                "with their device, %lld with their node\n",
+                "with their device, %lld with their node, %lld out with their device's link\n",
                 (long long)s->units_dead, (long long)s->run->nunits, (long long)s->dead_by_cause[1],
                 (long long)s->dead_by_cause[2], (long long)s->dead_by_cause[3],
-                (long long)s->dead_by_cause[4], (long long)s->dead_by_cause[5]);
+                (long long)s->dead_by_cause[4], (long long)s->dead_by_cause[5],
+                (long long)s->dead_by_cause[6]);
     } else {
         fprintf(out, "  units        unknown (no /units)\n");
     }

@@ -141,7 +141,9 @@ enum {
     X(nccl_watchdog, job, "record: NCCL watchdog timeouts")                                        \
     X(sdc, device, "record: silent data corruption")                                               \
     X(dependency, job, "record: dependency")                                                       \
-    X(hbm, device, "a device's memory lost its state (record: HBM3); its units live on")
+    X(hbm, device, "a device's memory lost its state (record: HBM3); its units live on")           \
+    X(link, device,                                                                                \
+      "a device's fabric link was lost (record: NIC); the device lives on, out of the job")
 
 enum {
 #define AF_X(name, grain, doc) AF_INTR_##name,

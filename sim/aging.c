@@ -16,6 +16,7 @@ enum {
     RNG_HOT_UNIT = 4,
     RNG_DEVICE_LOSS = 6,
     RNG_NODE_LOSS = 7,
+    RNG_LINK_LOSS = 8,
     RNG_SILENT = 0x511e
 };
 
@@ -275,8 +276,16 @@ af_result_t af_aging_init_range(af_aging_t *a, const af_config_t *cfg, int64_t d
                                   cfg->device_shape);
         double sn = weibull_hours(seed, RNG_NODE_LOSS, (uint64_t)node, cfg->node_rate_per_hour,
                                   cfg->node_shape);
+        /* The link's loss comes after the others in a tie: a device or node lost loses its
+         * link with it. */
+        double sl = weibull_hours(seed, RNG_LINK_LOSS, (uint64_t)d, cfg->link_rate_per_hour,
+                                  cfg->link_shape);
         a->sudden_h[k] = su;
         a->sudden_cause[k] = AF_CAUSE_SUDDEN;
+        if (sl < a->sudden_h[k]) {
+            a->sudden_h[k] = sl;
+            a->sudden_cause[k] = AF_CAUSE_LINK;
+        }
         if (sd <= a->sudden_h[k]) {
             a->sudden_h[k] = sd;
             a->sudden_cause[k] = AF_CAUSE_DEVICE;
@@ -452,6 +461,8 @@ int64_t af_aging_step(af_aging_t *a, const af_config_t *cfg, int64_t step, const
             if (e->action == AF_EVENT_KILL || e->action == AF_EVENT_KILL_DEVICE ||
                 e->action == AF_EVENT_KILL_NODE) {
                 change(a, u, AF_DEAD, AF_CAUSE_SCRIPTED, step, changes, &n);
+            } else if (e->action == AF_EVENT_LINK_DOWN) {
+                change(a, u, AF_DEAD, AF_CAUSE_LINK_DOWN, step, changes, &n);
             } else if (e->action == AF_EVENT_FADE && a->state[k] == AF_HEALTHY) {
                 /* A scripted fade starts the precursor window now, on a segment that starts
                  * there; death follows naturally. */

@@ -49,8 +49,11 @@ enum {
     AF_CAUSE_DEVICE = 4,    /* its whole device was lost (aging.device_rate_per_hour) */
     AF_CAUSE_NODE = 5,      /* its whole node was lost (aging.node_rate_per_hour) */
     AF_CAUSE_STRAGGLER = 6, /* declared a straggler: drained like a FADING unit (never in /units) */
-    AF_CAUSE_SUSPECT = 7    /* quarantined: fenced recovery.quarantine_after times while HEALTHY,
+    AF_CAUSE_SUSPECT = 7,   /* quarantined: fenced recovery.quarantine_after times while HEALTHY,
                                drained like a FADING unit (/units/quarantined_step) */
+    AF_CAUSE_LINK = 8,      /* its device's fabric link was lost (aging.link_rate_per_hour): the
+                               device lives on, out of the job */
+    AF_CAUSE_LINK_DOWN = 9  /* the same by a scripted link_down event */
 };
 
 /* A change of one unit's state in one step. */
@@ -65,11 +68,12 @@ typedef struct af_aging {
     int64_t per_device; /* U */
     int64_t u_lo;       /* the units held here: [u_lo, u_hi) */
     int64_t u_hi;
-    double *lifetime_h; /* Weibull draw at T_ref */
-    double *sudden_h;   /* the first of the unit's, its device's and its node's times (exponential;
-                           the device's and node's Weibull of aging.device_shape, node_shape)
-                           draws (+inf when every rate is 0) */
-    int8_t *sudden_cause; /* which of them: AF_CAUSE_SUDDEN, _DEVICE or _NODE */
+    double *lifetime_h;   /* Weibull draw at T_ref */
+    double *sudden_h;     /* the first of the unit's, its device's, its node's and its device's link
+                             times (exponential; the others Weibull of aging.device_shape,
+                             node_shape, link_shape)
+                             draws (+inf when every rate is 0) */
+    int8_t *sudden_cause; /* which of them: AF_CAUSE_SUDDEN, _DEVICE, _NODE or _LINK */
     double *temp_off_k;   /* device + unit hotspot offsets */
     double *base_age_h;   /* age at base_step, where the current linear segment starts */
     int64_t *base_step;   /* see the arithmetic above */

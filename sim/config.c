@@ -105,6 +105,12 @@ static const key_def_t KEYS[] = {
     {"aging", "node_shape", T_REAL, OFF(node_shape), 0, 0.1, 20, NULL, "1", "",
      "Weibull shape of the whole-node loss times, of scale 1/node_rate_per_hour (1: "
      "exponential)"},
+    {"aging", "link_rate_per_hour", T_REAL, OFF(link_rate_per_hour), 0, 0.0, 1.0, NULL, "0",
+     "1/hour",
+     "rate of fabric link losses per device-hour: the device lives on but leaves the job (its "
+     "units out, its blocks restored elsewhere from their replicas; cause link)"},
+    {"aging", "link_shape", T_REAL, OFF(link_shape), 0, 0.1, 20, NULL, "1", "",
+     "Weibull shape of the link loss times, of scale 1/link_rate_per_hour (1: exponential)"},
     {"aging", "hbm_rate_per_hour", T_REAL, OFF(hbm_rate_per_hour), 0, 0.0, 1.0, NULL, "0", "1/hour",
      "rate of device memory (HBM) errors per device-hour (Poisson): the device's units live on, "
      "every block it holds is restored from its replica"},
@@ -235,7 +241,8 @@ _Static_assert(sizeof KEYS / sizeof KEYS[0] <=
 
 static const char *EVENT_KEYS[] = {"step", "action", "device", "units", "factor", "node", "cause"};
 /* In the order of AF_EVENT_*. */
-#define EVENT_ACTIONS "kill|fade|slow|lose_replicas|kill_device|kill_node|interrupt|reset_device"
+#define EVENT_ACTIONS                                                                              \
+    "kill|fade|slow|lose_replicas|kill_device|kill_node|interrupt|reset_device|link_down"
 /* The job-level causes an interrupt event may name, in the order of AF_INTR_* from
  * AF_INTR_FIRST_JOB (common/log_schema.h). */
 #define EVENT_CAUSES      "software|network|nic|nccl_watchdog|sdc|dependency"
@@ -684,7 +691,8 @@ static af_result_t event_complete(const af_config_t *cfg, const char *origin, ch
          * may name where it struck at its cause's grain: a device (sdc), a node (network, nic). */
         int grain = e->action == AF_EVENT_INTERRUPT && (e->set_mask & 64) ? af_intr_grain[e->cause]
                                                                           : AF_GRAIN_JOB;
-        int by_device = e->action == AF_EVENT_KILL_DEVICE || e->action == AF_EVENT_RESET_DEVICE;
+        int by_device = e->action == AF_EVENT_KILL_DEVICE || e->action == AF_EVENT_RESET_DEVICE ||
+                        e->action == AF_EVENT_LINK_DOWN;
         int need = e->action == AF_EVENT_KILL_NODE   ? 32
                    : by_device                       ? 4
                    : e->action == AF_EVENT_INTERRUPT ? 64
@@ -694,9 +702,9 @@ static af_result_t event_complete(const af_config_t *cfg, const char *origin, ch
                      : e->action == AF_EVENT_INTERRUPT ? 8 | (grain == AF_GRAIN_DEVICE ? 0 : 4) |
                                                              (grain == AF_GRAIN_NODE ? 0 : 32)
                                                        : 32 | 64;
-        static const char *const needs[] = {"kill",          "fade",        "slow",
-                                            "lose_replicas", "kill_device", "kill_node",
-                                            "interrupt",     "reset_device"};
+        static const char *const needs[] = {"kill",          "fade",         "slow",
+                                            "lose_replicas", "kill_device",  "kill_node",
+                                            "interrupt",     "reset_device", "link_down"};
         for (int k = 2; k < 7; ++k) {
             if ((need & (1 << k)) && !(e->set_mask & (1 << k))) {
                 snprintf(err, errlen, "%s: [event.%d] lacks '%s' (a %s event needs %s)", origin,
@@ -911,7 +919,8 @@ int64_t af_config_scripted_units(const af_config_t *cfg)
     for (int i = 0; i < cfg->n_events; ++i) {
         const af_event_cfg_t *e = &cfg->events[i];
         if (e->action == AF_EVENT_KILL || e->action == AF_EVENT_FADE ||
-            e->action == AF_EVENT_KILL_DEVICE || e->action == AF_EVENT_KILL_NODE) {
+            e->action == AF_EVENT_KILL_DEVICE || e->action == AF_EVENT_KILL_NODE ||
+            e->action == AF_EVENT_LINK_DOWN) {
             n += af_event_devices(e) * (e->unit_hi - e->unit_lo + 1);
         }
     }
@@ -1091,7 +1100,8 @@ af_result_t af_config_validate(af_config_t *cfg, int nranks, char *err, size_t e
         } else {
             e->dev_hi = e->device;
         }
-        if (e->action == AF_EVENT_KILL_NODE || e->action == AF_EVENT_KILL_DEVICE) {
+        if (e->action == AF_EVENT_KILL_NODE || e->action == AF_EVENT_KILL_DEVICE ||
+            e->action == AF_EVENT_LINK_DOWN) {
             e->unit_lo = 0;
             e->unit_hi = cfg->units_per_device - 1;
         }
@@ -1204,9 +1214,9 @@ size_t af_config_format(const af_config_t *cfg, char *out, size_t size)
     memcpy(ev, cfg->events, sizeof(af_event_cfg_t) * (size_t)cfg->n_events);
     qsort(ev, (size_t)cfg->n_events, sizeof ev[0], cmp_events);
     for (int i = 0; i < cfg->n_events; ++i) {
-        static const char *const actions[] = {"kill",          "fade",        "slow",
-                                              "lose_replicas", "kill_device", "kill_node",
-                                              "interrupt",     "reset_device"};
+        static const char *const actions[] = {"kill",          "fade",         "slow",
+                                              "lose_replicas", "kill_device",  "kill_node",
+                                              "interrupt",     "reset_device", "link_down"};
         EMIT("\n[event.%d]\nstep = %lld\naction = %s\n", ev[i].index, (long long)ev[i].step,
              actions[ev[i].action]);
         if (ev[i].action == AF_EVENT_INTERRUPT) {
@@ -1221,7 +1231,8 @@ size_t af_config_format(const af_config_t *cfg, char *out, size_t size)
             }
         } else if (ev[i].action == AF_EVENT_KILL_NODE) {
             EMIT("node = %lld\n", (long long)ev[i].node);
-        } else if (ev[i].action == AF_EVENT_KILL_DEVICE || ev[i].action == AF_EVENT_RESET_DEVICE) {
+        } else if (ev[i].action == AF_EVENT_KILL_DEVICE || ev[i].action == AF_EVENT_RESET_DEVICE ||
+                   ev[i].action == AF_EVENT_LINK_DOWN) {
             EMIT("device = %lld\n", (long long)ev[i].device);
         } else {
             EMIT("device = %lld\nunits = %lld-%lld\n", (long long)ev[i].device,
@@ -1264,12 +1275,13 @@ void af_config_print_keys(void)
     printf("  action                 -            kill (death, memory lost), fade (precursor), "
            "slow (throttled), lose_replicas (the replicas of the blocks the units hold), "
            "kill_device (every unit of the device), kill_node (every device of the node), "
-           "interrupt (the job, for a cause) or reset_device (the device's memory loses its "
-           "state: cause hbm)\n");
+           "interrupt (the job, for a cause), reset_device (the device's memory loses its "
+           "state: cause hbm) or link_down (the device's fabric link fails: it leaves the job, "
+           "cause link)\n");
     printf("  device                 -            device index in the fleet (0..devices-1); not "
            "with kill_node\n");
     printf("  units                  -            a unit or an inclusive range A-B; not with "
-           "kill_device, kill_node or reset_device\n");
+           "kill_device, kill_node, reset_device or link_down\n");
     printf("  node                   -            kill_node only: node index (0..devices / "
            "devices_per_node - 1)\n");
     printf("  factor                 x            slow only: the units run factor times as long "

@@ -58,10 +58,12 @@ enum {
     AF_EVENT_FADE = 1,
     AF_EVENT_SLOW = 2,
     AF_EVENT_LOSE_REPLICAS = 3,
-    AF_EVENT_KILL_DEVICE = 4, /* every unit of `device` */
-    AF_EVENT_KILL_NODE = 5,   /* every unit of every device of `node` */
-    AF_EVENT_INTERRUPT = 6,   /* a job-level interruption of `cause`: kills no unit */
-    AF_EVENT_RESET_DEVICE = 7 /* `device`'s memory loses its state (cause hbm): kills no unit */
+    AF_EVENT_KILL_DEVICE = 4,  /* every unit of `device` */
+    AF_EVENT_KILL_NODE = 5,    /* every unit of every device of `node` */
+    AF_EVENT_INTERRUPT = 6,    /* a job-level interruption of `cause`: kills no unit */
+    AF_EVENT_RESET_DEVICE = 7, /* `device`'s memory loses its state (cause hbm): kills no unit */
+    AF_EVENT_LINK_DOWN = 8     /* `device`'s fabric link fails (cause link): its units leave the
+                                  job, the device lives on */
 };
 enum { AF_REPLAY_LOCAL = 0, AF_REPLAY_GLOBAL = 1 };
 enum { AF_PACING_OFF = 0, AF_PACING_EWMA = 1 };
@@ -133,6 +135,9 @@ typedef struct af_config {
     double node_rate_per_hour;
     double device_shape; /* Weibull shapes of the device and node loss times (1: exponential) */
     double node_shape;
+    double link_rate_per_hour; /* fabric link losses per device-hour (a loss time per device, of
+                                  Weibull shape link_shape): the device leaves the job */
+    double link_shape;
     double hbm_rate_per_hour; /* device memory (HBM) errors per device-hour: Poisson, each one
                                  resets one device's memory (sim/jobintr.h) */
     /* [interrupt]: job-level interruptions without hardware loss, by cause (index c -

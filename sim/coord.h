@@ -80,4 +80,31 @@ static inline int af_replica_rank(int home_rank, int nranks)
     return (home_rank + (nranks + 1) / 2) % nranks;
 }
 
+/* The device whose memory the model puts the replica of a block on device d in (README "Replicas"):
+ * the same device of the node half the fleet's nodes away (devices / per_node nodes; with one
+ * node, the device half the fleet away), or the first after it in device order that is not gone
+ * (gone[c] != 0; NULL: none is) and, with two nodes or more, not on d's node; failing that
+ * another device of d's node that is not gone; d itself when every other device is gone. So a
+ * node failure never takes a block and its replica together while another node lives. O(1)
+ * unless devices after the buddy are gone; no allocation. */
+static inline int64_t af_replica_device(int64_t d, int64_t devices, int64_t per_node,
+                                        const uint8_t *gone)
+{
+    per_node = per_node > 1 ? per_node : 1;
+    const int64_t nodes = devices / per_node;
+    const int64_t off = nodes >= 2 ? per_node * ((nodes + 1) / 2) : (devices + 1) / 2;
+    int64_t fallback = -1;
+    for (int64_t k = 0; k < devices; ++k) {
+        int64_t c = (d + off + k) % devices;
+        if (c == d || (gone != NULL && gone[c])) {
+            continue;
+        }
+        if (nodes < 2 || c / per_node != d / per_node) {
+            return c;
+        }
+        fallback = fallback < 0 ? c : fallback;
+    }
+    return fallback >= 0 ? fallback : d;
+}
+
 #endif

@@ -33,8 +33,9 @@ typedef struct af_jobintr_hit {
     int64_t node;   /* the node it struck (node grain, or the node of that device), else -1 */
 } af_jobintr_hit_t;
 
-/* The causes drawn here: the job-level ones and hbm (AF_INTR_FIRST_JOB + i, i below this). */
-#define AF_JOBINTR_NDRAWN (AF_NINTR - AF_INTR_FIRST_JOB)
+/* The causes drawn here: the job-level ones and hbm (AF_INTR_FIRST_JOB + i, i below this); link,
+ * after hbm, is a loss time of the aging model (sim/aging.h). */
+#define AF_JOBINTR_NDRAWN (AF_INTR_hbm + 1 - AF_INTR_FIRST_JOB)
 
 typedef struct af_jobintr {
     double next_h[AF_JOBINTR_NDRAWN]; /* the time of each cause's next interruption (+inf: none) */

@@ -59,13 +59,14 @@ void af_memory_estimate(const af_config_t *cfg, int nranks, int rank, const af_k
     m->fleet = 4.0 * units * C + 4.0 * units + 5.0 * units + 1.0 * units + 2.0 * chg * units +
                8.0 * (double)D + 8.0 * fmax(ldev, 1.0) +
                (cfg->straggler_detect ? 4.0 * units : 0.0) /* the declared stragglers' units */
-               + 9.0 * (double)D + 8.0 * (double)(D / cfg->devices_per_node) /* interruptions */
+               + 10.0 * (double)D + 8.0 * (double)(D / cfg->devices_per_node) /* interruptions */
+               + 6.0 * (double)D /* the replicas' devices: gone and lost marks, the lost list */
                + (double)af_placement_dir_bytes(D); /* the free-capacity directory */
 
     /* Every block: block_slot and block_rank, the two exchange vectors, the move list, the replica
      * map (rep_rank, rep_off, rep_step), items and twins. */
     /* items holds the twin candidates before their deduplication: two int64 per block. */
-    m->blocks = 8.0 * B + 2.0 * 8.0 * xlen + mv * B + 20.0 * B + 20.0 * B;
+    m->blocks = 8.0 * B + 2.0 * 8.0 * xlen + mv * B + 20.0 * B + 20.0 * B + 4.0 * B /* rep_dev */;
     /* The halo (sim/halo.c): two (index, bits) pairs each way for every block the rank can
      * hold, its fenced ones and published slots, every rank's fenced ones (B), counts and offsets
      * per rank, and the figures' words. */

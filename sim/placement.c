@@ -89,6 +89,7 @@ af_result_t af_placement_init(af_placement_t *p, int64_t devices, int64_t units,
     p->changed = af_alloc(sizeof(int32_t) * (size_t)(devices * units));
     p->changed_mark = af_alloc((size_t)(devices * units));
     p->n_changed = 0;
+    p->moves_made = 0;
     if (!p->block_slot || !p->block_rank || !p->slot_block || !p->unit_load || !p->changed ||
         !p->changed_mark) {
         af_placement_destroy(p);
@@ -280,6 +281,7 @@ int64_t af_placement_dir_best(af_placement_t *p, int s, int64_t exclude)
 void af_placement_move(af_placement_t *p, int32_t block, int32_t dst_slot)
 {
     int32_t src = p->block_slot[block];
+    p->moves_made++;
     if (src >= 0) {
         p->slot_block[src] = -1;
         p->unit_load[af_slot_unit(p, src)]--;

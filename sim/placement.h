@@ -50,7 +50,8 @@ typedef struct af_placement {
     int64_t dir_leaves;      /* a power of two >= D */
     int32_t *dir_dirty;      /* D entries at most: devices marked since the last refresh */
     int64_t n_dirty;
-    uint8_t *dir_mark; /* D entries: 1 while the device is on dir_dirty */
+    uint8_t *dir_mark;  /* D entries: 1 while the device is on dir_dirty */
+    int64_t moves_made; /* af_placement_move calls so far (who follows the blocks compares) */
 } af_placement_t;
 
 /* C = next_pow2(ceil(B / (D*U*(1 - max_blackout)))): the power-of-two bucket that holds every

@@ -347,6 +347,14 @@ void af_slot_control(af_run_state_t *r, int64_t g)
 
 /* ---- replicas ------------------------------------------------------------------------------ */
 
+/* The device the model keeps block b's replica on when it is taken now: the buddy of the
+ * block's device (af_replica_device). */
+static int32_t replica_device_of(const af_run_state_t *r, int64_t b)
+{
+    int64_t d = af_slot_device(&r->pl, r->pl.block_slot[b]);
+    return (int32_t)af_replica_device(d, r->D, r->cfg.devices_per_node, r->dev_gone);
+}
+
 af_result_t af_replicas_init(af_run_state_t *r)
 {
     /* Block b's replica lives on the rank half the launch away from the rank b started on. */
@@ -362,6 +370,22 @@ af_result_t af_replicas_init(af_run_state_t *r)
     }
     r->n_reps = count[r->world.rank];
     af_free(count);
+    r->rep_dev = af_alloc(sizeof(int32_t) * (size_t)r->B);
+    r->dev_gone = af_alloc((size_t)r->D);
+    r->dev_lost_now = af_alloc((size_t)r->D);
+    r->dev_lost_list = af_alloc(sizeof(int32_t) * (size_t)r->D);
+    if (r->rep_dev == NULL || r->dev_gone == NULL || r->dev_lost_now == NULL ||
+        r->dev_lost_list == NULL) {
+        af_error_set("cannot allocate the replicas' devices (%lld blocks, %lld devices)",
+                     (long long)r->B, (long long)r->D);
+        return AF_ERR_NOMEM;
+    }
+    memset(r->dev_gone, 0, (size_t)r->D);
+    memset(r->dev_lost_now, 0, (size_t)r->D);
+    for (int64_t b = 0; b < r->B; ++b) {
+        r->rep_dev[b] = replica_device_of(r, b);
+    }
+    r->rep_moves_seen = r->pl.moves_made;
     size_t nrep = (size_t)(r->n_reps > 0 ? r->n_reps : 1);
     r->rep_store = af_alloc(sizeof(double) * nrep * (size_t)r->T);
     r->rep_step = af_alloc(sizeof(int64_t) * (size_t)r->B);
@@ -421,7 +445,9 @@ af_result_t af_replicas_refresh(af_run_state_t *r)
     r->replica_step = r->state_step;
     for (int64_t b = 0; b < r->B; ++b) {
         r->rep_step[b] = r->state_step;
+        r->rep_dev[b] = replica_device_of(r, b);
     }
+    r->rep_moves_seen = r->pl.moves_made;
     r->n_lost = 0;
     return AF_OK;
 }
@@ -513,10 +539,76 @@ af_result_t af_replicas_retake(af_run_state_t *r, int64_t *n_retaken)
     AF_CHECK(transfer(r, n, &ops, NULL));
     for (int64_t i = 0; i < n; ++i) {
         r->rep_step[r->items[i]] = r->state_step;
+        r->rep_dev[r->items[i]] = replica_device_of(r, r->items[i]);
     }
     r->n_lost = 0;
     *n_retaken = n;
     return AF_OK;
+}
+
+void af_replicas_follow(af_run_state_t *r, int64_t *n_moved)
+{
+    *n_moved = 0;
+    if (r->pl.moves_made == r->rep_moves_seen) {
+        return;
+    }
+    r->rep_moves_seen = r->pl.moves_made;
+    const int64_t per = r->cfg.devices_per_node > 1 ? r->cfg.devices_per_node : 1;
+    const int by_node = r->D / per >= 2;
+    int64_t n = 0;
+    for (int64_t b = 0; b < r->B; ++b) {
+        int64_t d = af_slot_device(&r->pl, r->pl.block_slot[b]);
+        int64_t q = r->rep_dev[b];
+        if (r->rep_step[b] < 0 || (by_node ? d / per != q / per : d != q)) {
+            continue;
+        }
+        int32_t to = replica_device_of(r, b);
+        if (to != q) {
+            r->rep_dev[b] = to;
+            r->items[n++] = b;
+        }
+    }
+    *n_moved = n;
+}
+
+void af_replicas_lose_devices(af_run_state_t *r, const af_health_change_t *ch, int64_t n_changes,
+                              const int64_t *resets, int64_t n_resets,
+                              void (*lost)(af_run_state_t *r, int64_t b, int64_t step))
+{
+    int64_t n = 0;
+    for (int64_t i = 0; i < n_changes; ++i) {
+        int64_t d = ch[i].unit / r->U;
+        if (ch[i].state != AF_DEAD || r->dev_gone[d]) {
+            continue;
+        }
+        int64_t live = 0;
+        for (int64_t u = d * r->U; u < (d + 1) * r->U && live == 0; ++u) {
+            live += r->unit_state[u] != AF_DEAD;
+        }
+        if (live == 0) {
+            r->dev_gone[d] = 1;
+            r->dev_lost_now[d] = 1;
+            r->dev_lost_list[n++] = (int32_t)d;
+        }
+    }
+    for (int64_t i = 0; i < n_resets; ++i) {
+        int64_t d = resets[i];
+        if (!r->dev_lost_now[d]) {
+            r->dev_lost_now[d] = 1;
+            r->dev_lost_list[n++] = (int32_t)d;
+        }
+    }
+    for (int64_t b = 0; n > 0 && b < r->B; ++b) {
+        if (r->rep_step[b] >= 0 && r->dev_lost_now[r->rep_dev[b]]) {
+            lost(r, b, r->rep_step[b]);
+            r->rep_step[b] = -1;
+            r->n_lost++;
+            r->n_replicas_lost++;
+        }
+    }
+    for (int64_t i = 0; i < n; ++i) {
+        r->dev_lost_now[r->dev_lost_list[i]] = 0;
+    }
 }
 
 static void rollback_ranks(af_run_state_t *r, void *ctx, int64_t b, int *src, int *dst)

@@ -715,7 +715,7 @@ static af_result_t write_units(run_t *r)
             if (rc == AF_OK) {
                 rc = af_log_attr_str(r->log, "/units", "cause_codes",
                                      "0 alive, 1 wear-out, 2 sudden, 3 scripted, 4 device, "
-                                     "5 node");
+                                     "5 node, 8 link, 9 link_down (scripted)");
             }
         }
     }

@@ -135,7 +135,7 @@ typedef struct af_run_state {
     /* The step's interruptions for /interruptions (rank 0): a device or node is one
      * interruption a step per cause; these say which were counted in which executed step. */
     int64_t *intr_dev_tick;  /* per device: the last step a hardware cause was counted */
-    uint8_t *intr_dev_mask;  /* per device: the causes counted then (bit AF_INTR_*) */
+    uint16_t *intr_dev_mask; /* per device: the causes counted then (bit AF_INTR_*) */
     int64_t *intr_node_tick; /* per node: the last step its loss was counted */
 
     /* The step's plan, which every rank makes from the shared health changes. */
@@ -204,6 +204,18 @@ typedef struct af_run_state {
      * re-take after a loss), or -1 while it is lost (a lose_replicas event). */
     int64_t *rep_step; /* blocks */
     int64_t n_lost;    /* blocks whose replica is lost */
+    /* Where the model keeps each replica (README "Replicas"), every rank alike: block b's replica
+     * is in the memory of device rep_dev[b], the buddy of the block's device when it was taken
+     * (af_replica_device: another node while one lives). The data itself lives in rank
+     * rep_rank[b]'s host memory whatever rep_dev says: rep_dev decides what a loss takes. A
+     * device's replicas are lost when it leaves the job whole (its last unit DEAD, of any
+     * cause) or its memory is reset (hbm); a block moved onto its replica's node has its
+     * replica copied to a buddy again (af_replicas_follow). */
+    int32_t *rep_dev;       /* blocks */
+    uint8_t *dev_gone;      /* devices: 1 once every unit of the device is DEAD */
+    uint8_t *dev_lost_now;  /* devices: 1 while the plan loses the replicas the device holds */
+    int32_t *dev_lost_list; /* devices: those marked in dev_lost_now */
+    int64_t rep_moves_seen; /* the placement's moves_made when the replicas last followed */
     /* recovery.replay = local: beside each replica its rank keeps the two neighbour edges the
      * block read at every logical step since (left neighbour's right edge, right neighbour's
      * left edge): entry (s % replica_interval) holds those of state s, so the block alone can
@@ -253,6 +265,7 @@ typedef struct af_run_state {
     /* Step counters known to every rank alike. */
     int64_t n_drain, n_restore, n_retry_moves, n_rollbacks, n_replayed, n_leaked;
     int64_t n_replayed_blocks, n_replayed_block_steps, n_replicas_lost, n_replicas_retaken;
+    int64_t n_replicas_moved; /* replicas copied to a new buddy (their block came to their node) */
 
     /* Log. */
     af_payload_t mine;   /* this step's payload */
@@ -336,6 +349,18 @@ af_result_t af_replicas_log_edges(af_run_state_t *r);
 /* recovery.replay = local: takes the replicas of live blocks whose replica is lost again from
  * their committed state (after the step's commit). Returns the number re-taken. */
 af_result_t af_replicas_retake(af_run_state_t *r, int64_t *n_retaken);
+/* Every rank, after the step's moves: the replica of each block that came onto its replica's node
+ * (a device of the same node with two nodes or more, the same device with one) is copied to the
+ * block's buddy device (rep_dev; the data stays where it is kept, rep_step is unchanged). The
+ * blocks in r->items, their number in *n_moved. Scans the blocks only in a step that moved one.
+ * No allocation. */
+void af_replicas_follow(af_run_state_t *r, int64_t *n_moved);
+/* Every rank, in the plan: the replicas kept in the memory of the devices this step's health
+ * changes took out of the job whole, and of the devices whose memory is reset (resets[0..n)),
+ * are lost (rep_step = -1); calls lost(r, b, step) for each before it is marked. No allocation. */
+void af_replicas_lose_devices(af_run_state_t *r, const af_health_change_t *ch, int64_t n_changes,
+                              const int64_t *resets, int64_t n_resets,
+                              void (*lost)(af_run_state_t *r, int64_t b, int64_t step));
 /* Every block back to its replica step (recovery.replay = global). */
 af_result_t af_rollback(af_run_state_t *r);
 /* Every block back to the initial state, logical step 0: what is left when a block and its

@@ -224,8 +224,10 @@ static void log_death_interruption(af_run_state_t *r, const af_health_change_t *
 {
     const int64_t dpn = r->cfg.devices_per_node;
     const int64_t dev = c->unit / r->U;
+    int link = c->cause == AF_CAUSE_LINK || c->cause == AF_CAUSE_LINK_DOWN;
     int cause = c->cause == AF_CAUSE_DEVICE     ? AF_INTR_device
                 : c->cause == AF_CAUSE_NODE     ? AF_INTR_node
+                : link                          ? AF_INTR_link
                 : c->cause == AF_CAUSE_SCRIPTED ? AF_INTR_scripted
                 : c->cause == AF_CAUSE_SUDDEN   ? AF_INTR_sudden
                                                 : AF_INTR_wearout;
@@ -241,7 +243,7 @@ static void log_death_interruption(af_run_state_t *r, const af_health_change_t *
         r->intr_dev_mask[dev] = 0;
     }
     if (!(r->intr_dev_mask[dev] & (1u << cause))) {
-        r->intr_dev_mask[dev] |= (uint8_t)(1u << cause);
+        r->intr_dev_mask[dev] |= (uint16_t)(1u << cause);
         log_intr_row(r, cause, dev, dev / dpn);
     }
 }
@@ -322,7 +324,7 @@ af_result_t af_step_init(af_run_state_t *r)
     }
     const size_t nodes = D / (size_t)r->cfg.devices_per_node;
     r->intr_dev_tick = af_alloc(sizeof(int64_t) * D);
-    r->intr_dev_mask = af_alloc(D);
+    r->intr_dev_mask = af_alloc(sizeof(uint16_t) * D);
     r->intr_node_tick = af_alloc(sizeof(int64_t) * (nodes > 0 ? nodes : 1));
     if (!r->intr_dev_tick || !r->intr_dev_mask || !r->intr_node_tick) {
         af_error_set("cannot allocate the interruption marks of %lld devices", (long long)D);
@@ -433,6 +435,14 @@ void af_step_destroy(af_run_state_t *r)
     af_free(r->rep_off);
     af_free(r->rep_store);
     af_free(r->rep_step);
+    af_free(r->rep_dev);
+    af_free(r->dev_gone);
+    af_free(r->dev_lost_now);
+    af_free(r->dev_lost_list);
+    r->rep_dev = NULL;
+    r->dev_gone = NULL;
+    r->dev_lost_now = NULL;
+    r->dev_lost_list = NULL;
     af_free(r->rep_log);
     af_free(r->rep_blocks);
     af_free(r->replay_buf);
@@ -675,7 +685,7 @@ static af_result_t gather_health(af_run_state_t *r, int64_t n_mine, int64_t *n_m
     int64_t ns = 0;
     int64_t kept = 0;
     for (int64_t i = 0; i < nc; ++i) {
-        if (r->changes[i].cause == AF_CAUSE_SCRIPTED) {
+        if (r->changes[i].cause == AF_CAUSE_SCRIPTED || r->changes[i].cause == AF_CAUSE_LINK_DOWN) {
             if (ns == r->scripted_cap) {
                 af_error_set("step %lld: more scripted health changes than the events name (%lld)",
                              (long long)r->tick, (long long)r->scripted_cap - 1);
@@ -719,6 +729,20 @@ static af_result_t gather_health(af_run_state_t *r, int64_t n_mine, int64_t *n_m
     return AF_OK;
 }
 
+/* The slot a replica or replica_lost event names as its `to`: the first of the device whose
+ * memory keeps (kept) block b's replica, so the log says where each replica lives. */
+static int64_t replica_slot(const af_run_state_t *r, int64_t b)
+{
+    return (int64_t)r->rep_dev[b] * r->U * r->C;
+}
+
+/* Rank 0: the replica_lost event of block b, whose replica held logical step `held` (the
+ * block's slot now as from_slot, its replica's device as to_device). */
+static void log_replica_lost(af_run_state_t *r, int64_t b, int64_t held)
+{
+    log_event(r, "replica_lost", b, r->pl.block_slot[b], replica_slot(r, b), held);
+}
+
 /* Every rank: the plan, from the step's health changes (the n_model of the model first) and
  * the fleet's FADING units, which every rank has (gather_health), and the same placement and
  * tables: every rank plans the same moves, and applies them to its placement here. */
@@ -759,6 +783,17 @@ static void plan(af_run_state_t *r, int64_t n_model)
         }
     }
     r->reset_moves = nr;
+    /* The replicas kept in the memory of the devices that left the job whole in this step, or
+     * whose memory was reset, are lost with it, before the restores look at them: a block whose
+     * replica went with it restarts the run (below). */
+    int64_t resets[AF_JOBINTR_MAX_STEP];
+    int64_t n_resets = 0;
+    for (int i = 0; i < r->n_hits; ++i) {
+        if (r->jobintr_hits[i].cause == AF_INTR_hbm) {
+            resets[n_resets++] = r->jobintr_hits[i].device;
+        }
+    }
+    af_replicas_lose_devices(r, r->changes, n_model, resets, n_resets, log_replica_lost);
     int64_t exhausted = 0;
     int64_t nm = nr + af_coord_plan_listed(&r->pl, r->unit_state, r->changes, nc, r->fade_units,
                                            r->n_fade, r->cfg.drain, r->cfg.max_moves_per_step,
@@ -814,10 +849,11 @@ static void plan(af_run_state_t *r, int64_t n_model)
     }
     for (int64_t i = 0; i < n_model; ++i) {
         const af_health_change_t *c = &r->changes[i];
-        /* Sudden: the unit's own exponential time, or its device's or node's loss (the
+        /* Sudden: the unit's own exponential time, or its device's, node's or link's loss (the
          * detail says which). */
-        int sudden =
-            c->cause == AF_CAUSE_SUDDEN || c->cause == AF_CAUSE_DEVICE || c->cause == AF_CAUSE_NODE;
+        int sudden = c->cause == AF_CAUSE_SUDDEN || c->cause == AF_CAUSE_DEVICE ||
+                     c->cause == AF_CAUSE_NODE || c->cause == AF_CAUSE_LINK ||
+                     c->cause == AF_CAUSE_LINK_DOWN;
         const char *kind = c->state == AF_FADING ? "fade" : sudden ? "sudden" : "death";
         int64_t g = (int64_t)c->unit * r->C;
         log_event(r, kind, -1, g, -1, c->cause);
@@ -1136,7 +1172,7 @@ static void lose_replicas(af_run_state_t *r)
                 if (b < 0 || r->rep_step[b] < 0) {
                     continue;
                 }
-                log_event(r, "replica_lost", b, g, -1, r->rep_step[b]);
+                log_event(r, "replica_lost", b, g, replica_slot(r, b), r->rep_step[b]);
                 r->rep_step[b] = -1;
                 r->n_lost++;
                 r->n_replicas_lost++;
@@ -1253,7 +1289,7 @@ af_result_t af_step(af_run_state_t *r, int *stop)
     r->n_drain = r->n_restore = r->n_retry_moves = r->n_rollbacks = r->n_replayed = 0;
     r->n_quarantined = 0;
     r->n_replayed_blocks = r->n_replayed_block_steps = 0;
-    r->n_replicas_lost = r->n_replicas_retaken = 0;
+    r->n_replicas_lost = r->n_replicas_retaken = r->n_replicas_moved = 0;
     r->tick++;
     AF_CHECK(debug_break_promise(r));
     double t0 = af_now_us();
@@ -1461,8 +1497,15 @@ af_result_t af_step(af_run_state_t *r, int *stop)
             AF_CHECK(af_replicas_retake(r, &r->n_replicas_retaken));
             for (int64_t i = 0; i < r->n_replicas_retaken; ++i) {
                 int64_t b = r->items[i];
-                log_event(r, "replica", b, r->pl.block_slot[b], -1, r->state_step);
+                log_event(r, "replica", b, r->pl.block_slot[b], replica_slot(r, b), r->state_step);
             }
+        }
+        /* Blocks moved onto their replica's node have it copied to a buddy (detail: the
+         * logical step it holds, older than the committed one unless just taken). */
+        af_replicas_follow(r, &r->n_replicas_moved);
+        for (int64_t i = 0; i < r->n_replicas_moved; ++i) {
+            int64_t b = r->items[i];
+            log_event(r, "replica", b, r->pl.block_slot[b], replica_slot(r, b), r->rep_step[b]);
         }
         AF_CHECK(af_replicas_log_edges(r));
     }

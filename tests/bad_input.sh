@@ -121,6 +121,19 @@ case_ units_on_reset_device "--set: event.9.units is set, but a reset_device eve
   --set event.9.units=0
 case_ reset_device_without_device "--set: \[event.9\] lacks 'device' (a reset_device event needs step, action and device)" \
   --set event.9.step=3 --set event.9.action=reset_device
+# Link losses: the rate's and shape's ranges, a link_down outside the fleet, with units (it takes
+# the whole device's link), without a device.
+case_ link_rate "--set: aging.link_rate_per_hour = '-1' is invalid: expected a number in \[0, 1\]" \
+  --set aging.link_rate_per_hour=-1
+case_ link_shape "--set: aging.link_shape = '0' is invalid: expected a number in \[0.1, 20\]" \
+  --set aging.link_shape=0
+case_ link_down_outside "--set: event.9.device = 8 is outside the fleet: expected 0..7" \
+  --set event.9.step=3 --set event.9.action=link_down --set event.9.device=8
+case_ units_on_link_down "--set: event.9.units is set, but a link_down event has none" \
+  --set event.9.step=3 --set event.9.action=link_down --set event.9.device=1 \
+  --set event.9.units=0
+case_ link_down_without_device "--set: \[event.9\] lacks 'device' (a link_down event needs step, action and device)" \
+  --set event.9.step=3 --set event.9.action=link_down
 case_ pacing_mode "--set: pacing.mode = 'always' is invalid: expected one of off|ewma" \
   --set pacing.mode=always
 case_ straggler_threshold "--set: straggler.threshold = '1' is invalid: expected a number in" \

@@ -124,9 +124,10 @@ same("recovery.allocs_after_init", get("recovery.allocs_after_init"),
      int(steps["allocs_after_init"][-1]))
 cause = f["units/cause"][:]
 same("recovery.units_dead", get("recovery.units_dead"), int((cause != 0).sum()))
-for code, key in enumerate(("units_alive", "dead_wearout", "dead_sudden", "dead_scripted",
-                            "dead_device", "dead_node")):
-    same("recovery." + key, get("recovery." + key), int((cause == code).sum()))
+for codes, key in (((0,), "units_alive"), ((1,), "dead_wearout"), ((2,), "dead_sudden"),
+                   ((3,), "dead_scripted"), ((4,), "dead_device"), ((5,), "dead_node"),
+                   ((8, 9), "dead_link")):
+    same("recovery." + key, get("recovery." + key), int(sum((cause == c).sum() for c in codes)))
 kinds = [k.decode() for k in f["events"]["kind"][:]]
 for kind in ("fade", "death", "sudden", "drain", "restore", "retry", "rollback", "capacity", "slow",
              "straggler", "interrupt"):
@@ -141,7 +142,7 @@ for line in config.splitlines():
     if line.startswith("devices_per_node = "):
         per_node = int(line.split("=")[1])
 CAUSES = ("wearout", "sudden", "scripted", "device", "node", "software", "network", "nic",
-          "nccl_watchdog", "sdc", "dependency", "hbm")
+          "nccl_watchdog", "sdc", "dependency", "hbm", "link")
 # The job-level causes (no hardware lost, nothing to remap): software to dependency. hbm, after
 # them, loses a device's memory, which agefence restores like a lost device's blocks.
 JOB = CAUSES[CAUSES.index("software"):CAUSES.index("dependency") + 1]
@@ -165,7 +166,8 @@ for row in ev:
     if kind not in ("death", "sudden"):
         continue
     d = int(row["detail"])
-    cause = {4: "device", 5: "node", 3: "scripted"}.get(d, "sudden" if kind == "sudden" else "wearout")
+    cause = {4: "device", 5: "node", 3: "scripted", 8: "link", 9: "link"}.get(
+        d, "sudden" if kind == "sudden" else "wearout")
     key = (step, cause, -1 if cause == "node" else dev, dev // per_node)
     if key not in seen:
         seen.add(key)
@@ -250,7 +252,7 @@ else:
 # The record beside the run (analysis/record.h): its counts scaled to the run's hours, the run's
 # counts and their exact Garwood 95% intervals (scipy's chi-square quantiles, when scipy is here).
 RECORDS = {"llama3-405b": (1296.0, {"sudden": 19, "device": 171, "node": 46, "software": 54,
-                                    "network": 35, "nic": 7, "nccl_watchdog": 7, "sdc": 6,
+                                    "network": 35, "link": 7, "nccl_watchdog": 7, "sdc": 6,
                                     "dependency": 2, "hbm": 72, "all": 419})}
 rec = fig.get("record", {})
 if rec.get("name") is not None:

@@ -242,9 +242,11 @@ static void test_device_and_node_losses_follow_their_rates(void **state)
     const int64_t D = 2000;
     const int64_t steps = 300; /* T = 3000 hours */
     const double T = 3000.0;
-    for (int pass = 0; pass < 3; ++pass) {
-        cfg.device_rate_per_hour = pass != 1 ? 1e-4 : 0.0;
-        cfg.node_rate_per_hour = pass != 0 ? 5e-5 : 0.0;
+    for (int pass = 0; pass < 4; ++pass) {
+        /* 0 devices, 1 nodes, 2 both, 3 links (a device's link: the device leaves the job). */
+        cfg.device_rate_per_hour = pass == 0 || pass == 2 ? 1e-4 : 0.0;
+        cfg.node_rate_per_hour = pass == 1 || pass == 2 ? 5e-5 : 0.0;
+        cfg.link_rate_per_hour = pass == 3 ? 1e-4 : 0.0;
         af_aging_t a;
         init_aging(&a, D);
         int32_t *load = calloc((size_t)a.units, sizeof(int32_t));
@@ -255,12 +257,14 @@ static void test_device_and_node_losses_follow_their_rates(void **state)
             int64_t nc = af_aging_step(&a, &cfg, st, load, NULL, 0, 16, ch);
             for (int64_t i = 0; i < nc; ++i) {
                 assert_int_equal(ch[i].state, AF_DEAD);
-                assert_true(ch[i].cause == AF_CAUSE_DEVICE || ch[i].cause == AF_CAUSE_NODE);
+                assert_true(ch[i].cause == (pass == 3 ? AF_CAUSE_LINK : AF_CAUSE_DEVICE) ||
+                            (pass != 3 && ch[i].cause == AF_CAUSE_NODE));
             }
         }
         /* Per device: all its units dead in one step with one cause, or none. */
         int64_t lost_dev = 0;
         int64_t lost_node_devs = 0;
+        int64_t lost_links = 0;
         for (int64_t d = 0; d < D; ++d) {
             int64_t u0 = d * cfg.units_per_device;
             for (int64_t j = 1; j < cfg.units_per_device; ++j) {
@@ -269,6 +273,7 @@ static void test_device_and_node_losses_follow_their_rates(void **state)
             }
             lost_dev += a.cause[u0] == AF_CAUSE_DEVICE;
             lost_node_devs += a.cause[u0] == AF_CAUSE_NODE;
+            lost_links += a.cause[u0] == AF_CAUSE_LINK;
         }
         /* A node's loss takes every device of it still alive, in one step; a device lost by
          * itself before that keeps its own cause and an earlier step. */
@@ -303,6 +308,12 @@ static void test_device_and_node_losses_follow_their_rates(void **state)
             assert_int_equal(lost_node_devs, lost_nodes * cfg.devices_per_node);
             double sn = sqrt(nodes * pn * (1.0 - pn));
             assert_true(lost_nodes > 0 && fabs((double)lost_nodes - nodes * pn) <= 4.0 * sn);
+        } else if (pass == 3) {
+            /* Links alone: a binomial of D, like the devices' own losses. */
+            assert_int_equal(lost_dev + lost_node_devs, 0);
+            const double pl = 1.0 - exp(-cfg.link_rate_per_hour * T);
+            double sd = sqrt((double)D * pl * (1.0 - pl));
+            assert_true(lost_links > 0 && fabs((double)lost_links - (double)D * pl) <= 4.0 * sd);
         } else {
             /* Both: a device is gone by T with probability 1 - exp(-(device + node rate) T);
              * the node's share makes the devices of a node move together, so the bound takes

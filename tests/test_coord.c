@@ -743,6 +743,58 @@ static void test_replica_rank_is_another_rank_and_a_permutation(void **state)
     }
 }
 
+/* The replica's device: another node's live device whenever one lives (so a node failure never
+ * takes a block and its replica together), else another live device, else the block's own; with
+ * nothing gone, a permutation of the devices (each keeps the replicas of one device's blocks). */
+static void test_replica_device_is_on_another_live_node_while_one_lives(void **state)
+{
+    (void)state;
+    uint64_t x = 0x9e3779b97f4a7c15ULL;
+    int checked_other_node = 0;
+    for (int trial = 0; trial < 4000; ++trial) {
+        x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+        int64_t per = 1 + (int64_t)((x >> 33) % 8);
+        int64_t nodes = 1 + (int64_t)((x >> 40) % 9);
+        int64_t D = per * nodes;
+        uint8_t gone[72];
+        int none_gone = trial % 4 == 0;
+        for (int64_t c = 0; c < D; ++c) {
+            x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+            gone[c] = none_gone ? 0 : (uint8_t)((x >> 35) % 3 == 0);
+        }
+        uint8_t hit[72] = {0};
+        for (int64_t d = 0; d < D; ++d) {
+            int64_t q = af_replica_device(d, D, per, gone);
+            assert_true(q >= 0 && q < D);
+            int other_node_live = 0;
+            int other_live = 0;
+            for (int64_t c = 0; c < D; ++c) {
+                other_node_live |= !gone[c] && c / per != d / per;
+                other_live |= !gone[c] && c != d;
+            }
+            if (nodes >= 2 && other_node_live) {
+                assert_false(gone[q]);
+                assert_int_not_equal(q / per, d / per);
+                checked_other_node++;
+            } else if (other_live) {
+                assert_false(gone[q]);
+                assert_int_not_equal(q, d);
+            } else {
+                assert_int_equal(q, d);
+            }
+            hit[q]++;
+            /* NULL: nothing gone, the same as a table of zeros. */
+            if (none_gone) {
+                assert_int_equal(af_replica_device(d, D, per, NULL), q);
+            }
+        }
+        for (int64_t c = 0; none_gone && D > 1 && c < D; ++c) {
+            assert_int_equal(hit[c], 1);
+        }
+    }
+    assert_true(checked_other_node > 1000);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -759,6 +811,7 @@ int main(void)
         cmocka_unit_test(test_plan_random_rounds_keep_invariants),
         cmocka_unit_test(test_directory_matches_the_scan_over_random_histories),
         cmocka_unit_test(test_replica_rank_is_another_rank_and_a_permutation),
+        cmocka_unit_test(test_replica_device_is_on_another_live_node_while_one_lives),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

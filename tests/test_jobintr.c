@@ -123,7 +123,7 @@ static void test_the_same_seed_gives_the_same_history_at_any_step_length(void **
     load(ten, 4);
     af_jobintr_init(&a, &cfg, 8);
     /* Within a step the causes come in their order, so compare cause by cause. */
-    for (int c = AF_INTR_FIRST_JOB; c < AF_NINTR; ++c) {
+    for (int c = AF_INTR_FIRST_JOB; c <= AF_INTR_hbm; ++c) {
         af_jobintr_init(&a, &cfg, 8);
         int k = 0;
         for (int64_t s = 1; s <= 1000; ++s) {
