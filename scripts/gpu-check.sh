@@ -196,17 +196,21 @@ same() {
   fi
 }
 # The scenario on cpu and on cuda at NP ranks (logs check<TAG>-<backend>.h5, outputs
-# run<TAG>-<backend>.txt), compared; EXTRA settings follow.
+# run<TAG>-<backend>.txt), compared; EXTRA settings follow (both runs). CUDA_EXTRA (an array,
+# empty unless set) goes to the cuda run alone.
+cuda_extra=()
 compare_backends() {
   local np=$1 tag=$2 backend c_cpu c_cuda used
   shift 2
   for backend in cpu cuda; do
     out=$build/check$tag-$backend.h5
     rm -f "$out"
-    step "run np=$np compute=$backend" "$runlog" \
+    local more=()
+    [ "$backend" = cuda ] && more=("${cuda_extra[@]}")
+    step "run np=$np compute=$backend$tag" "$runlog" \
       mpirun -np "$np" "$build/agefence" run "${steps[@]}" --set backend.compute="$backend" \
-      "$@" -o "$out"
-    sed -n '/==== run np='"$np"' compute='"$backend"'/,$p' "$runlog" >"$build/run$tag-$backend.txt"
+      "$@" "${more[@]}" -o "$out"
+    sed -n '/==== run np='"$np"' compute='"$backend$tag"':/,$p' "$runlog" >"$build/run$tag-$backend.txt"
   done
   c_cpu=$(sum_of "$build/run$tag-cpu.txt")
   c_cuda=$(sum_of "$build/run$tag-cuda.txt")
@@ -215,8 +219,13 @@ compare_backends() {
     say "np=$np: the run asked for compute=cuda but reported compute=${used:-?}"
     failed=1
   fi
-  say "np=$np final state checksums: cpu '$c_cpu', cuda '$c_cuda'"
-  same "np=$np cpu vs cuda" "$build/check$tag-cuda.h5" "$build/check$tag-cpu.h5"
+  if [ -n "$c_cpu" ] && [ "$c_cpu" = "$c_cuda" ]; then
+    say "np=$np$tag final state checksums: cpu '$c_cpu', cuda '$c_cuda': equal"
+  else
+    say "np=$np$tag final state checksums: cpu '$c_cpu', cuda '$c_cuda': DIFFER or missing"
+    failed=1
+  fi
+  same "np=$np$tag cpu vs cuda" "$build/check$tag-cuda.h5" "$build/check$tag-cpu.h5"
 }
 compare_backends 1 ""
 # Silent units and exponent-reaching corruptions under abft and sampled twins: the injection on
@@ -330,6 +339,23 @@ if [ "${ngpu:-0}" -ge 2 ]; then
 else
   say "one GPU: the 2-rank nccl move check needs two (NCCL refuses two ranks on one device)"
 fi
+# Ranks sharing one GPU (backend.share_gpu = on, fabric = mpi): cross-rank moves through MPI
+# staging at 2 and 4 ranks, and the step graph with its host all-reduce at 3, each against the
+# cpu backend at the same rank count.
+cuda_extra=(--set backend.share_gpu=on --set backend.fabric=mpi)
+compare_backends 2 -share2
+compare_backends 4 -share4
+cuda_extra=(--set backend.share_gpu=on --set backend.fabric=mpi --set backend.graph=on)
+compare_backends 3 -share3graph
+gs=$("$report" --attr /final graph_steps "$build/check-share3graph-cuda.h5" 2>/dev/null)
+gi=$("$report" --attr /final graph_instantiations "$build/check-share3graph-cuda.h5" 2>/dev/null)
+if [ "$gi" = 1 ] && [ -n "$gs" ] && [ "$gs" -gt 0 ]; then
+  say "shared GPU, 3 ranks: the step graph instantiated once, $gs steps as the graph"
+else
+  say "shared GPU, 3 ranks: graph_instantiations '$gi', graph_steps '$gs': expected 1 and > 0"
+  failed=1
+fi
+cuda_extra=()
 
 cpulog=$res/bench-cpu.txt
 : >"$cpulog"

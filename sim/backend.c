@@ -18,9 +18,9 @@ static af_result_t usage(char *why, size_t whylen, const char *msg)
     return AF_ERR_USAGE;
 }
 
-af_result_t af_backend_decide(int want_compute, int want_fabric, int local_rank, int local_size,
-                              int cuda_built, int visible_gpus, af_backend_choice_t *out, char *why,
-                              size_t whylen)
+af_result_t af_backend_decide(int want_compute, int want_fabric, int share_gpu, int local_rank,
+                              int local_size, int cuda_built, int visible_gpus,
+                              af_backend_choice_t *out, char *why, size_t whylen)
 {
     char msg[256];
     char reason[160] = "";
@@ -33,6 +33,11 @@ af_result_t af_backend_decide(int want_compute, int want_fabric, int local_rank,
     out->compute = AF_BACKEND_CPU;
     out->fabric = AF_FABRIC_MPI;
     out->cuda_device = -1;
+    if (share_gpu && (want_compute != AF_BACKEND_CUDA || want_fabric != AF_FABRIC_MPI)) {
+        return usage(why, whylen,
+                     "backend.share_gpu = on needs backend.compute = cuda and backend.fabric = mpi "
+                     "(NCCL refuses two ranks on one GPU)");
+    }
 
     /* Compute. */
     switch (want_compute) {
@@ -49,9 +54,10 @@ af_result_t af_backend_decide(int want_compute, int want_fabric, int local_rank,
             return usage(why, whylen,
                          "backend.compute = cuda, but no GPU is visible (CUDA reports none)");
         }
-        if (local_size > visible_gpus) {
+        if (local_size > visible_gpus && !share_gpu) {
             snprintf(msg, sizeof msg,
-                     "%d ranks on this node but only %d GPU%s visible: one GPU per rank",
+                     "%d ranks on this node but only %d GPU%s visible: one GPU per rank (or "
+                     "backend.share_gpu = on with fabric = mpi)",
                      local_size, visible_gpus, visible_gpus == 1 ? "" : "s");
             return usage(why, whylen, msg);
         }
@@ -95,13 +101,18 @@ af_result_t af_backend_decide(int want_compute, int want_fabric, int local_rank,
     }
 
     if (out->compute == AF_BACKEND_CUDA) {
-        out->cuda_device = local_rank;
+        out->cuda_device = share_gpu ? local_rank % visible_gpus : local_rank;
+    }
+    char shared[48] = "";
+    if (share_gpu && local_size > visible_gpus) {
+        snprintf(shared, sizeof shared, ", shared by %d ranks",
+                 (local_size + visible_gpus - 1 - out->cuda_device) / visible_gpus);
     }
     if (why != NULL && whylen > 0) {
         if (out->compute == AF_BACKEND_CUDA) {
-            snprintf(why, whylen, "compute=cuda fabric=%s (%s; GPU %d for node-local rank %d%s)",
+            snprintf(why, whylen, "compute=cuda fabric=%s (%s; GPU %d for node-local rank %d%s%s)",
                      out->fabric == AF_FABRIC_NCCL ? "nccl" : "mpi", reason, out->cuda_device,
-                     local_rank,
+                     local_rank, shared,
                      out->fabric == AF_FABRIC_MPI ? "; exchange staged through host memory" : "");
         } else {
             snprintf(why, whylen, "compute=cpu fabric=mpi (%s)", reason);
@@ -110,16 +121,16 @@ af_result_t af_backend_decide(int want_compute, int want_fabric, int local_rank,
     return AF_OK;
 }
 
-af_result_t af_backend_select(int want_compute, int want_fabric, int local_rank, int local_size,
-                              const af_kernels_ops_t **kops, int *use_nccl, int *cuda_device,
-                              char *why, size_t whylen)
+af_result_t af_backend_select(int want_compute, int want_fabric, int share_gpu, int local_rank,
+                              int local_size, const af_kernels_ops_t **kops, int *use_nccl,
+                              int *cuda_device, char *why, size_t whylen)
 {
     const int built = af_kernels_cuda != NULL;
     /* Ask CUDA only when it can matter: a cpu run never touches the driver. */
     const int gpus = built && want_compute != AF_BACKEND_CPU ? af_cuda_visible_devices() : 0;
     af_backend_choice_t ch;
-    af_result_t rc = af_backend_decide(want_compute, want_fabric, local_rank, local_size, built,
-                                       gpus, &ch, why, whylen);
+    af_result_t rc = af_backend_decide(want_compute, want_fabric, share_gpu, local_rank, local_size,
+                                       built, gpus, &ch, why, whylen);
     if (rc != AF_OK) {
         return rc;
     }

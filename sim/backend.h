@@ -29,21 +29,25 @@ typedef struct af_backend_choice {
  *   fabric auto   -> nccl with cuda, mpi with cpu;
  *   fabric nccl   -> AF_ERR_USAGE unless the compute backend is cuda;
  *   fabric mpi    -> always allowed (with cuda, the driver stages the exchange vector through
- *                    host memory).
+ *                    host memory);
+ *   share_gpu     -> (backend.share_gpu = on) lets the node's ranks share its GPUs, rank r
+ *                    driving GPU r mod visible_gpus, so the multi-rank paths run on a machine
+ *                    with one GPU; only with compute = cuda and fabric = mpi both set (NCCL
+ *                    refuses two ranks on one GPU), AF_ERR_USAGE otherwise.
  * On success `why` gets one sentence saying what was chosen and why ("compute=cpu fabric=mpi
  * (auto: no GPU visible)"); on AF_ERR_USAGE it gets the one-line error for the user (also set
  * with af_error_set). Never touches a device. */
-af_result_t af_backend_decide(int want_compute, int want_fabric, int local_rank, int local_size,
-                              int cuda_built, int visible_gpus, af_backend_choice_t *out, char *why,
-                              size_t whylen);
+af_result_t af_backend_decide(int want_compute, int want_fabric, int share_gpu, int local_rank,
+                              int local_size, int cuda_built, int visible_gpus,
+                              af_backend_choice_t *out, char *why, size_t whylen);
 
 /* af_backend_decide() with this build and this process's view (af_kernels_cuda,
  * af_cuda_visible_devices()). *kops gets the compute table, *use_nccl 1 for the nccl fabric,
  * *cuda_device the GPU to pass in af_shard_desc_t.cuda_device and af_fabric_nccl_create()
  * (-1 with cpu). */
-af_result_t af_backend_select(int want_compute, int want_fabric, int local_rank, int local_size,
-                              const af_kernels_ops_t **kops, int *use_nccl, int *cuda_device,
-                              char *why, size_t whylen);
+af_result_t af_backend_select(int want_compute, int want_fabric, int share_gpu, int local_rank,
+                              int local_size, const af_kernels_ops_t **kops, int *use_nccl,
+                              int *cuda_device, char *why, size_t whylen);
 
 /* Buffers that the compute backend and the fabric share (the exchange vector), in `mem`'s
  * space: af_alloc'ed host memory, or device memory on the current GPU (AF_ERR_UNSUPPORTED

@@ -79,6 +79,10 @@ static const key_def_t KEYS[] = {
      "run each steady-state step (no DMR twins, no rollback) as one prepared unit of work: with "
      "cuda, a CUDA graph captured once at start-up; auto = on with cuda unless straggler detection "
      "is on; on with cpu runs the same path without a graph"},
+    {"backend", "share_gpu", T_ENUM, OFF(share_gpu), 0, 0, 0, "off|on", "off", "",
+     "on: several ranks of a node may share one GPU (rank r drives GPU r mod the GPUs visible), "
+     "so the multi-rank cuda paths run on a machine with one GPU; needs compute = cuda and "
+     "fabric = mpi (NCCL refuses two ranks on one GPU)"},
     {"log", "path", T_STR, OFF(log_path), AF_MAX_VALUE + 1, 0, 0, NULL, "agefence-run.h5", "",
      "HDF5 log written by rank 0 (-o overrides)"},
     {"log", "flush_interval", T_INT, OFF(flush_interval), 0, 1, 1e9, NULL, "500", "steps",

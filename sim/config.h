@@ -120,7 +120,8 @@ typedef struct af_config {
     /* [backend] */
     int compute;
     int fabric;
-    int graph; /* AF_GRAPH_* */
+    int graph;     /* AF_GRAPH_* */
+    int share_gpu; /* 1: the node's ranks may share its GPUs (cuda compute, mpi fabric) */
     /* [log] */
     char log_path[AF_PATH_LEN];
     int64_t flush_interval;

@@ -239,8 +239,8 @@ static af_result_t select_backends(run_t *r, const af_kernels_ops_t **kops, int 
 {
     char why[200] = "";
     af_result_t rc =
-        af_backend_select(r->cfg.compute, r->cfg.fabric, r->world.local_rank, r->world.local_size,
-                          kops, use_nccl, cuda_device, why, sizeof why);
+        af_backend_select(r->cfg.compute, r->cfg.fabric, r->cfg.share_gpu, r->world.local_rank,
+                          r->world.local_size, kops, use_nccl, cuda_device, why, sizeof why);
     int pair = rc == AF_OK ? (*kops == &af_kernels_cpu ? 0 : 2) + *use_nccl : 0;
     uint64_t v[3] = {rc != AF_OK, (uint64_t)pair, (uint64_t)(3 - pair)};
     AF_CHECK(r->fab->ops->allreduce_max_u64(r->fab, v, 3));

@@ -121,6 +121,9 @@ case_ units_on_reset_device "--set: event.9.units is set, but a reset_device eve
   --set event.9.units=0
 case_ reset_device_without_device "--set: \[event.9\] lacks 'device' (a reset_device event needs step, action and device)" \
   --set event.9.step=3 --set event.9.action=reset_device
+# Ranks sharing a GPU need compute = cuda and fabric = mpi, both set.
+case_ share_gpu_without_cuda "backend.share_gpu = on needs backend.compute = cuda and backend.fabric = mpi" \
+  --set backend.share_gpu=on
 # Link losses: the rate's and shape's ranges, a link_down outside the fleet, with units (it takes
 # the whole device's link), without a device.
 case_ link_rate "--set: aging.link_rate_per_hour = '-1' is invalid: expected a number in \[0, 1\]" \

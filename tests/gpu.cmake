@@ -4,6 +4,8 @@
 #   test_cuda_nccl        label gpu: the NCCL fabric at one rank (mpiexec -n 1)
 #   test_cuda_shared_gpu  label gpu: two ranks on one GPU must be refused (mpiexec -n 2)
 #   run_cuda_graph        label gpu: a whole run with the step graph as a CUDA graph
+#   run_cuda_share_np*    label gpu: 2-4 ranks sharing one GPU (backend.share_gpu = on, fabric
+#                         mpi): cross-rank moves, MPI staging, the graph with the host all-reduce
 #   bench_kernel_cuda     not a test: scripts/gpu-check.sh runs it (docs/GPU.md)
 # GPU tests exit 77 (SKIP) where no GPU is visible or the build has no CUDA; CTest reports them
 # as skipped, not passed.
@@ -38,6 +40,29 @@ add_test(NAME run_cuda_graph
                  --set backend.graph=on)
 set_tests_properties(run_cuda_graph PROPERTIES LABELS gpu TIMEOUT 300 SKIP_RETURN_CODE 77
                      ENVIRONMENT "${AF_MPI_ENV}")
+
+# Several ranks on one GPU (backend.share_gpu = on, fabric = mpi): the default scenario's
+# cross-rank restores and drains through MPI staging, eager on 2 and 4 ranks and with the step
+# graph (its host all-reduce) on 3, each bitwise equal to the reference with nothing allocated
+# after start-up; SKIP where test_cuda finds no GPU.
+foreach(np 2 3 4)
+  set(graph off)
+  set(graph_check "")
+  if(np EQUAL 3)
+    set(graph on)
+    set(graph_check min=/final@graph_steps=1000)
+  endif()
+  add_test(NAME run_cuda_share_np${np}
+           COMMAND bash -c "\"$1\" probe >/dev/null || exit $?; shift; exec bash \"$@\"" _
+                   $<TARGET_FILE:test_cuda> ${AF_RUN_CASE} $<TARGET_FILE:agefence>
+                   $<TARGET_FILE:agefence-report> ${MPIEXEC_EXECUTABLE}
+                   ${CMAKE_CURRENT_BINARY_DIR}/runs/run_cuda_share_np${np} np=${np}
+                   min=/final@max_blackout=0.85 min=/final@moves_restore_total=1 ${graph_check} --
+                   --set backend.compute=cuda --set backend.fabric=mpi
+                   --set backend.share_gpu=on --set backend.graph=${graph})
+  set_tests_properties(run_cuda_share_np${np} PROPERTIES LABELS gpu TIMEOUT 300
+                       SKIP_RETURN_CODE 77 ENVIRONMENT "${AF_MPI_ENV}")
+endforeach()
 
 if(AGEFENCE_HAVE_CUDA)
   add_executable(bench_kernel_cuda ${PROJECT_SOURCE_DIR}/bench/bench_kernel_cuda.cu)
