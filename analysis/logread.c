@@ -382,7 +382,8 @@ static void check_root(chk_t *c)
     }
     /* Written by the current writer but not (yet) in the README's schema: typed when present. */
     const char *opt_strs[] = {"backend_choice", "device_versions",     "launcher",
-                              "step_graph",     "slurm_job_id",        "slurm_job_name",
+                              "step_graph",     "kernel_path",         "slurm_job_id",
+                              "slurm_job_name",
                               "slurm_nodelist", "slurm_tasks_per_node"};
     const char *opt_ints[] = {"slurm_ntasks", "slurm_nnodes"};
     for (size_t i = 0; i < sizeof opt_strs / sizeof opt_strs[0]; ++i) {

@@ -68,6 +68,7 @@ typedef struct af_run {
     char mpi_version[256];
     char backend_choice[256]; /* how the backends were chosen ("" in older logs) */
     char step_graph[256];     /* backend.graph: on or off, and why ("" in older logs) */
+    char kernel_path[160];    /* the compute backend's hot loop ("avx2 one pass, ..."; "" before) */
     char launcher[64];        /* mpirun, srun, ... */
     char slurm_job_id[64];    /* "" outside Slurm */
     char slurm_nodelist[1024];

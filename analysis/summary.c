@@ -559,6 +559,7 @@ af_result_t af_summary_figures(const af_summary_t *s, af_figs_t *f)
     str_or_null(f, AF_FIG_DETAIL, r->mpi_version, "run.mpi_version");
     str_or_null(f, AF_FIG_DETAIL, r->backend_choice, "run.backend_choice");
     str_or_null(f, AF_FIG_DETAIL, r->step_graph, "run.step_graph");
+    str_or_null(f, AF_FIG_DETAIL, r->kernel_path, "run.kernel_path");
     i64_or_null(f, 0, r->graph_instantiations, "run.graph_instantiations");
     i64_or_null(f, 0, r->graph_steps, "run.graph_steps");
     str_or_null(f, AF_FIG_DETAIL, r->launcher, "run.launcher");

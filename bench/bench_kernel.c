@@ -1,9 +1,13 @@
 /* agefence bench kernel: the masked Burgers kernel against the same kernel unmasked and against
  * STREAM-style copy and triad over arrays of the same length, on every rank at once, samples
- * interleaved. Bandwidth counts STREAM's way: the kernel and copy move 16 bytes per cell (read
- * one array, write one), triad 24 (read two, write one). The result is checked: the masked
- * kernel's output must equal the unmasked kernel's and the serial reference step, bit for bit,
- * and the triad's output its formula. */
+ * interleaved. Each array, summed over the node's ranks, is at least 4x the last-level cache
+ * (STREAM's rule, read from the machine: af_cpu_llc_bytes), so the floor is memory, not cache.
+ * Bandwidth counts STREAM's way: the kernel and copy move 16 bytes per cell (read one array,
+ * write one), triad 24 (read two, write one). Besides that fully occupied grid it times the
+ * run's own grid: this rank's shard of the default scenario (its occupancy, mostly empty
+ * slots), masked and unmasked. The result is checked: the masked kernel's output must equal the
+ * unmasked kernel's and the serial reference step, bit for bit, and the triad's output its
+ * formula. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,15 +16,21 @@
 #include "../common/af_time.h"
 #include "bench.h"
 #include "../sim/aging.h"
+#include "../sim/placement.h"
 #include "../sim/reference.h"
 
-enum { V_MASKED, V_UNMASKED, V_COPY, V_TRIAD, NV };
-static const char *VNAME[NV] = {"masked_kernel", "unmasked_kernel", "stream_copy", "stream_triad"};
-static const double VBYTES[NV] = {16.0, 16.0, 16.0, 24.0};
+enum { V_MASKED, V_UNMASKED, V_COPY, V_TRIAD, V_RUN_MASKED, V_RUN_UNMASKED, NV };
+static const char *VNAME[NV] = {"masked_kernel", "unmasked_kernel",        "stream_copy",
+                                "stream_triad",  "run_grid_masked_kernel", "run_grid_unmasked"};
+static const double VBYTES[NV] = {16.0, 16.0, 16.0, 24.0, 16.0, 16.0};
 
 typedef struct kbench {
     af_kernels_t *k;
     uint64_t *xchg;
+    af_kernels_t *run_k; /* this rank's shard of the default scenario */
+    uint64_t *run_xchg;
+    int64_t run_occ_cells; /* the cells of its blocks */
+    int64_t run_all_cells; /* the cells of its static grid */
     double *a;
     double *b;
     double *c;
@@ -46,6 +56,10 @@ static af_result_t run_variant(kbench_t *kb, int v)
     case V_COPY:
         memcpy(kb->a, kb->b, sizeof(double) * (size_t)kb->cells);
         return AF_OK;
+    case V_RUN_MASKED:
+        return kb->run_k->ops->compute(kb->run_k, 1, kb->run_xchg, 0);
+    case V_RUN_UNMASKED:
+        return kb->run_k->ops->compute(kb->run_k, 1, kb->run_xchg, AF_COMPUTE_UNMASKED);
     default:
         triad(kb->a, kb->b, kb->c, kb->cells, 3.0);
         return AF_OK;
@@ -96,15 +110,72 @@ out:
     free(unmasked);
 }
 
+/* This rank's shard of the embedded default scenario (the run's own grid: its capacity, its
+ * blocks where the placement puts them at start-up), in the cpu backend, packed. */
+static af_result_t run_grid(af_bench_ctx_t *b, kbench_t *kb)
+{
+    static af_config_t dc;
+    char err[512];
+    if (af_config_load(&dc, NULL, NULL, 0, err, sizeof err) != AF_OK) {
+        af_error_set("bench kernel: the default scenario: %s", err);
+        return AF_ERR_INTERNAL;
+    }
+    const int64_t D = af_config_devices(&dc, b->world.size);
+    af_placement_t p;
+    memset(&p, 0, sizeof p);
+    AF_CHECK(af_placement_init(&p, D, dc.units_per_device, dc.blocks, dc.max_blackout,
+                               b->world.size, b->world.rank));
+    const int64_t per_dev = p.units * p.capacity;
+    const int64_t g0 = p.dev_lo * per_dev;
+    const int n = (int)((p.dev_hi - p.dev_lo) * per_dev);
+    af_shard_desc_t desc = {.n_slots = n > 0 ? n : 1,
+                            .block_len = (int)dc.block_len,
+                            .blocks = (int)dc.blocks,
+                            .coeffs = af_scheme_coeffs(&dc),
+                            .seed = 1,
+                            .mix = af_corrupt_mix(&dc),
+                            .cuda_device = -1,
+                            .cpu_kernel = dc.cpu_kernel};
+    af_result_t rc = af_kernels_cpu.create(&desc, &kb->run_k);
+    kb->run_xchg = af_alloc(sizeof(uint64_t) * af_xchg_len((int)dc.blocks));
+    double *cells = af_alloc(sizeof(double) * (size_t)dc.block_len);
+    if (rc == AF_OK && (kb->run_xchg == NULL || cells == NULL)) {
+        rc = AF_ERR_NOMEM;
+    }
+    for (int s = 0; rc == AF_OK && s < n; ++s) {
+        int32_t blk = p.slot_block[g0 + s];
+        if (blk >= 0) {
+            af_kernels_set_block(kb->run_k, s, blk);
+            kb->run_k->commit[s] = 1;
+            af_initial_cells(&dc, (int64_t)blk * dc.block_len, dc.block_len, cells);
+            rc = kb->run_k->ops->write_slot(kb->run_k, s, cells);
+            kb->run_occ_cells += dc.block_len;
+        }
+    }
+    kb->run_all_cells = (int64_t)n * dc.block_len;
+    if (rc == AF_OK) {
+        rc = kb->run_k->ops->pack(kb->run_k, kb->run_xchg);
+    }
+    af_free(cells);
+    af_placement_destroy(&p);
+    return rc;
+}
+
 static af_result_t bench_kernel(af_bench_ctx_t *b)
 {
-    /* Per rank: two state buffers of `mib` MiB each, and three STREAM arrays of the same length. */
-    int mib = b->quick ? 2 : 32;
+    /* Per rank: two state buffers and three STREAM arrays of `bytes` each: the node's ranks'
+     * arrays together at least 4x its last-level cache (at least 32 MiB a rank; 2 MiB in the
+     * quick configuration the tests run). */
+    const size_t llc = af_cpu_llc_bytes();
+    const int local = b->world.local_size > 0 ? b->world.local_size : 1;
+    size_t bytes = (4 * llc + (size_t)local - 1) / (size_t)local;
+    bytes = bytes > ((size_t)32 << 20) ? bytes : (size_t)32 << 20;
+    bytes = b->quick ? (size_t)2 << 20 : bytes;
     const int T = 256;
     kbench_t kb;
     memset(&kb, 0, sizeof kb);
     kb.T = T;
-    kb.slots = (int)(((int64_t)mib << 20) / 8 / T);
+    kb.slots = (int)((bytes + 8 * T - 1) / 8 / T);
     kb.cells = (int64_t)kb.slots * T;
     static af_config_t cfg;
     char err[512];
@@ -131,8 +202,11 @@ static af_result_t bench_kernel(af_bench_ctx_t *b)
     for (int v = 0; v < NV; ++v) {
         t[v] = calloc((size_t)b->samples, sizeof(double));
     }
-    AF_REQUIRE_GOTO(kb.xchg && kb.a && kb.b && kb.c && t[0] && t[1] && t[2] && t[3], AF_ERR_NOMEM,
-                    rc, out);
+    for (int v = 0; v < NV; ++v) {
+        AF_REQUIRE_GOTO(t[v] != NULL, AF_ERR_NOMEM, rc, out);
+    }
+    AF_REQUIRE_GOTO(kb.xchg && kb.a && kb.b && kb.c, AF_ERR_NOMEM, rc, out);
+    AF_CHECK_GOTO(run_grid(b, &kb), rc, out);
     for (int s = 0; s < kb.slots; ++s) {
         af_kernels_set_block(kb.k, s, s);
         kb.k->commit[s] = 1;
@@ -154,9 +228,13 @@ static af_result_t bench_kernel(af_bench_ctx_t *b)
             double dt = af_now_us() - t0;
             AF_CHECK_GOTO(af_bench_max(b, &dt), rc, out);
             if (it >= b->warmup) {
-                /* Aggregate bandwidth of all ranks, from the slowest rank's time. */
-                t[v][it - b->warmup] =
-                    VBYTES[v] * (double)kb.cells * b->world.size / (dt * 1e-6) / 1e9;
+                /* Aggregate bandwidth of all ranks, from the slowest rank's time: the run's grid
+                 * counts the cells it computes (its blocks masked, every slot unmasked; the
+                 * default scenario's shards are alike on every rank). */
+                double cells = v == V_RUN_MASKED     ? (double)kb.run_occ_cells
+                               : v == V_RUN_UNMASKED ? (double)kb.run_all_cells
+                                                     : (double)kb.cells;
+                t[v][it - b->warmup] = VBYTES[v] * cells * b->world.size / (dt * 1e-6) / 1e9;
             }
         }
         af_bench_progress(b, "kernel", it + 1, total);
@@ -175,10 +253,25 @@ static af_result_t bench_kernel(af_bench_ctx_t *b)
                        st[V_MASKED].p50 / st[V_UNMASKED].p50, 1, 0.97, 1);
         af_bench_ratio(b, "masked / copy bandwidth (p50)", st[V_MASKED].p50 / st[V_COPY].p50, 0, 0,
                        1);
+        af_bench_ratio(b, "run grid: masked / triad bandwidth (p50)",
+                       st[V_RUN_MASKED].p50 / st[V_TRIAD].p50, 0, 0, 1);
+        af_bench_ratio(b, "run grid: masked / unmasked step time (p50)",
+                       (st[V_RUN_UNMASKED].p50 * (double)kb.run_occ_cells) /
+                           (st[V_RUN_MASKED].p50 * (double)kb.run_all_cells),
+                       0, 0, 0);
         af_bench_note(b,
-                      "%d ranks x %d MiB per state buffer (%d slots of %d cells); bytes "
-                      "counted as STREAM does",
-                      b->world.size, mib, kb.slots, T);
+                      "%d ranks x %.0f MiB per array (%d slots of %d cells; last-level cache "
+                      "%.0f MiB, %d ranks on this node: arrays %.1fx it); bytes counted as "
+                      "STREAM does; kernel: %s",
+                      b->world.size, (double)bytes / 1048576.0, kb.slots, T,
+                      (double)llc / 1048576.0, local, (double)bytes * local / (double)llc,
+                      kb.k->path);
+        af_bench_note(b,
+                      "run grid: the default scenario's shard on this rank, %lld of %lld cells "
+                      "occupied (%.1f%%), cache-resident; masked counts its blocks' cells, "
+                      "unmasked every slot's",
+                      (long long)kb.run_occ_cells, (long long)kb.run_all_cells,
+                      100.0 * (double)kb.run_occ_cells / (double)kb.run_all_cells);
     }
     validate(b, &kb, &cfg);
 out:
@@ -186,6 +279,8 @@ out:
         free(t[v]);
     }
     af_kernels_destroy(&kb.k);
+    af_kernels_destroy(&kb.run_k);
+    af_free(kb.run_xchg);
     af_free(kb.xchg);
     af_free(kb.a);
     af_free(kb.b);

@@ -60,7 +60,16 @@ typedef struct af_shard_desc {
     af_corrupt_mix_t mix; /* what a corrupted element becomes, and when it is harmful */
     int abft;             /* 1: compute() checks each slot's mass balance (af_abft_consistent) */
     int cuda_device;
+    int cpu_kernel; /* AF_CPU_KERNEL_*: the cpu backend's hot loop (backend.cpu_kernel) */
 } af_shard_desc_t;
+
+/* The cpu backend's masked step (kernels/kernels_cpu.c). VECTOR fuses the update, the
+ * diagnostics and the non-finite count into one pass over each block, SIMD across cells (the
+ * widest the processor has: avx2, else the x86-64 baseline's sse2, chosen when the program
+ * loads), with streaming stores when the shard is larger than the last-level cache; SCALAR is
+ * the reference: the update, then a second pass for the diagnostics. Both give the same bits.
+ * AUTO is VECTOR wherever it applies (blocks of a multiple of 4 cells, at least 8). */
+enum { AF_CPU_KERNEL_AUTO = 0, AF_CPU_KERNEL_VECTOR = 1, AF_CPU_KERNEL_SCALAR = 2 };
 
 typedef struct af_kernels af_kernels_t;
 
@@ -186,13 +195,18 @@ struct af_kernels {
     int32_t *occ;
     int32_t *occ_pos;
     int32_t n_occ;
-    size_t bytes;                 /* bytes the backend allocated for the shard */
+    size_t bytes;     /* bytes the backend allocated for the shard */
+    const char *path; /* what the hot loop runs ("avx2, streaming stores", "scalar", "cuda") */
     int64_t graph_instantiations; /* CUDA graphs instantiated (graph_prepare) */
     int64_t graph_launches;       /* graph_run calls */
     void *impl;
 };
 
 extern const af_kernels_ops_t af_kernels_cpu;
+/* The last-level cache of this machine in bytes (sysconf, else sysfs; 32 MiB when neither
+ * says): the cpu backend streams its stores beyond half of it, and the kernel benchmark sizes
+ * its STREAM arrays from it. */
+size_t af_cpu_llc_bytes(void);
 /* NULL when built without CUDA. */
 extern const af_kernels_ops_t *const af_kernels_cuda;
 

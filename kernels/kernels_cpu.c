@@ -7,10 +7,24 @@
 
 #include "../common/af_alloc.h"
 
+#include <stdio.h>
+#include <unistd.h>
+
+#if defined(__x86_64__) || defined(__SSE2__)
+#include <emmintrin.h>
+#define AF_HAVE_STREAM 1
+#else
+#define AF_HAVE_STREAM 0
+#endif
+
 typedef struct af_cpu {
-    double *state;   /* n_slots x 2 x T: both buffers of every slot */
-    uint8_t *parity; /* which buffer of a slot is committed */
-    double *diag;    /* n_slots x 2 x 3: (mass, energy, non-finite count) of each buffer */
+    double *state;       /* n_slots x 2 x T: both buffers of every slot */
+    uint8_t *parity;     /* which buffer of a slot is committed */
+    double *diag;        /* n_slots x 2 x 3: (mass, energy, non-finite count) of each buffer */
+    int vector;          /* 1: the fused vector step (AF_CPU_KERNEL_VECTOR), else the scalar one */
+    size_t stream_above; /* a step's blocks (both buffers) beyond this many bytes stream their
+                            stores past the caches: half the last-level cache */
+    char path[112];      /* what the hot loop runs, for k->path */
 } af_cpu_t;
 
 static inline double *cpu_buf(const af_kernels_t *k, const af_cpu_t *c, int slot, int which)
@@ -127,6 +141,47 @@ AF_HOT static void cpu_fill_diag(const double *restrict u, int len, double *rest
     d[2] = count;
 }
 
+/* The vector width the loader picked for the AF_HOT loops. */
+static const char *cpu_isa(void)
+{
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) &&                             \
+    !defined(__SANITIZE_ADDRESS__)
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") ? "avx2" : "sse2";
+#elif defined(__x86_64__)
+    return "sse2";
+#else
+    return "portable";
+#endif
+}
+
+size_t af_cpu_llc_bytes(void)
+{
+    /* sysfs's last cache level first: what the kernel was told (lscpu's answer); sysconf's
+     * cpuid can report the whole package's cache inside a virtual machine. */
+    long v = -1;
+    for (int idx = 4; idx >= 0 && v <= 0; --idx) {
+        char path[80];
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", idx);
+        FILE *f = fopen(path, "r");
+        if (f == NULL) {
+            continue;
+        }
+        long n = 0;
+        char unit = 0;
+        if (fscanf(f, "%ld%c", &n, &unit) >= 1 && n > 0) {
+            v = n * (unit == 'K' ? 1024L : unit == 'M' ? 1024L * 1024L : 1L);
+        }
+        fclose(f);
+    }
+#ifdef _SC_LEVEL3_CACHE_SIZE
+    if (v <= 0) {
+        v = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    }
+#endif
+    return v > 0 ? (size_t)v : (size_t)32 << 20; /* unknown: 32 MiB */
+}
+
 static void cpu_destroy(af_kernels_t *k)
 {
     if (k == NULL) {
@@ -197,6 +252,26 @@ static af_result_t cpu_create(const af_shard_desc_t *desc, af_kernels_t **out)
     }
     k->bytes = state_bytes + n * (1 + 6 * sizeof(double) + sizeof(int32_t) * 4 + 1 + 8 + 1) +
                af_kernels_occ_bytes(desc);
+    /* The fused vector step needs whole groups of four cells and a first and a last group
+     * apart; the reference two-pass step takes any length. */
+    const int T = desc->block_len;
+    c->vector = desc->cpu_kernel != AF_CPU_KERNEL_SCALAR && T >= 8 && T % 4 == 0;
+    size_t llc = af_cpu_llc_bytes();
+    c->stream_above = AF_HAVE_STREAM ? llc / 2 : (size_t)-1;
+    if (c->vector) {
+        unsigned mib = (unsigned)((llc / 2) >> 20);
+        if (AF_HAVE_STREAM) {
+            snprintf(c->path, sizeof c->path, "%s one pass, streaming stores beyond %u MiB",
+                     cpu_isa(), mib);
+        } else {
+            snprintf(c->path, sizeof c->path, "%s one pass", cpu_isa());
+        }
+    } else {
+        snprintf(c->path, sizeof c->path, "scalar two passes (%s)",
+                 desc->cpu_kernel == AF_CPU_KERNEL_SCALAR ? "backend.cpu_kernel = scalar"
+                                                          : "blocks not a multiple of 4 cells");
+    }
+    k->path = c->path;
     *out = k;
     return AF_OK;
 fail:
@@ -284,6 +359,76 @@ void af_block_update(const double *u, double *un, int len, double ul, double ur,
     cpu_slot_update(u, un, len, ul, ur, k);
 }
 
+/* Stores four results at un (16-byte aligned when streaming): past the caches with `stream`
+ * (sse2's non-temporal stores, which every x86-64 has; the avx2 clone encodes the same), so a
+ * shard larger than the last-level cache moves 16 bytes a cell instead of 24 (no line is read
+ * before it is overwritten). */
+static inline __attribute__((always_inline)) void cpu_store4(double *un, af_v4d v, int stream)
+{
+#if AF_HAVE_STREAM
+    if (stream) {
+        _mm_stream_pd(un, _mm_set_pd(v[1], v[0]));
+        _mm_stream_pd(un + 2, _mm_set_pd(v[3], v[2]));
+        return;
+    }
+#endif
+    memcpy(un, &v, sizeof v);
+}
+
+/* One block's step in one pass (T a multiple of 4, at least 8): each group of four cells is
+ * updated as af_burgers_cell evaluates it (the same operations in the same order, lane by
+ * lane, no FMA), stored, and added at once to the mass, energy and non-finite partials of its
+ * lanes: element i goes to lane i % AF_LANES in increasing i, exactly as af_block_diag and
+ * cpu_fill_diag add it, so the diagnostics have their bits. The partials of the 32 lanes live
+ * in eight four-wide vectors each (L1), the block is read once and written once. */
+AF_HOT static void cpu_slot_step(const double *restrict u, double *restrict un, int T, double ul,
+                                 double ur, af_coeffs_t kc, double *restrict d, int stream)
+{
+    const af_v4d zero = {0.0, 0.0, 0.0, 0.0};
+    const af_v4d half = {0.5, 0.5, 0.5, 0.5};
+    const af_v4d two = {2.0, 2.0, 2.0, 2.0};
+    const af_v4d ca = {kc.c_adv, kc.c_adv, kc.c_adv, kc.c_adv};
+    const af_v4d cd = {kc.c_diff, kc.c_diff, kc.c_diff, kc.c_diff};
+    af_v4d pm[AF_LANES / 4];
+    af_v4d pe[AF_LANES / 4];
+    af_v4l nf = {0, 0, 0, 0};
+    for (int g = 0; g < AF_LANES / 4; ++g) {
+        pm[g] = zero;
+        pe[g] = zero;
+    }
+    for (int i = 0; i < T; i += 4) {
+        af_v4d l;
+        af_v4d c;
+        af_v4d r;
+        memcpy(&c, u + i, sizeof c);
+        if (i == 0) {
+            l = (af_v4d){ul, u[0], u[1], u[2]};
+        } else {
+            memcpy(&l, u + i - 1, sizeof l);
+        }
+        if (i + 4 == T) {
+            r = (af_v4d){u[i + 1], u[i + 2], u[i + 3], ur};
+        } else {
+            memcpy(&r, u + i + 1, sizeof r);
+        }
+        af_v4d flux = (r * r - l * l) * ca;
+        af_v4d diff = (r - two * c + l) * cd;
+        af_v4d v = c - flux + diff;
+        const int g = (i % AF_LANES) / 4;
+        pm[g] += v;
+        pe[g] += (half * v) * v;
+        nf += (v - v) != zero; /* -1 where NaN or Inf */
+        cpu_store4(un + i, v, stream);
+    }
+    double m[AF_LANES];
+    double e[AF_LANES];
+    memcpy(m, pm, sizeof m);
+    memcpy(e, pe, sizeof e);
+    d[0] = af_lane_tree(m);
+    d[1] = af_lane_tree(e);
+    d[2] = (double)-(nf[0] + nf[1] + nf[2] + nf[3]);
+}
+
 #if defined(__FINITE_MATH_ONLY__) && __FINITE_MATH_ONLY__
 #error "kernels_cpu.c counts NaN/Inf with v - v != 0: never build it with -ffinite-math-only"
 #endif
@@ -300,6 +445,7 @@ static af_result_t cpu_compute(af_kernels_t *k, uint64_t step, const uint64_t *x
      * results stay zero (af_kernels_set_block zeroed them when it emptied). The unmasked
      * benchmark variant covers the whole static grid. */
     const int n = unmasked ? k->desc.n_slots : k->n_occ;
+    const int stream = c->vector && (size_t)n * 2 * (size_t)T * sizeof(double) > c->stream_above;
     for (int j = 0; j < n; ++j) {
         int s = unmasked ? j : k->occ[j];
         int b = k->slot_block[s];
@@ -326,7 +472,13 @@ static af_result_t cpu_compute(af_kernels_t *k, uint64_t step, const uint64_t *x
         double *d = cpu_diag(c, s, c->parity[s] ^ 1);
         /* HEALTHY slots inject too when slot_p > 0: a silent unit corrupts with no precursor. */
         int inject = !unmasked && k->slot_p[s] > 0.0;
-        cpu_slot_update(u, un, T, ul, ur, kc);
+        if (c->vector && !inject) {
+            /* One pass: the update with its diagnostics (a corrupting slot's results change
+             * after the update, so it takes the two passes below). */
+            cpu_slot_step(u, un, T, ul, ur, kc, d, stream);
+        } else {
+            cpu_slot_update(u, un, T, ul, ur, kc);
+        }
         if (inject) {
             /* Corrupting outputs: corrupted after the update, before they are counted. */
             uint64_t key = mode == AF_MODE_SHADOW ? step ^ AF_TWIN_SALT : step;
@@ -343,7 +495,9 @@ static af_result_t cpu_compute(af_kernels_t *k, uint64_t step, const uint64_t *x
             k->injected[s] = inj;
             k->harmful[s] = harm;
         }
-        cpu_fill_diag(un, T, d);
+        if (!c->vector || inject) {
+            cpu_fill_diag(un, T, d);
+        }
         if (!unmasked) {
             k->nonfinite[s] = (int32_t)d[2];
             if (k->desc.abft) {
@@ -353,6 +507,11 @@ static af_result_t cpu_compute(af_kernels_t *k, uint64_t step, const uint64_t *x
             }
         }
     }
+#if AF_HAVE_STREAM
+    if (stream) {
+        _mm_sfence(); /* the streamed lines are visible before anyone reads the shard */
+    }
+#endif
     return AF_OK;
 }
 

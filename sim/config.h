@@ -120,8 +120,9 @@ typedef struct af_config {
     /* [backend] */
     int compute;
     int fabric;
-    int graph;     /* AF_GRAPH_* */
-    int share_gpu; /* 1: the node's ranks may share its GPUs (cuda compute, mpi fabric) */
+    int graph;      /* AF_GRAPH_* */
+    int share_gpu;  /* 1: the node's ranks may share its GPUs (cuda compute, mpi fabric) */
+    int cpu_kernel; /* AF_CPU_KERNEL_* (kernels/kernels.h): auto, vector or scalar */
     /* [log] */
     char log_path[AF_PATH_LEN];
     int64_t flush_interval;

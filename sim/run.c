@@ -147,6 +147,7 @@ static af_result_t write_root_attrs(run_t *r)
                              r->nccl != NULL ? r->nccl->ops->name : r->fab->ops->name));
     AF_CHECK(af_log_attr_str(log, "/", "backend_choice", r->backend_why));
     AF_CHECK(af_log_attr_str(log, "/", "step_graph", r->graph_why));
+    AF_CHECK(af_log_attr_str(log, "/", "kernel_path", r->k->path != NULL ? r->k->path : "?"));
     af_launch_info_t li;
     af_launch_info(&li);
     AF_CHECK(af_log_attr_str(log, "/", "launcher", li.launcher));
@@ -365,6 +366,7 @@ static af_result_t run_init(run_t *r)
         .mix = af_corrupt_mix(&r->cfg),
         .abft = (af_detect_flags(r->cfg.detect) & AF_DET_ABFT) != 0,
         .cuda_device = cuda_device,
+        .cpu_kernel = r->cfg.cpu_kernel,
     };
     AF_CHECK(all_ok(r, kops->create(&desc, &r->k)));
     if (use_nccl) {
@@ -816,8 +818,9 @@ static void print_summary(const run_t *r, const verdict_t *v, double wall_s)
            "cells, capacity %lld slots/unit\n",
            r->cfg.name, r->world.size, (long long)r->D, (long long)r->U, (long long)r->B,
            (long long)r->T, (long long)r->C);
-    printf("  backends       compute=%s fabric=%s\n", r->k->ops->name,
-           r->nccl != NULL ? r->nccl->ops->name : r->fab->ops->name);
+    printf("  backends       compute=%s fabric=%s; kernel %s\n", r->k->ops->name,
+           r->nccl != NULL ? r->nccl->ops->name : r->fab->ops->name,
+           r->k->path != NULL ? r->k->path : "?");
     printf("  step graph     %s: %lld of %lld steps, %lld graph instantiation%s\n", r->graph_why,
            (long long)r->k->graph_launches, (long long)r->tick,
            (long long)r->k->graph_instantiations, r->k->graph_instantiations == 1 ? "" : "s");

@@ -24,6 +24,9 @@
 #define MAX_CELLS 4096
 
 static af_config_t cfg;
+/* The cpu backend's hot loop every shard of these tests uses: main() runs the whole group once
+ * with the fused vector step and once with the scalar reference (backend.cpu_kernel). */
+static int g_cpu_kernel = AF_CPU_KERNEL_VECTOR;
 
 /* A problem of B blocks of T cells: nu = 0.05, dt at 80% of the diffusion limit, so a few
  * hundred steps change the state visibly. */
@@ -81,6 +84,7 @@ static void shard_create(shard_t *sh, int n_slots, const int *slot_of_block, uin
     desc.seed = seed;
     desc.mix = af_corrupt_mix(&cfg);
     desc.cuda_device = -1;
+    desc.cpu_kernel = g_cpu_kernel;
     assert_int_equal(af_kernels_cpu.create(&desc, &sh->k), AF_OK);
     assert_non_null(sh->k);
     assert_ptr_equal(sh->k->ops, &af_kernels_cpu);
@@ -955,6 +959,109 @@ static void test_block_diag_follows_lane_stripes_and_butterfly_for_any_length(vo
     assert_true(e == 0.5 * (1.0 + 4.0 + 9.0 + 20.25));
 }
 
+/* The fused vector step and the scalar reference give the same bits: every output cell, the
+ * non-finite counts and the committed buffers' mass and energy as pack() publishes them, over
+ * blocks of random values with NaN, infinities and huge numbers among them, for lengths the
+ * vector step takes (8, 12, 64, 256, 260: groups of four, a tail past the 32 lanes), and for a
+ * shard large enough that its stores stream past the caches. */
+static void test_vector_and_scalar_steps_give_the_same_bits(void **state)
+{
+    (void)state;
+    const int lens[] = {8, 12, 64, 256, 260};
+    uint64_t x = 0x243f6a8885a308d3ULL;
+    for (size_t li = 0; li <= sizeof lens / sizeof lens[0]; ++li) {
+        const int big = li == sizeof lens / sizeof lens[0]; /* the streaming shard */
+        const int T = big ? 256 : lens[li];
+        const int B = big ? (int)(af_cpu_llc_bytes() / (2 * 256 * 8) + 64) : 24;
+        make_config(B, T);
+        int *where = malloc(sizeof(int) * (size_t)B);
+        double *cells = malloc(sizeof(double) * (size_t)T);
+        double *a = malloc(sizeof(double) * (size_t)T);
+        double *b = malloc(sizeof(double) * (size_t)T);
+        assert_true(where && cells && a && b);
+        for (int i = 0; i < B; ++i) {
+            where[i] = i;
+        }
+        shard_t sh[2];
+        for (int v = 0; v < 2; ++v) {
+            g_cpu_kernel = v == 0 ? AF_CPU_KERNEL_VECTOR : AF_CPU_KERNEL_SCALAR;
+            shard_create(&sh[v], B, where, 7);
+        }
+        g_cpu_kernel = AF_CPU_KERNEL_VECTOR;
+        assert_non_null(strstr(sh[0].k->path, "one pass"));
+        assert_non_null(strstr(sh[1].k->path, "scalar"));
+        /* The same random contents in both: mostly ordinary values, some special ones. */
+        for (int blk = 0; blk < B; ++blk) {
+            for (int i = 0; i < T; ++i) {
+                x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+                int kind = (int)((x >> 59) & 31);
+                double u = (double)(x >> 11) * 0x1.0p-53;
+                cells[i] = kind == 0   ? NAN
+                           : kind == 1 ? INFINITY
+                           : kind == 2 ? -INFINITY
+                           : kind == 3 ? 1e300 * (u - 0.5)
+                           : blk % 3   ? 0.5 + (u - 0.5) * 1e-3
+                                       : u - 0.5;
+            }
+            for (int v = 0; v < 2; ++v) {
+                assert_int_equal(sh[v].k->ops->write_slot(sh[v].k, blk, cells), AF_OK);
+            }
+        }
+        for (int step = 1; step <= 2; ++step) {
+            for (int v = 0; v < 2; ++v) {
+                shard_compute(&sh[v], (uint64_t)step);
+            }
+            for (int s = 0; s < B; ++s) {
+                assert_int_equal(sh[0].k->nonfinite[s], sh[1].k->nonfinite[s]);
+                assert_int_equal(sh[0].k->ops->read_next(sh[0].k, s, a), AF_OK);
+                assert_int_equal(sh[1].k->ops->read_next(sh[1].k, s, b), AF_OK);
+                for (int i = 0; i < T; ++i) {
+                    /* The same bits, but a NaN's sign and payload (see below). */
+                    if (!(isnan(a[i]) && isnan(b[i])) && af_bits(a[i]) != af_bits(b[i])) {
+                        print_message("T %d step %d slot %d cell %d: vector %a scalar %a\n", T,
+                                      step, s, i, a[i], b[i]);
+                        fail();
+                    }
+                }
+            }
+            for (int v = 0; v < 2; ++v) {
+                for (int s = 0; s < B; ++s) {
+                    sh[v].k->commit[s] = 1;
+                }
+                assert_int_equal(sh[v].k->ops->commit(sh[v].k), AF_OK);
+                assert_int_equal(sh[v].k->ops->pack(sh[v].k, sh[v].xchg), AF_OK);
+            }
+            /* Every word the same bits, but a NaN's sign and payload: C lets a compiler commute
+             * an addition or a multiplication, which picks the NaN that propagates, so they are
+             * not part of the contract (a finite input gives the same bits on every path, and
+             * containment never commits a buffer holding NaN, so no NaN reaches the state or an
+             * exchange; these slots are committed here on purpose). */
+            int nan_words = 0;
+            for (size_t w = 0; w < af_xchg_len(B); ++w) {
+                double p = af_double(sh[0].xchg[w]);
+                double q = af_double(sh[1].xchg[w]);
+                /* [0, 2B) edge cells, [2B, 4B) mass and energy: values */
+                int both_nan = w < 4 * (size_t)B && isnan(p) && isnan(q);
+                nan_words += both_nan;
+                if (!both_nan && sh[0].xchg[w] != sh[1].xchg[w]) {
+                    print_message("T %d step %d word %zu: vector %016llx scalar %016llx\n", T, step,
+                                  w, (unsigned long long)sh[0].xchg[w],
+                                  (unsigned long long)sh[1].xchg[w]);
+                    fail();
+                }
+            }
+            assert_true(nan_words > 0); /* the special values did reach the sums */
+        }
+        for (int v = 0; v < 2; ++v) {
+            shard_destroy(&sh[v]);
+        }
+        free(where);
+        free(cells);
+        free(a);
+        free(b);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -980,5 +1087,15 @@ int main(void)
         cmocka_unit_test(test_lane_tree_equals_hand_computed_butterfly),
         cmocka_unit_test(test_block_diag_follows_lane_stripes_and_butterfly_for_any_length),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    /* Every test with the fused vector step, then with the scalar reference. */
+    g_cpu_kernel = AF_CPU_KERNEL_VECTOR;
+    int failed = cmocka_run_group_tests_name("cpu_kernel = vector", tests, NULL, NULL);
+    g_cpu_kernel = AF_CPU_KERNEL_SCALAR;
+    failed += cmocka_run_group_tests_name("cpu_kernel = scalar", tests, NULL, NULL);
+    g_cpu_kernel = AF_CPU_KERNEL_VECTOR;
+    const struct CMUnitTest both[] = {
+        cmocka_unit_test(test_vector_and_scalar_steps_give_the_same_bits),
+    };
+    failed += cmocka_run_group_tests_name("vector against scalar", both, NULL, NULL);
+    return failed;
 }
