@@ -19,13 +19,15 @@
 #include "../sim/placement.h"
 #include "../sim/reference.h"
 
-enum { V_MASKED, V_UNMASKED, V_COPY, V_TRIAD, V_RUN_MASKED, V_RUN_UNMASKED, NV };
-static const char *VNAME[NV] = {"masked_kernel", "unmasked_kernel",        "stream_copy",
-                                "stream_triad",  "run_grid_masked_kernel", "run_grid_unmasked"};
-static const double VBYTES[NV] = {16.0, 16.0, 16.0, 24.0, 16.0, 16.0};
+enum { V_MASKED, V_UNMASKED, V_COPY, V_TRIAD, V_RUN_MASKED, V_RUN_UNMASKED, V_FUSED, NV };
+static const char *VNAME[NV] = {"masked_kernel",      "unmasked_kernel",        "stream_copy",
+                                "stream_triad",       "run_grid_masked_kernel", "run_grid_unmasked",
+                                "masked_kernel_fused"};
+static const double VBYTES[NV] = {16.0, 16.0, 16.0, 24.0, 16.0, 16.0, 16.0};
 
 typedef struct kbench {
     af_kernels_t *k;
+    af_kernels_t *fused; /* the same grid with backend.cpu_kernel = fused */
     uint64_t *xchg;
     af_kernels_t *run_k; /* this rank's shard of the default scenario */
     uint64_t *run_xchg;
@@ -56,6 +58,8 @@ static af_result_t run_variant(kbench_t *kb, int v)
     case V_COPY:
         memcpy(kb->a, kb->b, sizeof(double) * (size_t)kb->cells);
         return AF_OK;
+    case V_FUSED:
+        return kb->fused->ops->compute(kb->fused, 1, kb->xchg, 0);
     case V_RUN_MASKED:
         return kb->run_k->ops->compute(kb->run_k, 1, kb->run_xchg, 0);
     case V_RUN_UNMASKED:
@@ -91,6 +95,17 @@ static void validate(af_bench_ctx_t *b, kbench_t *kb, const af_config_t *cfg)
     }
     af_coeffs_t kc = af_scheme_coeffs(cfg);
     af_reference_step(state, ref, kb->cells, kc.c_adv, kc.c_diff);
+    kb->fused->ops->compute(kb->fused, 1, kb->xchg, 0);
+    for (int s = 0; s < kb->slots; ++s) {
+        kb->fused->ops->read_next(kb->fused, s, unmasked + (size_t)s * (size_t)kb->T);
+    }
+    if (memcmp(masked, unmasked, sizeof(double) * n) != 0) {
+        af_bench_fail(b, "the fused and two-pass kernels differ");
+    }
+    kb->k->ops->compute(kb->k, 1, kb->xchg, AF_COMPUTE_UNMASKED);
+    for (int s = 0; s < kb->slots; ++s) {
+        kb->k->ops->read_next(kb->k, s, unmasked + (size_t)s * (size_t)kb->T);
+    }
     if (memcmp(masked, unmasked, sizeof(double) * n) != 0) {
         af_bench_fail(b, "masked and unmasked kernels differ");
     } else if (memcmp(masked, ref, sizeof(double) * n) != 0) {
@@ -193,6 +208,13 @@ static af_result_t bench_kernel(af_bench_ctx_t *b)
                             .mix = af_corrupt_mix(&cfg),
                             .cuda_device = -1};
     AF_CHECK(af_kernels_cpu.create(&desc, &kb.k));
+    af_shard_desc_t fdesc = desc;
+    fdesc.cpu_kernel = AF_CPU_KERNEL_FUSED;
+    af_result_t frc = af_kernels_cpu.create(&fdesc, &kb.fused);
+    if (frc != AF_OK) {
+        af_kernels_destroy(&kb.k);
+        return frc;
+    }
     kb.xchg = af_alloc(sizeof(uint64_t) * af_xchg_len(kb.slots));
     kb.a = af_alloc(sizeof(double) * (size_t)kb.cells);
     kb.b = af_alloc(sizeof(double) * (size_t)kb.cells);
@@ -212,6 +234,9 @@ static af_result_t bench_kernel(af_bench_ctx_t *b)
         kb.k->commit[s] = 1;
         af_initial_cells(&cfg, (int64_t)s * T, T, kb.a);
         AF_CHECK_GOTO(kb.k->ops->write_slot(kb.k, s, kb.a), rc, out);
+        af_kernels_set_block(kb.fused, s, s);
+        kb.fused->commit[s] = 1;
+        AF_CHECK_GOTO(kb.fused->ops->write_slot(kb.fused, s, kb.a), rc, out);
     }
     for (int64_t i = 0; i < kb.cells; ++i) {
         kb.b[i] = 1.0 + (double)(i % 1000) * 1e-3;
@@ -253,6 +278,8 @@ static af_result_t bench_kernel(af_bench_ctx_t *b)
                        st[V_MASKED].p50 / st[V_UNMASKED].p50, 1, 0.97, 1);
         af_bench_ratio(b, "masked / copy bandwidth (p50)", st[V_MASKED].p50 / st[V_COPY].p50, 0, 0,
                        1);
+        af_bench_ratio(b, "fused one pass / two passes (p50)", st[V_FUSED].p50 / st[V_MASKED].p50,
+                       0, 0, 1);
         af_bench_ratio(b, "run grid: masked / triad bandwidth (p50)",
                        st[V_RUN_MASKED].p50 / st[V_TRIAD].p50, 0, 0, 1);
         af_bench_ratio(b, "run grid: masked / unmasked step time (p50)",
@@ -279,6 +306,7 @@ out:
         free(t[v]);
     }
     af_kernels_destroy(&kb.k);
+    af_kernels_destroy(&kb.fused);
     af_kernels_destroy(&kb.run_k);
     af_free(kb.run_xchg);
     af_free(kb.xchg);

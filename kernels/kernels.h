@@ -63,13 +63,13 @@ typedef struct af_shard_desc {
     int cpu_kernel; /* AF_CPU_KERNEL_*: the cpu backend's hot loop (backend.cpu_kernel) */
 } af_shard_desc_t;
 
-/* The cpu backend's masked step (kernels/kernels_cpu.c). VECTOR fuses the update, the
- * diagnostics and the non-finite count into one pass over each block, SIMD across cells (the
+/* The cpu backend's masked step (kernels/kernels_cpu.c), SIMD across cells either way (the
  * widest the processor has: avx2, else the x86-64 baseline's sse2, chosen when the program
- * loads), with streaming stores when the shard is larger than the last-level cache; SCALAR is
- * the reference: the update, then a second pass for the diagnostics. Both give the same bits.
- * AUTO is VECTOR wherever it applies (blocks of a multiple of 4 cells, at least 8). */
-enum { AF_CPU_KERNEL_AUTO = 0, AF_CPU_KERNEL_VECTOR = 1, AF_CPU_KERNEL_SCALAR = 2 };
+ * loads). TWO_PASS updates a block, then reads it again (from L1) for the lane-ordered
+ * diagnostics and the non-finite count; FUSED does all three in one pass (blocks of a multiple
+ * of 4 cells, at least 8; others take two passes). Both give the same bits. AUTO is TWO_PASS,
+ * the faster on the machines measured (README "Performance"). */
+enum { AF_CPU_KERNEL_AUTO = 0, AF_CPU_KERNEL_TWO_PASS = 1, AF_CPU_KERNEL_FUSED = 2 };
 
 typedef struct af_kernels af_kernels_t;
 
@@ -203,9 +203,8 @@ struct af_kernels {
 };
 
 extern const af_kernels_ops_t af_kernels_cpu;
-/* The last-level cache of this machine in bytes (sysconf, else sysfs; 32 MiB when neither
- * says): the cpu backend streams its stores beyond half of it, and the kernel benchmark sizes
- * its STREAM arrays from it. */
+/* The last-level cache of this machine in bytes (sysfs, else sysconf; 32 MiB when neither
+ * says): the kernel benchmark sizes its STREAM arrays from it. */
 size_t af_cpu_llc_bytes(void);
 /* NULL when built without CUDA. */
 extern const af_kernels_ops_t *const af_kernels_cuda;

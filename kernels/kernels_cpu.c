@@ -10,21 +10,12 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#if defined(__x86_64__) || defined(__SSE2__)
-#include <emmintrin.h>
-#define AF_HAVE_STREAM 1
-#else
-#define AF_HAVE_STREAM 0
-#endif
-
 typedef struct af_cpu {
-    double *state;       /* n_slots x 2 x T: both buffers of every slot */
-    uint8_t *parity;     /* which buffer of a slot is committed */
-    double *diag;        /* n_slots x 2 x 3: (mass, energy, non-finite count) of each buffer */
-    int vector;          /* 1: the fused vector step (AF_CPU_KERNEL_VECTOR), else the scalar one */
-    size_t stream_above; /* a step's blocks (both buffers) beyond this many bytes stream their
-                            stores past the caches: half the last-level cache */
-    char path[112];      /* what the hot loop runs, for k->path */
+    double *state;   /* n_slots x 2 x T: both buffers of every slot */
+    uint8_t *parity; /* which buffer of a slot is committed */
+    double *diag;    /* n_slots x 2 x 3: (mass, energy, non-finite count) of each buffer */
+    int fused;       /* 1: the one-pass step (AF_CPU_KERNEL_FUSED), else the two-pass one */
+    char path[112];  /* what the hot loop runs, for k->path */
 } af_cpu_t;
 
 static inline double *cpu_buf(const af_kernels_t *k, const af_cpu_t *c, int slot, int which)
@@ -252,25 +243,15 @@ static af_result_t cpu_create(const af_shard_desc_t *desc, af_kernels_t **out)
     }
     k->bytes = state_bytes + n * (1 + 6 * sizeof(double) + sizeof(int32_t) * 4 + 1 + 8 + 1) +
                af_kernels_occ_bytes(desc);
-    /* The fused vector step needs whole groups of four cells and a first and a last group
-     * apart; the reference two-pass step takes any length. */
+    /* The fused step needs whole groups of four cells and a first and a last group apart; the
+     * two-pass step takes any length. */
     const int T = desc->block_len;
-    c->vector = desc->cpu_kernel != AF_CPU_KERNEL_SCALAR && T >= 8 && T % 4 == 0;
-    size_t llc = af_cpu_llc_bytes();
-    c->stream_above = AF_HAVE_STREAM ? llc / 2 : (size_t)-1;
-    if (c->vector) {
-        unsigned mib = (unsigned)((llc / 2) >> 20);
-        if (AF_HAVE_STREAM) {
-            snprintf(c->path, sizeof c->path, "%s one pass, streaming stores beyond %u MiB",
-                     cpu_isa(), mib);
-        } else {
-            snprintf(c->path, sizeof c->path, "%s one pass", cpu_isa());
-        }
-    } else {
-        snprintf(c->path, sizeof c->path, "scalar two passes (%s)",
-                 desc->cpu_kernel == AF_CPU_KERNEL_SCALAR ? "backend.cpu_kernel = scalar"
-                                                          : "blocks not a multiple of 4 cells");
-    }
+    c->fused = desc->cpu_kernel == AF_CPU_KERNEL_FUSED && T >= 8 && T % 4 == 0;
+    snprintf(c->path, sizeof c->path, "%s %s", cpu_isa(),
+             c->fused ? "one pass (backend.cpu_kernel = fused)"
+             : desc->cpu_kernel == AF_CPU_KERNEL_FUSED
+                 ? "two passes (fused needs blocks of 4k cells)"
+                 : "two passes");
     k->path = c->path;
     *out = k;
     return AF_OK;
@@ -359,30 +340,16 @@ void af_block_update(const double *u, double *un, int len, double ul, double ur,
     cpu_slot_update(u, un, len, ul, ur, k);
 }
 
-/* Stores four results at un (16-byte aligned when streaming): past the caches with `stream`
- * (sse2's non-temporal stores, which every x86-64 has; the avx2 clone encodes the same), so a
- * shard larger than the last-level cache moves 16 bytes a cell instead of 24 (no line is read
- * before it is overwritten). */
-static inline __attribute__((always_inline)) void cpu_store4(double *un, af_v4d v, int stream)
-{
-#if AF_HAVE_STREAM
-    if (stream) {
-        _mm_stream_pd(un, _mm_set_pd(v[1], v[0]));
-        _mm_stream_pd(un + 2, _mm_set_pd(v[3], v[2]));
-        return;
-    }
-#endif
-    memcpy(un, &v, sizeof v);
-}
-
 /* One block's step in one pass (T a multiple of 4, at least 8): each group of four cells is
  * updated as af_burgers_cell evaluates it (the same operations in the same order, lane by
  * lane, no FMA), stored, and added at once to the mass, energy and non-finite partials of its
  * lanes: element i goes to lane i % AF_LANES in increasing i, exactly as af_block_diag and
  * cpu_fill_diag add it, so the diagnostics have their bits. The partials of the 32 lanes live
- * in eight four-wide vectors each (L1), the block is read once and written once. */
+ * in eight four-wide vectors each (L1), the block is read once and written once. Measured
+ * slower than the two passes on the machines at hand (README "Performance"): the second pass
+ * reads a block L1 holds, and these accumulators add a load and a store per group. */
 AF_HOT static void cpu_slot_step(const double *restrict u, double *restrict un, int T, double ul,
-                                 double ur, af_coeffs_t kc, double *restrict d, int stream)
+                                 double ur, af_coeffs_t kc, double *restrict d)
 {
     const af_v4d zero = {0.0, 0.0, 0.0, 0.0};
     const af_v4d half = {0.5, 0.5, 0.5, 0.5};
@@ -418,7 +385,7 @@ AF_HOT static void cpu_slot_step(const double *restrict u, double *restrict un, 
         pm[g] += v;
         pe[g] += (half * v) * v;
         nf += (v - v) != zero; /* -1 where NaN or Inf */
-        cpu_store4(un + i, v, stream);
+        memcpy(un + i, &v, sizeof v);
     }
     double m[AF_LANES];
     double e[AF_LANES];
@@ -445,7 +412,6 @@ static af_result_t cpu_compute(af_kernels_t *k, uint64_t step, const uint64_t *x
      * results stay zero (af_kernels_set_block zeroed them when it emptied). The unmasked
      * benchmark variant covers the whole static grid. */
     const int n = unmasked ? k->desc.n_slots : k->n_occ;
-    const int stream = c->vector && (size_t)n * 2 * (size_t)T * sizeof(double) > c->stream_above;
     for (int j = 0; j < n; ++j) {
         int s = unmasked ? j : k->occ[j];
         int b = k->slot_block[s];
@@ -472,10 +438,10 @@ static af_result_t cpu_compute(af_kernels_t *k, uint64_t step, const uint64_t *x
         double *d = cpu_diag(c, s, c->parity[s] ^ 1);
         /* HEALTHY slots inject too when slot_p > 0: a silent unit corrupts with no precursor. */
         int inject = !unmasked && k->slot_p[s] > 0.0;
-        if (c->vector && !inject) {
+        if (c->fused && !inject) {
             /* One pass: the update with its diagnostics (a corrupting slot's results change
              * after the update, so it takes the two passes below). */
-            cpu_slot_step(u, un, T, ul, ur, kc, d, stream);
+            cpu_slot_step(u, un, T, ul, ur, kc, d);
         } else {
             cpu_slot_update(u, un, T, ul, ur, kc);
         }
@@ -495,7 +461,7 @@ static af_result_t cpu_compute(af_kernels_t *k, uint64_t step, const uint64_t *x
             k->injected[s] = inj;
             k->harmful[s] = harm;
         }
-        if (!c->vector || inject) {
+        if (!c->fused || inject) {
             cpu_fill_diag(un, T, d);
         }
         if (!unmasked) {
@@ -507,11 +473,6 @@ static af_result_t cpu_compute(af_kernels_t *k, uint64_t step, const uint64_t *x
             }
         }
     }
-#if AF_HAVE_STREAM
-    if (stream) {
-        _mm_sfence(); /* the streamed lines are visible before anyone reads the shard */
-    }
-#endif
     return AF_OK;
 }
 

@@ -79,11 +79,10 @@ static const key_def_t KEYS[] = {
      "run each steady-state step (no DMR twins, no rollback) as one prepared unit of work: with "
      "cuda, a CUDA graph captured once at start-up; auto = on with cuda unless straggler detection "
      "is on; on with cpu runs the same path without a graph"},
-    {"backend", "cpu_kernel", T_ENUM, OFF(cpu_kernel), 0, 0, 0, "auto|vector|scalar", "auto", "",
-     "the cpu backend's masked step: vector fuses update, diagnostics and non-finite count into "
-     "one SIMD pass (avx2 or sse2, streaming stores beyond half the last-level cache), scalar is "
-     "the two-pass reference; the same bits either way; auto = vector where blocks are a "
-     "multiple of 4 cells (at least 8)"},
+    {"backend", "cpu_kernel", T_ENUM, OFF(cpu_kernel), 0, 0, 0, "auto|two_pass|fused", "auto", "",
+     "the cpu backend's masked step, SIMD either way (avx2 or sse2): two_pass updates a block "
+     "then reads it again for its diagnostics; fused does both in one pass (blocks of 4k cells); "
+     "the same bits; auto = two_pass, the faster where measured"},
     {"backend", "share_gpu", T_ENUM, OFF(share_gpu), 0, 0, 0, "off|on", "off", "",
      "on: several ranks of a node may share one GPU (rank r drives GPU r mod the GPUs visible), "
      "so the multi-rank cuda paths run on a machine with one GPU; needs compute = cuda and "

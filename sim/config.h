@@ -122,7 +122,7 @@ typedef struct af_config {
     int fabric;
     int graph;      /* AF_GRAPH_* */
     int share_gpu;  /* 1: the node's ranks may share its GPUs (cuda compute, mpi fabric) */
-    int cpu_kernel; /* AF_CPU_KERNEL_* (kernels/kernels.h): auto, vector or scalar */
+    int cpu_kernel; /* AF_CPU_KERNEL_* (kernels/kernels.h): auto, two_pass or fused */
     /* [log] */
     char log_path[AF_PATH_LEN];
     int64_t flush_interval;

@@ -25,8 +25,8 @@
 
 static af_config_t cfg;
 /* The cpu backend's hot loop every shard of these tests uses: main() runs the whole group once
- * with the fused vector step and once with the scalar reference (backend.cpu_kernel). */
-static int g_cpu_kernel = AF_CPU_KERNEL_VECTOR;
+ * with the fused one-pass step and once with the two-pass one (backend.cpu_kernel). */
+static int g_cpu_kernel = AF_CPU_KERNEL_FUSED;
 
 /* A problem of B blocks of T cells: nu = 0.05, dt at 80% of the diffusion limit, so a few
  * hundred steps change the state visibly. */
@@ -959,18 +959,18 @@ static void test_block_diag_follows_lane_stripes_and_butterfly_for_any_length(vo
     assert_true(e == 0.5 * (1.0 + 4.0 + 9.0 + 20.25));
 }
 
-/* The fused vector step and the scalar reference give the same bits: every output cell, the
+/* The fused one-pass step and the two-pass one give the same bits: every output cell, the
  * non-finite counts and the committed buffers' mass and energy as pack() publishes them, over
  * blocks of random values with NaN, infinities and huge numbers among them, for lengths the
- * vector step takes (8, 12, 64, 256, 260: groups of four, a tail past the 32 lanes), and for a
- * shard large enough that its stores stream past the caches. */
-static void test_vector_and_scalar_steps_give_the_same_bits(void **state)
+ * fused step takes (8, 12, 64, 256, 260: groups of four, a tail past the 32 lanes), and for a
+ * shard larger than the last-level cache. */
+static void test_fused_and_two_pass_steps_give_the_same_bits(void **state)
 {
     (void)state;
     const int lens[] = {8, 12, 64, 256, 260};
     uint64_t x = 0x243f6a8885a308d3ULL;
     for (size_t li = 0; li <= sizeof lens / sizeof lens[0]; ++li) {
-        const int big = li == sizeof lens / sizeof lens[0]; /* the streaming shard */
+        const int big = li == sizeof lens / sizeof lens[0]; /* beyond the last-level cache */
         const int T = big ? 256 : lens[li];
         const int B = big ? (int)(af_cpu_llc_bytes() / (2 * 256 * 8) + 64) : 24;
         make_config(B, T);
@@ -984,12 +984,12 @@ static void test_vector_and_scalar_steps_give_the_same_bits(void **state)
         }
         shard_t sh[2];
         for (int v = 0; v < 2; ++v) {
-            g_cpu_kernel = v == 0 ? AF_CPU_KERNEL_VECTOR : AF_CPU_KERNEL_SCALAR;
+            g_cpu_kernel = v == 0 ? AF_CPU_KERNEL_FUSED : AF_CPU_KERNEL_TWO_PASS;
             shard_create(&sh[v], B, where, 7);
         }
-        g_cpu_kernel = AF_CPU_KERNEL_VECTOR;
+        g_cpu_kernel = AF_CPU_KERNEL_FUSED;
         assert_non_null(strstr(sh[0].k->path, "one pass"));
-        assert_non_null(strstr(sh[1].k->path, "scalar"));
+        assert_non_null(strstr(sh[1].k->path, "two passes"));
         /* The same random contents in both: mostly ordinary values, some special ones. */
         for (int blk = 0; blk < B; ++blk) {
             for (int i = 0; i < T; ++i) {
@@ -1018,7 +1018,7 @@ static void test_vector_and_scalar_steps_give_the_same_bits(void **state)
                 for (int i = 0; i < T; ++i) {
                     /* The same bits, but a NaN's sign and payload (see below). */
                     if (!(isnan(a[i]) && isnan(b[i])) && af_bits(a[i]) != af_bits(b[i])) {
-                        print_message("T %d step %d slot %d cell %d: vector %a scalar %a\n", T,
+                        print_message("T %d step %d slot %d cell %d: fused %a two-pass %a\n", T,
                                       step, s, i, a[i], b[i]);
                         fail();
                     }
@@ -1044,8 +1044,8 @@ static void test_vector_and_scalar_steps_give_the_same_bits(void **state)
                 int both_nan = w < 4 * (size_t)B && isnan(p) && isnan(q);
                 nan_words += both_nan;
                 if (!both_nan && sh[0].xchg[w] != sh[1].xchg[w]) {
-                    print_message("T %d step %d word %zu: vector %016llx scalar %016llx\n", T, step,
-                                  w, (unsigned long long)sh[0].xchg[w],
+                    print_message("T %d step %d word %zu: fused %016llx two-pass %016llx\n", T,
+                                  step, w, (unsigned long long)sh[0].xchg[w],
                                   (unsigned long long)sh[1].xchg[w]);
                     fail();
                 }
@@ -1087,15 +1087,15 @@ int main(void)
         cmocka_unit_test(test_lane_tree_equals_hand_computed_butterfly),
         cmocka_unit_test(test_block_diag_follows_lane_stripes_and_butterfly_for_any_length),
     };
-    /* Every test with the fused vector step, then with the scalar reference. */
-    g_cpu_kernel = AF_CPU_KERNEL_VECTOR;
-    int failed = cmocka_run_group_tests_name("cpu_kernel = vector", tests, NULL, NULL);
-    g_cpu_kernel = AF_CPU_KERNEL_SCALAR;
-    failed += cmocka_run_group_tests_name("cpu_kernel = scalar", tests, NULL, NULL);
-    g_cpu_kernel = AF_CPU_KERNEL_VECTOR;
+    /* Every test with the fused step, then with the two-pass one. */
+    g_cpu_kernel = AF_CPU_KERNEL_FUSED;
+    int failed = cmocka_run_group_tests_name("cpu_kernel = fused", tests, NULL, NULL);
+    g_cpu_kernel = AF_CPU_KERNEL_TWO_PASS;
+    failed += cmocka_run_group_tests_name("cpu_kernel = two_pass", tests, NULL, NULL);
+    g_cpu_kernel = AF_CPU_KERNEL_FUSED;
     const struct CMUnitTest both[] = {
-        cmocka_unit_test(test_vector_and_scalar_steps_give_the_same_bits),
+        cmocka_unit_test(test_fused_and_two_pass_steps_give_the_same_bits),
     };
-    failed += cmocka_run_group_tests_name("vector against scalar", both, NULL, NULL);
+    failed += cmocka_run_group_tests_name("fused against two_pass", both, NULL, NULL);
     return failed;
 }
