@@ -11,7 +11,10 @@
 #include <unistd.h>
 
 typedef struct af_cpu {
-    double *state;   /* n_slots x 2 x T: both buffers of every slot */
+    double *state;   /* 2 x n_slots x T: every slot's buffer 0, then every slot's buffer 1, so
+                        a step over slots of one parity reads one long run of memory and writes
+                        another (a slot's two buffers side by side cut every run to one block
+                        and halved the bandwidth: README "Performance") */
     uint8_t *parity; /* which buffer of a slot is committed */
     double *diag;    /* n_slots x 2 x 3: (mass, energy, non-finite count) of each buffer */
     int fused;       /* 1: the one-pass step (AF_CPU_KERNEL_FUSED), else the two-pass one */
@@ -20,7 +23,8 @@ typedef struct af_cpu {
 
 static inline double *cpu_buf(const af_kernels_t *k, const af_cpu_t *c, int slot, int which)
 {
-    return c->state + ((size_t)slot * 2 + (size_t)which) * (size_t)k->desc.block_len;
+    return c->state +
+           ((size_t)which * (size_t)k->desc.n_slots + (size_t)slot) * (size_t)k->desc.block_len;
 }
 
 static inline double *cpu_diag(const af_cpu_t *c, int slot, int which)
