@@ -1,4 +1,5 @@
 /* agefence HDF5 log writer (rank 0 only). */
+#define _GNU_SOURCE /* SCHED_BATCH */
 #include "log.h"
 
 #include <errno.h>
@@ -6,6 +7,7 @@
 #include <hdf5.h>
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -151,6 +153,12 @@ static void *writer_main(void *arg)
 {
     af_log_t *log = arg;
     log_writer_t *w = &log->w;
+#ifdef SCHED_BATCH
+    /* A batch thread does not preempt the thread that woke it: on a machine whose cores the
+     * ranks fill, the hand-over returns before the writer takes its core. (Best effort.) */
+    struct sched_param sp = {0};
+    pthread_setschedparam(pthread_self(), SCHED_BATCH, &sp);
+#endif
     pthread_mutex_lock(&w->mu);
     for (;;) {
         while (!w->busy && !w->quit) {
