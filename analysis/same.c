@@ -14,7 +14,8 @@
 #define MAX_SHOWN 5
 
 /* /final attributes that describe the launch, the clock or the machine, not the run's result:
- * the memory figures are the largest over ranks, so they shrink as ranks are added. */
+ * the memory figures are the largest over ranks, so they shrink as ranks are added; the log
+ * writer thread's figures are rank 0's clock. */
 static const char *const NOT_COMPARED[] = {"end_time",
                                            "graph_instantiations",
                                            "graph_steps",
@@ -22,7 +23,10 @@ static const char *const NOT_COMPARED[] = {"end_time",
                                            "memory_budget_startup_bytes",
                                            "memory_budget_peak_bytes",
                                            "rss_before_startup_bytes",
-                                           "rss_peak_bytes"};
+                                           "rss_peak_bytes",
+                                           "log_writer_busy_us",
+                                           "log_writer_wait_us",
+                                           "log_writer_batches"};
 
 /* /steps columns that describe the launch rather than the run: the bytes the ranks sent each
  * other follow where the blocks live, which the number of ranks decides. */

@@ -6,9 +6,11 @@
 
 #define AF_MAX_CRUMBS 16
 
-static char af_message[512];
-static char af_crumbs[AF_MAX_CRUMBS][160];
-static int af_ncrumbs;
+/* One error state per thread: the log's writer thread (sim/log.c) records its own error, and
+ * the step thread takes over the message when it collects the writer's result. */
+static _Thread_local char af_message[512];
+static _Thread_local char af_crumbs[AF_MAX_CRUMBS][160];
+static _Thread_local int af_ncrumbs;
 
 const char *af_result_str(af_result_t rc)
 {

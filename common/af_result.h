@@ -64,7 +64,8 @@ void af_error_breadcrumb(af_result_t rc, const char *expr, const char *file, int
         }                                                                                          \
     } while (0)
 
-/* Set once per process: the one-line message shown to the user for the first error. */
+/* Set once per thread: the one-line message shown to the user for the first error. (A second
+ * thread, the log's writer, keeps its own; the thread that collects its result sets it again.) */
 void af_error_set(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 const char *af_error_message(void);
 /* The message when one was set, else what rc means ("out of memory"): never empty. */

@@ -346,8 +346,17 @@ af_result_t af_world_node_sum_f64(double *v, int n)
 af_result_t af_world_init(int *argc, char ***argv, af_world_t *world)
 {
     memset(world, 0, sizeof *world);
-    if (MPI_Init(argc, argv) != MPI_SUCCESS) {
-        af_error_set("MPI: MPI_Init failed");
+    /* Rank 0 runs a second thread, the log's writer (sim/log.c), which makes no MPI call:
+     * only the main thread calls MPI (FUNNELED). */
+    int provided = MPI_THREAD_SINGLE;
+    if (MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
+        af_error_set("MPI: MPI_Init_thread failed");
+        return AF_ERR_FABRIC;
+    }
+    if (provided < MPI_THREAD_FUNNELED) {
+        af_error_set("MPI: the library gives threads level %d, below MPI_THREAD_FUNNELED (the "
+                     "log's writer is a second thread)",
+                     provided);
         return AF_ERR_FABRIC;
     }
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);

@@ -1,10 +1,14 @@
 /* agefence HDF5 log writer (rank 0 only). */
+#define _GNU_SOURCE /* SCHED_BATCH */
 #include "log.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <hdf5.h>
 #include <math.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,12 +17,45 @@
 #include <unistd.h>
 
 #include "../common/af_alloc.h"
+#include "../common/af_time.h"
 #include "../common/percentile.h"
 
 #define AF_EVENT_BUFFER 4096
 #define AF_INTR_BUFFER  1024 /* interruptions buffered between writes */
 
 _Static_assert(sizeof(af_step_row_t) == 8 * AF_NCOLUMNS, "step rows are packed 8-byte columns");
+
+/* One batch of the steps' rows, events and interruptions. The log has two: the step thread
+ * fills one while the writer thread writes the other (af_log_begin to the end's start). */
+typedef struct log_batch {
+    af_step_row_t *rows; /* flush_interval rows */
+    double *phase_buf;   /* flush_interval x AF_NPHASES x nranks */
+    af_event_row_t *ev;  /* AF_EVENT_BUFFER events */
+    af_intr_row_t *intr; /* AF_INTR_BUFFER interruptions */
+    int64_t rows_n;
+    int events_n;
+    int intr_n;
+} log_batch_t;
+
+/* The writer thread of a live log. From af_log_begin until the end is begun (or the log is
+ * closed) it alone calls HDF5: the step thread hands it a full batch (hand_over) and goes on;
+ * before any HDF5 call of its own the step thread stops it (writer_stop). It makes no MPI
+ * call. mu guards every field but running (the step thread's alone) and the thread's id. */
+typedef struct log_writer {
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t work; /* a batch handed over, or quit */
+    pthread_cond_t idle; /* the batch is written */
+    int running;         /* the thread exists (step thread's view: set and cleared by it) */
+    int busy;            /* a batch is handed over and not written yet */
+    int commit;          /* ... and is committed once written */
+    int quit;
+    log_batch_t *batch; /* the batch handed over */
+    af_result_t err;    /* the writer's first error: it writes nothing after it */
+    char err_msg[512];
+    double busy_us;  /* time spent writing batches */
+    int64_t batches; /* batches written (or failed) */
+} log_writer_t;
 
 struct af_log {
     hid_t file;
@@ -32,26 +69,29 @@ struct af_log {
     hid_t commit;          /* the commit record: the dataset /committed, {rows, events} */
     int64_t event_fail_at; /* AGEFENCE_DEBUG=eventfail=N: the N-th event cannot be written */
     int64_t events_seen;
+    int64_t commit_fail_at; /* AGEFENCE_DEBUG=logfail=N: the N-th commit of the steps fails */
+    int64_t commits_seen;
+    double slow_ms; /* AGEFENCE_DEBUG=logslow=MS: each batch written takes MS more */
     int nranks;
     int64_t flush_interval;
+    /* Written rows: the writer's (the step thread's once it has stopped the writer). */
     int64_t rows_written;
-    int64_t rows_buffered;
     int64_t events_written;
-    int events_buffered;
+    int64_t intr_written;
+    int64_t rows_appended; /* the step thread's count of af_log_append */
     hid_t col[AF_NCOLUMNS];
     hid_t phase[AF_NPHASES];
     hid_t events;
     hid_t event_type;
-    af_step_row_t *rows; /* flush_interval rows */
-    double *phase_buf;   /* flush_interval x AF_NPHASES x nranks */
-    double *colbuf;      /* flush_interval values of one column */
-    double *phase_tmp;   /* flush_interval x nranks values of one phase */
-    af_event_row_t *ev_buf;
     hid_t intr; /* /interruptions */
     hid_t intr_type;
-    int64_t intr_written;
-    int intr_buffered;
-    af_intr_row_t *intr_buf;
+    double *colbuf;    /* flush_interval values of one column (the writer's) */
+    double *phase_tmp; /* flush_interval x nranks values of one phase (the writer's) */
+    log_batch_t batch[2];
+    int fill; /* the batch the step thread fills */
+    log_writer_t w;
+    int failed;     /* the writer failed (w.err): nothing more is written */
+    double wait_us; /* time the step thread waited for the writer */
 };
 
 #define H5_CHECK(expr)                                                                             \
@@ -106,13 +146,170 @@ static void trace(const af_log_t *log, const char *fmt, ...)
     }
 }
 
-static af_result_t write_pending(af_log_t *log);
+static af_result_t write_batch(af_log_t *log, log_batch_t *b, int commit);
+
+/* The writer thread: writes each batch handed over, commits it when asked, and reports. */
+static void *writer_main(void *arg)
+{
+    af_log_t *log = arg;
+    log_writer_t *w = &log->w;
+#ifdef SCHED_BATCH
+    /* A batch thread does not preempt the thread that woke it: on a machine whose cores the
+     * ranks fill, the hand-over returns before the writer takes its core. (Best effort.) */
+    struct sched_param sp = {0};
+    pthread_setschedparam(pthread_self(), SCHED_BATCH, &sp);
+#endif
+    pthread_mutex_lock(&w->mu);
+    for (;;) {
+        while (!w->busy && !w->quit) {
+            pthread_cond_wait(&w->work, &w->mu);
+        }
+        if (!w->busy) {
+            break;
+        }
+        log_batch_t *b = w->batch;
+        int commit = w->commit;
+        int failed = w->err != AF_OK;
+        pthread_mutex_unlock(&w->mu);
+        double t0 = af_now_us();
+        if (log->slow_ms > 0) {
+            /* AGEFENCE_DEBUG=logslow: a slow disk, for the tests of a busy writer. */
+            struct timespec ts = {(time_t)(log->slow_ms / 1000.0),
+                                  (long)(fmod(log->slow_ms, 1000.0) * 1e6)};
+            nanosleep(&ts, NULL);
+        }
+        af_result_t rc = failed ? AF_OK : write_batch(log, b, commit);
+        double t1 = af_now_us();
+        pthread_mutex_lock(&w->mu);
+        w->busy_us += t1 - t0;
+        w->batches++;
+        if (rc != AF_OK && w->err == AF_OK) {
+            w->err = rc;
+            snprintf(w->err_msg, sizeof w->err_msg, "%s", af_error_text(rc));
+        }
+        w->busy = 0;
+        pthread_cond_signal(&w->idle);
+    }
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
+}
+
+/* The step thread takes over the writer's error: its message, and a failed log. */
+static af_result_t writer_error(af_log_t *log)
+{
+    if (log->w.err != AF_OK) {
+        log->failed = 1;
+        af_error_set("%s", log->w.err_msg);
+    }
+    return log->w.err;
+}
+
+/* Step thread, writer locked: waits until the writer has written the batch handed over. The
+ * wait is the step thread's: counted in wait_us (and in the step's log_us around it). */
+static void writer_wait_locked(af_log_t *log)
+{
+    log_writer_t *w = &log->w;
+    if (w->busy) {
+        double t0 = af_now_us();
+        while (w->busy) {
+            pthread_cond_wait(&w->idle, &w->mu);
+        }
+        log->wait_us += af_now_us() - t0;
+    }
+}
+
+/* Starts the writer thread (af_log_begin). It blocks every signal: SIGTERM and SIGINT reach the
+ * step thread, which stops the run cleanly. */
+static af_result_t writer_start(af_log_t *log)
+{
+    log_writer_t *w = &log->w;
+    if (pthread_mutex_init(&w->mu, NULL) != 0) {
+        af_error_set("%s: cannot start the log's writer thread", log->path);
+        return AF_ERR_INTERNAL;
+    }
+    if (pthread_cond_init(&w->work, NULL) != 0) {
+        pthread_mutex_destroy(&w->mu);
+        af_error_set("%s: cannot start the log's writer thread", log->path);
+        return AF_ERR_INTERNAL;
+    }
+    if (pthread_cond_init(&w->idle, NULL) != 0) {
+        pthread_cond_destroy(&w->work);
+        pthread_mutex_destroy(&w->mu);
+        af_error_set("%s: cannot start the log's writer thread", log->path);
+        return AF_ERR_INTERNAL;
+    }
+    sigset_t all;
+    sigset_t old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int e = pthread_create(&w->thread, NULL, writer_main, log);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (e != 0) {
+        pthread_cond_destroy(&w->idle);
+        pthread_cond_destroy(&w->work);
+        pthread_mutex_destroy(&w->mu);
+        af_error_set("%s: cannot start the log's writer thread: %s", log->path, strerror(e));
+        return AF_ERR_INTERNAL;
+    }
+    w->running = 1;
+    return AF_OK;
+}
+
+/* Step thread: lets the writer finish the batch it has, joins it, and reports its error. From
+ * then on the step thread makes the log's HDF5 calls itself. */
+static af_result_t writer_stop(af_log_t *log)
+{
+    log_writer_t *w = &log->w;
+    if (!w->running) {
+        return log->failed ? writer_error(log) : AF_OK;
+    }
+    pthread_mutex_lock(&w->mu);
+    writer_wait_locked(log);
+    w->quit = 1;
+    pthread_cond_signal(&w->work);
+    pthread_mutex_unlock(&w->mu);
+    pthread_join(w->thread, NULL);
+    pthread_cond_destroy(&w->idle);
+    pthread_cond_destroy(&w->work);
+    pthread_mutex_destroy(&w->mu);
+    w->running = 0;
+    return writer_error(log);
+}
+
+/* Step thread: the batch being filled goes to be written (and committed when commit is set).
+ * With the writer running it is handed over, once the writer has finished the batch before
+ * (the only wait: two batches at most are held), and the step thread fills the other one;
+ * without it (before af_log_begin, after the end is begun) it is written here. */
+static af_result_t hand_over(af_log_t *log, int commit)
+{
+    if (log->failed) {
+        return writer_error(log);
+    }
+    log_batch_t *b = &log->batch[log->fill];
+    if (!log->w.running) {
+        return write_batch(log, b, commit);
+    }
+    log_writer_t *w = &log->w;
+    pthread_mutex_lock(&w->mu);
+    writer_wait_locked(log);
+    af_result_t rc = writer_error(log);
+    if (rc == AF_OK) {
+        w->batch = b;
+        w->commit = commit;
+        w->busy = 1;
+        log->fill ^= 1;
+        pthread_cond_signal(&w->work);
+    }
+    pthread_mutex_unlock(&w->mu);
+    return rc;
+}
 
 static void log_free(af_log_t *log)
 {
     if (log == NULL) {
         return;
     }
+    (void)writer_stop(log);
     for (int i = 0; i < AF_NCOLUMNS; ++i) {
         if (log->col[i] > 0) {
             H5Dclose(log->col[i]);
@@ -145,12 +342,14 @@ static void log_free(af_log_t *log)
         H5Fclose(log->file);
         trace(log, "closed");
     }
-    af_free(log->rows);
-    af_free(log->phase_buf);
+    for (int i = 0; i < 2; ++i) {
+        af_free(log->batch[i].rows);
+        af_free(log->batch[i].phase_buf);
+        af_free(log->batch[i].ev);
+        af_free(log->batch[i].intr);
+    }
     af_free(log->colbuf);
     af_free(log->phase_tmp);
-    af_free(log->ev_buf);
-    af_free(log->intr_buf);
     af_free(log);
 }
 
@@ -232,15 +431,24 @@ af_result_t af_log_create(af_log_t **out, const char *path, int nranks, int64_t 
     const char *dbg = getenv("AGEFENCE_DEBUG");
     const char *ef = dbg != NULL ? strstr(dbg, "eventfail=") : NULL;
     log->event_fail_at = ef != NULL ? atoll(ef + strlen("eventfail=")) : -1;
-    log->rows = af_alloc(sizeof(af_step_row_t) * (size_t)flush_interval);
-    log->phase_buf =
-        af_alloc(sizeof(double) * (size_t)flush_interval * AF_NPHASES * (size_t)nranks);
+    const char *lf = dbg != NULL ? strstr(dbg, "logfail=") : NULL;
+    log->commit_fail_at = lf != NULL ? atoll(lf + strlen("logfail=")) : -1;
+    const char *ls = dbg != NULL ? strstr(dbg, "logslow=") : NULL;
+    log->slow_ms = ls != NULL ? atof(ls + strlen("logslow=")) : 0.0;
+    /* Two batches: one filled by the step thread while the writer writes the other. */
+    int bad = 0;
+    for (int i = 0; i < 2; ++i) {
+        log_batch_t *b = &log->batch[i];
+        b->rows = af_alloc(sizeof(af_step_row_t) * (size_t)flush_interval);
+        b->phase_buf =
+            af_alloc(sizeof(double) * (size_t)flush_interval * AF_NPHASES * (size_t)nranks);
+        b->ev = af_alloc(sizeof(af_event_row_t) * AF_EVENT_BUFFER);
+        b->intr = af_alloc(sizeof(af_intr_row_t) * AF_INTR_BUFFER);
+        bad |= !b->rows || !b->phase_buf || !b->ev || !b->intr;
+    }
     log->colbuf = af_alloc(sizeof(double) * (size_t)flush_interval);
     log->phase_tmp = af_alloc(sizeof(double) * (size_t)flush_interval * (size_t)nranks);
-    log->ev_buf = af_alloc(sizeof(af_event_row_t) * AF_EVENT_BUFFER);
-    log->intr_buf = af_alloc(sizeof(af_intr_row_t) * AF_INTR_BUFFER);
-    if (!log->rows || !log->phase_buf || !log->colbuf || !log->phase_tmp || !log->ev_buf ||
-        !log->intr_buf) {
+    if (bad || !log->colbuf || !log->phase_tmp) {
         af_error_set("cannot allocate the log's buffers (%lld rows x %d ranks)",
                      (long long)flush_interval, nranks);
         rc = AF_ERR_NOMEM;
@@ -366,7 +574,7 @@ af_result_t af_log_begin(af_log_t *log)
     if (log->plain || log->live) {
         return AF_OK;
     }
-    AF_CHECK(write_pending(log));
+    AF_CHECK(write_batch(log, &log->batch[log->fill], 0));
     AF_CHECK(write_commit_record(log));
     if (H5Fstart_swmr_write(log->file) < 0) {
         af_error_set("%s: HDF5 cannot start crash-consistent (SWMR) writing of the log", log->path);
@@ -379,7 +587,8 @@ af_result_t af_log_begin(af_log_t *log)
     }
     log->live = 1;
     trace(log, "begin %s", log->path);
-    return AF_OK;
+    /* From here on the writer thread makes the log's HDF5 calls, until the end is begun. */
+    return writer_start(log);
 }
 
 af_result_t af_log_create_plain(af_log_t **out, const char *path)
@@ -392,11 +601,8 @@ af_result_t af_log_create_plain(af_log_t **out, const char *path)
     log->plain = 1;
     log->flush_interval = 1;
     snprintf(log->path, sizeof log->path, "%s", path);
-    log->rows = af_alloc(sizeof(af_step_row_t));
-    log->colbuf = af_alloc(sizeof(double));
-    log->ev_buf = af_alloc(sizeof(af_event_row_t));
     log->file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-    if (log->file < 0 || log->rows == NULL || log->colbuf == NULL || log->ev_buf == NULL) {
+    if (log->file < 0) {
         af_error_set("%s: cannot create the file (is the folder there and writable?)", path);
         log_free(log);
         return AF_ERR_IO;
@@ -407,6 +613,7 @@ af_result_t af_log_create_plain(af_log_t **out, const char *path)
 
 af_result_t af_log_group(af_log_t *log, const char *path)
 {
+    AF_CHECK(writer_stop(log));
     if (H5Lexists(log->file, path, H5P_DEFAULT) > 0) {
         return AF_OK;
     }
@@ -508,6 +715,7 @@ static af_result_t end_live(af_log_t *log)
  * af_log_begin only step rows and events are written in SWMR mode; anything else ends it). */
 static af_result_t writable(af_log_t *log)
 {
+    AF_CHECK(writer_stop(log));
     if (log->live && !log->ending) {
         AF_CHECK(end_live(log));
     }
@@ -672,14 +880,15 @@ static af_result_t extend_write(hid_t d, int rank, hsize_t cols, int64_t at, int
     return AF_OK;
 }
 
-static af_result_t write_pending(af_log_t *log)
+/* Writes batch b (and empties it): its rows, events and interruptions. */
+static af_result_t write_pending(af_log_t *log, log_batch_t *b)
 {
-    int64_t n = log->rows_buffered;
+    int64_t n = b->rows_n;
     if (n > 0) {
         for (int c = 0; c < AF_NCOLUMNS; ++c) {
             /* Column c of each buffered row: rows are structs of 8-byte fields in column order. */
             for (int64_t r = 0; r < n; ++r) {
-                memcpy(&log->colbuf[r], (const char *)&log->rows[r] + (size_t)c * 8, 8);
+                memcpy(&log->colbuf[r], (const char *)&b->rows[r] + (size_t)c * 8, 8);
             }
             AF_CHECK(extend_write(log->col[c], 1, 1, log->rows_written, n,
                                   af_step_column_is_int[c] ? H5T_NATIVE_INT64 : H5T_NATIVE_DOUBLE,
@@ -689,26 +898,58 @@ static af_result_t write_pending(af_log_t *log)
         for (int p = 0; p < AF_NPHASES; ++p) {
             for (int64_t r = 0; r < n; ++r) {
                 memcpy(&log->phase_tmp[(size_t)r * R],
-                       &log->phase_buf[((size_t)r * AF_NPHASES + (size_t)p) * R],
-                       sizeof(double) * R);
+                       &b->phase_buf[((size_t)r * AF_NPHASES + (size_t)p) * R], sizeof(double) * R);
             }
             AF_CHECK(extend_write(log->phase[p], 2, (hsize_t)R, log->rows_written, n,
                                   H5T_NATIVE_DOUBLE, log->phase_tmp));
         }
         log->rows_written += n;
-        log->rows_buffered = 0;
+        b->rows_n = 0;
     }
-    if (log->events_buffered > 0) {
-        AF_CHECK(extend_write(log->events, 1, 1, log->events_written, log->events_buffered,
-                              log->event_type, log->ev_buf));
-        log->events_written += log->events_buffered;
-        log->events_buffered = 0;
+    if (b->events_n > 0) {
+        AF_CHECK(extend_write(log->events, 1, 1, log->events_written, b->events_n, log->event_type,
+                              b->ev));
+        log->events_written += b->events_n;
+        b->events_n = 0;
     }
-    if (log->intr_buffered > 0) {
-        AF_CHECK(extend_write(log->intr, 1, 1, log->intr_written, log->intr_buffered,
-                              log->intr_type, log->intr_buf));
-        log->intr_written += log->intr_buffered;
-        log->intr_buffered = 0;
+    if (b->intr_n > 0) {
+        AF_CHECK(
+            extend_write(log->intr, 1, 1, log->intr_written, b->intr_n, log->intr_type, b->intr));
+        log->intr_written += b->intr_n;
+        b->intr_n = 0;
+    }
+    return AF_OK;
+}
+
+/* Makes what is written so far the log's committed part. Two flushes: the rows and events
+ * first (SWMR keeps the file consistent while HDF5 writes them, but one dataset may be extended
+ * on disk before another), then the commit record that says how many of them are complete, in
+ * one write. A SIGKILL anywhere in between leaves the previous record, and at least that many
+ * rows in every dataset. */
+static af_result_t commit(af_log_t *log)
+{
+    H5_CHECK(H5Fflush(log->file, H5F_SCOPE_GLOBAL));
+    if (log->live && ++log->commits_seen == log->commit_fail_at) {
+        af_error_set("%s: the log's writer could not commit %lld steps (AGEFENCE_DEBUG=logfail)",
+                     log->path, (long long)log->rows_written);
+        return AF_ERR_IO;
+    }
+    AF_CHECK(write_commit_record(log));
+    H5_CHECK(H5Fflush(log->file, H5F_SCOPE_GLOBAL));
+    if (log->live) {
+        trace(log, "commit %lld %lld", (long long)log->rows_written,
+              (long long)log->events_written);
+    }
+    return AF_OK;
+}
+
+/* Writes batch b and, when commit is set, commits it: the writer thread's work (the step
+ * thread's before af_log_begin and once the end is begun). */
+static af_result_t write_batch(af_log_t *log, log_batch_t *b, int commit_after)
+{
+    AF_CHECK(write_pending(log, b));
+    if (commit_after) {
+        AF_CHECK(commit(log));
     }
     return AF_OK;
 }
@@ -719,13 +960,15 @@ af_result_t af_log_append(af_log_t *log, const af_step_row_t *row, const double 
         af_error_set("%s: a step row after the log's end was begun", log->path);
         return AF_ERR_INTERNAL;
     }
-    if (log->rows_buffered == log->flush_interval) {
-        AF_CHECK(write_pending(log));
+    if (log->batch[log->fill].rows_n == log->flush_interval) {
+        AF_CHECK(hand_over(log, 0));
     }
-    log->rows[log->rows_buffered] = *row;
-    memcpy(&log->phase_buf[(size_t)log->rows_buffered * AF_NPHASES * (size_t)log->nranks], phases,
+    log_batch_t *b = &log->batch[log->fill];
+    b->rows[b->rows_n] = *row;
+    memcpy(&b->phase_buf[(size_t)b->rows_n * AF_NPHASES * (size_t)log->nranks], phases,
            sizeof(double) * AF_NPHASES * (size_t)log->nranks);
-    log->rows_buffered++;
+    b->rows_n++;
+    log->rows_appended++;
     return AF_OK;
 }
 
@@ -740,10 +983,11 @@ af_result_t af_log_event(af_log_t *log, const af_event_row_t *ev)
                      (long long)log->events_seen);
         return AF_ERR_IO;
     }
-    if (log->events_buffered == AF_EVENT_BUFFER) {
-        AF_CHECK(write_pending(log));
+    if (log->batch[log->fill].events_n == AF_EVENT_BUFFER) {
+        AF_CHECK(hand_over(log, 0));
     }
-    log->ev_buf[log->events_buffered++] = *ev;
+    log_batch_t *b = &log->batch[log->fill];
+    b->ev[b->events_n++] = *ev;
     return AF_OK;
 }
 
@@ -753,11 +997,20 @@ af_result_t af_log_interruption(af_log_t *log, const af_intr_row_t *row)
         af_error_set("%s: an interruption where the log takes none", log->path);
         return AF_ERR_INTERNAL;
     }
-    if (log->intr_buffered == AF_INTR_BUFFER) {
-        AF_CHECK(write_pending(log));
+    if (log->batch[log->fill].intr_n == AF_INTR_BUFFER) {
+        AF_CHECK(hand_over(log, 0));
     }
-    log->intr_buf[log->intr_buffered++] = *row;
+    log_batch_t *b = &log->batch[log->fill];
+    b->intr[b->intr_n++] = *row;
     return AF_OK;
+}
+
+af_result_t af_log_submit(af_log_t *log)
+{
+    if (log->plain || log->ending) {
+        return af_log_flush(log);
+    }
+    return hand_over(log, 1);
 }
 
 af_result_t af_log_flush(af_log_t *log)
@@ -766,24 +1019,33 @@ af_result_t af_log_flush(af_log_t *log)
         H5_CHECK(H5Fflush(log->file, H5F_SCOPE_GLOBAL));
         return AF_OK;
     }
-    AF_CHECK(write_pending(log));
-    /* Two flushes: the rows and events first (SWMR keeps the file consistent while HDF5 writes
-     * them, but one dataset may be extended on disk before another), then the commit record
-     * that says how many of them are complete, in one write. A SIGKILL anywhere in between
-     * leaves the previous record, and at least that many rows in every dataset. */
-    H5_CHECK(H5Fflush(log->file, H5F_SCOPE_GLOBAL));
-    AF_CHECK(write_commit_record(log));
-    H5_CHECK(H5Fflush(log->file, H5F_SCOPE_GLOBAL));
-    if (log->live) {
-        trace(log, "commit %lld %lld", (long long)log->rows_written,
-              (long long)log->events_written);
+    AF_CHECK(hand_over(log, 1));
+    if (!log->w.running) {
+        return AF_OK;
     }
-    return AF_OK;
+    pthread_mutex_lock(&log->w.mu);
+    writer_wait_locked(log);
+    af_result_t rc = writer_error(log);
+    pthread_mutex_unlock(&log->w.mu);
+    return rc;
+}
+
+void af_log_writer_stats(af_log_t *log, double *busy_us, double *wait_us, int64_t *batches)
+{
+    if (log->w.running) {
+        pthread_mutex_lock(&log->w.mu);
+    }
+    *busy_us = log->w.busy_us;
+    *wait_us = log->wait_us;
+    *batches = log->w.batches;
+    if (log->w.running) {
+        pthread_mutex_unlock(&log->w.mu);
+    }
 }
 
 int64_t af_log_rows(const af_log_t *log)
 {
-    return log->rows_written + log->rows_buffered;
+    return log->rows_appended;
 }
 
 af_result_t af_log_close(af_log_t **plog)
@@ -792,7 +1054,12 @@ af_result_t af_log_close(af_log_t **plog)
         return AF_OK;
     }
     af_log_t *log = *plog;
-    af_result_t rc = af_log_flush(log);
+    /* The writer finishes its batch and stops; the rest is written here. A log whose writer
+     * failed takes nothing more: its path keeps the steps of its last commit. */
+    af_result_t rc = writer_stop(log);
+    if (rc == AF_OK) {
+        rc = af_log_flush(log);
+    }
     int move = !log->plain && (!log->live || log->ending);
     int ending = log->ending;
     char tmp[sizeof log->tmp];

@@ -24,7 +24,19 @@
  *    copies it to "<path>.tmp" and writes the end there as an ordinary HDF5 file;
  *    af_log_close moves it to the path in one rename. A run killed before has its steps and
  *    neither /units nor /final; a stale "<path>.tmp" may remain beside it. After the end
- *    has begun no step row or event can be added. */
+ *    has begun no step row or event can be added.
+ *
+ * The writer thread. From af_log_begin until the end is begun, a thread of the log's own writes
+ * the rows, events and interruptions and makes the commits, off the step's path: the log holds
+ * two batches of them (allocated at create, before the allocator's seal); the caller fills one
+ * while the thread writes the other, and af_log_submit hands the full one over and returns
+ * (waiting only while the thread still writes the batch before). Only one thread calls HDF5
+ * at a time: while the writer runs the caller's functions here touch only the batch it fills,
+ * and every other call (an attribute, a dataset, the end, close, discard) first lets the writer
+ * finish and joins it, and then writes itself. The writer makes no MPI call and blocks every
+ * signal. Its first error ends its writing (the file keeps its last commit) and is returned,
+ * with its message, by the next call that hands over, waits or stops it. The functions here
+ * are the calling thread's: one thread uses a log. */
 #ifndef AF_LOG_H
 #define AF_LOG_H
 
@@ -41,7 +53,10 @@ typedef struct af_log af_log_t;
  * of the log's life, each written once that step is on disk: "begin PATH", "commit ROWS
  * EVENTS", "steps closed" (the steps' file closed, before the end is written), "final" (the end
  * moved to the path), "closed" (a testing aid: tests/crashlog.sh). With AGEFENCE_DEBUG=
- * eventfail=N the N-th call of af_log_event fails (tests/checks_fail.sh). */
+ * eventfail=N the N-th call of af_log_event fails (tests/checks_fail.sh); with logfail=N the
+ * N-th commit after af_log_begin fails between its two flushes (its rows written, the record
+ * not); with logslow=MS the writer thread takes MS milliseconds more for each batch
+ * (tests/logwriter.sh). */
 af_result_t af_log_create(af_log_t **out, const char *path, int nranks, int64_t flush_interval);
 
 /* Everything written so far is what a killed run keeps besides its rows: starts crash-
@@ -73,9 +88,21 @@ af_result_t af_log_event(af_log_t *log, const af_event_row_t *ev);
  * killed run keeps the rows whose step /committed counts (the table is in step order, and a
  * step's rows are written in the flush that writes its row). */
 af_result_t af_log_interruption(af_log_t *log, const af_intr_row_t *row);
-/* Writes every buffered row and event, flushes, and commits them (the commit record). */
+/* Hands every buffered row, event and interruption to the writer thread, which writes,
+ * flushes and commits them (the commit record), and returns: the commit is on disk later (its
+ * trace line says when). Waits only while the writer still writes the batch handed over
+ * before. Returns an error the writer met since. Without the writer (before af_log_begin, after
+ * the end is begun) it is af_log_flush. */
+af_result_t af_log_submit(af_log_t *log);
+/* Writes every buffered row and event, flushes, and commits them (the commit record): returns
+ * once the commit is on disk. */
 af_result_t af_log_flush(af_log_t *log);
+/* The rows appended so far (written or not). */
 int64_t af_log_rows(const af_log_t *log);
+/* The writer thread's figures so far: busy_us, the time it spent writing and committing
+ * batches (its own thread's, off the step's path); wait_us, the time the caller waited for it
+ * to finish a batch before it could hand over the next (or stop it); batches, those it wrote. */
+void af_log_writer_stats(af_log_t *log, double *busy_us, double *wait_us, int64_t *batches);
 
 /* Flushes, links /final and /units into the file, closes; sets *log to NULL. */
 af_result_t af_log_close(af_log_t **log);

@@ -21,6 +21,7 @@
 #define FABRIC_BYTES     (4.0 * AF_FABRIC_MAX_P2P * 8.0)
 #define FABRIC_PER_RANK  24.0 /* its offsets and all-gather counts, per rank of the launch */
 #define LOG_STRUCT_BYTES 20480.0
+#define LOG_BATCHES      2.0 /* the step thread fills one, the writer thread writes the other */
 #define LOG_EVENT_BUFFER 4096.0
 #define LOG_INTR_BUFFER  1024.0
 
@@ -129,10 +130,10 @@ void af_memory_estimate(const af_config_t *cfg, int nranks, int rank, const af_k
             5.0 * units + 4.0 * fmin(7.0 * B, units) + (cfg->straggler_detect ? 0.0 : 4.0 * units);
     }
     if (rank == 0) {
-        double log = LOG_STRUCT_BYTES + sizeof(af_step_row_t) * flush +
-                     8.0 * flush * AF_NPHASES * R + 8.0 * flush + 8.0 * flush * R +
-                     sizeof(af_event_row_t) * LOG_EVENT_BUFFER +
-                     sizeof(af_intr_row_t) * LOG_INTR_BUFFER;
+        double log = LOG_STRUCT_BYTES + 8.0 * flush + 8.0 * flush * R +
+                     LOG_BATCHES * (sizeof(af_step_row_t) * flush + 8.0 * flush * AF_NPHASES * R +
+                                    sizeof(af_event_row_t) * LOG_EVENT_BUFFER +
+                                    sizeof(af_intr_row_t) * LOG_INTR_BUFFER);
         double gathered = sizeof(af_payload_t) * (flush + 1.0) * R +
                           sizeof(af_step_row_t) * (flush + 1.0) + 8.0 * AF_NPHASES * R;
         m->rank0 = log + gathered;

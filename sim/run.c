@@ -764,6 +764,17 @@ static af_result_t write_final(run_t *r, const verdict_t *v)
     AF_CHECK(af_log_attr_i64(log, "/final", "sdc_undetected_total", r->sdc_total));
     AF_CHECK(af_log_attr_i64(log, "/final", "sdc_harmful_total", r->totals.sdc_harmful));
     AF_CHECK(af_log_attr_i64(log, "/final", "event_log_errors", r->event_log_errors));
+    /* The log's writer thread (rank 0): its own time, off the steps' path and so not in log_us,
+     * and the step thread's waits for it, which are. The first /final write stopped it. */
+    {
+        double busy_us = 0;
+        double wait_us = 0;
+        int64_t batches = 0;
+        af_log_writer_stats(log, &busy_us, &wait_us, &batches);
+        AF_CHECK(af_log_attr_f64(log, "/final", "log_writer_busy_us", busy_us));
+        AF_CHECK(af_log_attr_f64(log, "/final", "log_writer_wait_us", wait_us));
+        AF_CHECK(af_log_attr_i64(log, "/final", "log_writer_batches", batches));
+    }
     /* Over every rank (each row carries the ranks' cumulative counts, summed). */
     AF_CHECK(af_log_attr_i64(log, "/final", "allocs_after_init", r->totals.allocs_after_init));
     AF_CHECK(af_log_attr_i64(log, "/final", "comms_after_init", r->totals.comms_after_init));

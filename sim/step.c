@@ -1525,7 +1525,7 @@ af_result_t af_step(af_run_state_t *r, int *stop)
 }
 
 /* Rank 0: the rows of `n` buffered steps get every rank's counters and phase times (gathered
- * into r->all, rank-major) and go to the log, which is then flushed. */
+ * into r->all, rank-major) and go to the log, which then writes and commits them. */
 static af_result_t write_rows(af_run_state_t *r, int64_t n)
 {
     const int R = r->world.size;
@@ -1582,7 +1582,9 @@ static af_result_t write_rows(af_run_state_t *r, int64_t n)
         AF_CHECK(af_log_append(r->log, row, r->phases));
         r->flushed_step = row->step;
     }
-    return af_log_flush(r->log);
+    /* The log's writer thread writes and commits them; the step goes on (it waits only for
+     * the writer's previous batch, inside log_us). */
+    return af_log_submit(r->log);
 }
 
 /* The log phase. Every rank keeps its per-step payloads in a batch; rank 0 keeps the rows it

@@ -10,7 +10,8 @@ The recipe is parsed (ast), never run. Checks, one line per problem:
      variable, any other by its name appearing there;
   3. every variant it maps is declared (variant(...)) or comes from CudaPackage (cuda, cuda_arch);
   4. it depends on mpi, hdf5+mpi, libinih and cmocka (type test), and on the Spack package of
-     every find_package / pkg_check_modules dependency of CMakeLists.txt.
+     every find_package / pkg_check_modules dependency of CMakeLists.txt (Threads, the C
+     library's, needs none).
 """
 import ast
 import os
@@ -21,6 +22,8 @@ import sys
 SPACK_OF_CMAKE = {"MPI": "mpi", "HDF5": "hdf5", "PkgConfig": "pkgconfig", "inih": "libinih",
                   "cmocka": "cmocka", "CUDAToolkit": "cuda"}
 FROM_CUDAPACKAGE = {"cuda", "cuda_arch"}
+# Found by CMake but given by the C library and the compiler, not by a Spack package.
+FROM_SYSTEM = {"Threads"}
 
 
 def strings(node):
@@ -106,6 +109,8 @@ def main(argv):
     found += re.findall(r"pkg_check_modules\(\s*\w+\s+(?:REQUIRED\s+)?(?:IMPORTED_TARGET\s+)?(\w+)",
                         cmake_code)
     for dep in found:
+        if dep in FROM_SYSTEM:
+            continue
         spack = SPACK_OF_CMAKE.get(dep)
         if spack is None:
             bad.append(f"CMakeLists.txt finds {dep}, which tests/spack_recipe.py maps to no "
