@@ -212,7 +212,7 @@ static const key_def_t KEYS[] = {
      "EWMA weight of the newest step's work time"},
     {"pacing", "quantile", T_REAL, OFF(pacing_quantile), 0, 0.5, 0.999, NULL, "0.99", "",
      "quantile of the step's work time that is the deadline of mode quantile (a log-scale "
-     "histogram's estimate, within 4.4%)"},
+     "histogram's estimate, within 4.4%; no wait before 1/(1 - quantile) steps)"},
     {"pacing", "warmup", T_INT, OFF(pacing_warmup), 0, 0, 1e9, NULL, "20", "steps",
      "steps measured before the first wait"},
     {"metrics", "textfile", T_STR, OFF(metrics_textfile), AF_MAX_VALUE + 1, 0, 0, NULL, "", "",

@@ -199,6 +199,7 @@ void af_pacer_init_quantile(af_pacer_t *p, double quantile, int64_t warmup)
     p->mode = AF_PACER_QUANTILE;
     p->quantile = quantile;
     p->warmup = warmup;
+    p->min_counted = (int64_t)ceil(1.0 / (1.0 - quantile) - 1e-9);
 }
 
 /* The quantile estimator. A streaming quantile needs either a sketch of the distribution or a
@@ -252,7 +253,8 @@ double af_pacer_deadline(const af_pacer_t *p)
 double af_pacer_sink(af_pacer_t *p, double work_us)
 {
     double sink = 0.0;
-    if (p->n >= p->warmup && p->n > 0) {
+    int estimable = p->mode != AF_PACER_QUANTILE || p->n >= p->min_counted;
+    if (p->n >= p->warmup && p->n > 0 && estimable) {
         double deadline = af_pacer_deadline(p);
         sink = deadline > work_us ? deadline - work_us : 0.0;
     }

@@ -81,9 +81,10 @@ typedef struct af_pacer {
     double alpha;
     double quantile; /* quantile mode: the deadline's quantile in [0.5, 0.999] */
     int64_t warmup;
-    double mean; /* EWMA of the work time (us) */
-    double dev;  /* EWMA of |work - mean| */
-    int64_t n;   /* steps seen */
+    int64_t min_counted; /* quantile mode: steps counted before the first wait, ceil(1/(1-q)) */
+    double mean;         /* EWMA of the work time (us) */
+    double dev;          /* EWMA of |work - mean| */
+    int64_t n;           /* steps seen */
     /* Quantile mode: counts of the work times per log-scale bin, and their sum (<= window). */
     uint32_t hist[AF_PACER_BINS];
     uint32_t counted;
@@ -92,6 +93,9 @@ typedef struct af_pacer {
 /* EWMA pacing: the deadline is mean + gamma * deviation of an EWMA (weight alpha). */
 void af_pacer_init(af_pacer_t *p, double gamma, double alpha, int64_t warmup);
 /* Quantile pacing: the deadline is a streaming estimate of the `quantile` of the work time.
+ * Besides the warm-up, the pacer waits nothing until it has counted ceil(1 / (1 - quantile))
+ * steps (2 at 0.5, 100 at 0.99, 1,000 at 0.999): before that the quantile cannot lie below
+ * the largest work time seen, and one slow start-up step would set the deadline for the run.
  * The estimator is a fixed log-scale histogram inside the struct (no allocation; deterministic
  * given the work times): the deadline lies in the same bin as the exact quantile of the counted
  * steps (the ceil(quantile * n)-th smallest), so within a factor 2^(1/16) (4.4%) of it, until the
