@@ -36,7 +36,7 @@ if [ "$name" = jitter ]; then
   [ "$(grep -c '^  q=' "$work/report.txt")" = 4 ] || fail "not four quantile rows"
   for q in 0.5 0.9 0.99 0.999; do
     # Each quantile setting has its offline bound beside it, in the bench's table and the report.
-    grep -q "^  note: q=$q .*; bound at [0-9]* us: sd .* less, mean " "$work/stdout" ||
+    grep -q "^  note: q=$q .*, waits [0-9]*%; bound at [0-9]* us: sd .* less, mean " "$work/stdout" ||
       fail "no offline bound beside q=$q"
     grep -Eq "^  q=$q( .*%){4}$" "$work/report.txt" || fail "no offline bound in the report's q=$q row"
   done
