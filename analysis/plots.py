@@ -21,7 +21,8 @@ Writes into DIR (created if needed):
     plots.py SDC.h5 DIR      (the results of `agefence bench sdc`)
 
   tradeoff.png            step-period sd reduction against mean-period cost, one point per
-                          gamma, pacing off at the origin
+                          gamma and one per quantile (with the offline bound of a fixed
+                          deadline at that quantile of pacing off's periods), off at the origin
 A figure whose data the log lacks is skipped with one line on stderr; the others are written.
 Exit status: 0 written, 1 the log cannot be read, 2 bad arguments.
 """
@@ -307,39 +308,57 @@ def goodput(log, out, written):
 
 
 def jitter_rows(f):
-    """(gamma, period samples, sink samples) per setting, pacing off (gamma -1) first."""
+    """(kind, parameter, period samples, sink samples) per setting: kind "off", "g" (EWMA,
+    parameter gamma) or "q" (quantile); pacing off first, then gamma, then quantile."""
     rows = []
     for name in f["series"]:
         if not name.startswith("period_us."):
             continue
         tag = name[len("period_us."):]
-        gamma = -1.0 if tag == "off" else float(tag[1:])
-        rows.append((gamma, f["series"][name][:], f["series"]["sink_us." + tag][:]))
-    return sorted(rows, key=lambda r: r[0])
+        kind, param = ("off", -1.0) if tag == "off" else (tag[0], float(tag[1:]))
+        rows.append((kind, param, f["series"][name][:], f["series"]["sink_us." + tag][:]))
+    order = {"off": 0, "g": 1, "q": 2}
+    return sorted(rows, key=lambda r: (order.get(r[0], 3), r[1]))
 
 
 def tradeoff(path, out, written):
     f = h5py.File(path, "r")
     rows = jitter_rows(f)
-    if not rows or rows[0][0] != -1.0:
+    if not rows or rows[0][0] != "off":
         skip("tradeoff.png", "no samples of pacing off")
         return
-    off = rows[0][1]
+    off = rows[0][2]
     sd0, mean0 = off.std(), off.mean()
     fig, ax = plt.subplots(figsize=(7, 5))
     ax.axhspan(85, 95, color="C2", alpha=0.15, label="85-95% sd reduction")
-    xs, ys = [0.0], [0.0]
     ax.annotate("off", (0, 0), textcoords="offset points", xytext=(5, -12), fontsize=8)
-    for gamma, p, _ in rows[1:]:
-        x = 100 * (p.mean() / mean0 - 1)
-        y = 100 * (1 - p.std() / sd0)
-        xs.append(x)
-        ys.append(y)
-        ax.annotate(f"\u03b3={gamma:g}", (x, y), textcoords="offset points", xytext=(5, 4),
-                    fontsize=8)
-    ax.plot(xs, ys, "o-", color="C0")
+    for kind, color, label in (("g", "C0", "EWMA (\u03b3)"), ("q", "C1", "quantile (q)")):
+        xs, ys = [0.0], [0.0]
+        for k, param, p, _ in rows[1:]:
+            if k != kind:
+                continue
+            x = 100 * (p.mean() / mean0 - 1)
+            y = 100 * (1 - p.std() / sd0)
+            xs.append(x)
+            ys.append(y)
+            name = f"\u03b3={param:g}" if kind == "g" else f"q={param:g}"
+            ax.annotate(name, (x, y), textcoords="offset points", xytext=(5, 4), fontsize=8)
+        if len(xs) > 1:
+            ax.plot(xs, ys, "o-", color=color, label=label)
+    # The offline bound: off's periods padded to a fixed deadline at each quantile setting.
+    bx, by = [], []
+    for k, param, _, _ in rows[1:]:
+        if k != "q":
+            continue
+        deadline = np.sort(off)[max(0, int(np.ceil(param * len(off))) - 1)]
+        padded = np.maximum(off, deadline)
+        bx.append(100 * (padded.mean() / mean0 - 1))
+        by.append(100 * (1 - padded.std() / sd0))
+    if bx:
+        ax.plot(bx, by, "s--", color="C3", mfc="none", label="offline bound (fixed deadline)")
     ax.axhline(0, color="grey", lw=0.5)
     ax.axvline(0, color="grey", lw=0.5)
+    ax.set_xscale("symlog", linthresh=100)
     ax.set_xlabel("mean step period vs pacing off (%)")
     ax.set_ylabel("step-period sd reduction vs pacing off (%)")
     ax.set_title("agefence bench jitter: what pacing buys and costs")

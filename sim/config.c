@@ -211,13 +211,16 @@ static const key_def_t KEYS[] = {
      "EWMA weight of the newest per-device compute time"},
     {"straggler", "patience", T_INT, OFF(straggler_patience), 0, 1, 1e9, NULL, "20", "steps",
      "consecutive slow steps before a device is declared a straggler"},
-    {"pacing", "mode", T_ENUM, OFF(pacing_mode), 0, 0, 0, "off|ewma", "off", "",
-     "ewma: after each step, wait until the EWMA bound mean + gamma x deviation of the step's "
-     "work time"},
+    {"pacing", "mode", T_ENUM, OFF(pacing_mode), 0, 0, 0, "off|ewma|quantile", "off", "",
+     "after each step, wait until a deadline on the step's work time: ewma, the EWMA bound mean "
+     "+ gamma x deviation; quantile, a streaming estimate of its `quantile`"},
     {"pacing", "gamma", T_REAL, OFF(pacing_gamma), 0, 0.0, 100, NULL, "2.0", "",
      "deviations above the mean the pacing bound sits"},
     {"pacing", "alpha", T_REAL, OFF(pacing_alpha), 0, 0.001, 1.0, NULL, "0.05", "",
      "EWMA weight of the newest step's work time"},
+    {"pacing", "quantile", T_REAL, OFF(pacing_quantile), 0, 0.5, 0.999, NULL, "0.99", "",
+     "quantile of the step's work time that is the deadline of mode quantile (a log-scale "
+     "histogram's estimate, within 4.4%; no wait before 1/(1 - quantile) steps)"},
     {"pacing", "warmup", T_INT, OFF(pacing_warmup), 0, 0, 1e9, NULL, "20", "steps",
      "steps measured before the first wait"},
     {"metrics", "textfile", T_STR, OFF(metrics_textfile), AF_MAX_VALUE + 1, 0, 0, NULL, "", "",

@@ -66,7 +66,7 @@ enum {
                                   job, the device lives on */
 };
 enum { AF_REPLAY_LOCAL = 0, AF_REPLAY_GLOBAL = 1 };
-enum { AF_PACING_OFF = 0, AF_PACING_EWMA = 1 };
+enum { AF_PACING_OFF = 0, AF_PACING_EWMA = 1, AF_PACING_QUANTILE = 2 };
 
 /* A scripted event: at `step`, units [unit_lo, unit_hi] of `device` die, start fading, (slow)
  * run `factor` times as long as nominal from then on (1 restores the nominal speed), or
@@ -185,6 +185,7 @@ typedef struct af_config {
     int pacing_mode;
     double pacing_gamma;
     double pacing_alpha;
+    double pacing_quantile;
     int64_t pacing_warmup;
     /* [metrics] */
     char metrics_textfile[AF_PATH_LEN];

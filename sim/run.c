@@ -1025,12 +1025,12 @@ int af_run_in_world(const af_run_opts_t *opts, const af_world_t *world)
         double now = af_now_us();
         r->prev_log_us = now - t_log;
         r->prev_sink_us = 0.0;
-        if (r->cfg.pacing_mode == AF_PACING_EWMA && !stop && r->world.rank == 0) {
-            /* The host sink: rank 0 holds the next step's start until the EWMA bound of its
-             * step's work time; the other ranks wait for it in the step's first collective
-             * (the all-gather of the health changes). One rank
-             * decides: were every rank to pace on its own work time, each would count the
-             * others' waits as work, and the bounds would feed on each other. */
+        if (r->cfg.pacing_mode != AF_PACING_OFF && !stop && r->world.rank == 0) {
+            /* The host sink: rank 0 holds the next step's start until the pacer's deadline on
+             * its step's work time (the EWMA bound or the quantile); the other ranks wait for it in
+             * the step's first collective (the all-gather of the health changes). One rank decides:
+             * were every rank to pace on its own work time, each would count the others' waits as
+             * work, and the bounds would feed on each other. */
             double sink = af_pacer_sink(&r->pacer, now - t_step);
             if (sink > 0) {
                 af_wait_us(sink);

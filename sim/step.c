@@ -375,7 +375,11 @@ af_result_t af_step_init(af_run_state_t *r)
         }
     }
     AF_CHECK(detectors_init(r, units));
-    af_pacer_init(&r->pacer, r->cfg.pacing_gamma, r->cfg.pacing_alpha, r->cfg.pacing_warmup);
+    if (r->cfg.pacing_mode == AF_PACING_QUANTILE) {
+        af_pacer_init_quantile(&r->pacer, r->cfg.pacing_quantile, r->cfg.pacing_warmup);
+    } else {
+        af_pacer_init(&r->pacer, r->cfg.pacing_gamma, r->cfg.pacing_alpha, r->cfg.pacing_warmup);
+    }
     if (!r->xchg_prev || !r->xchg_cur || !r->cellbuf || !r->twin_buf || !r->unit_state ||
         !r->unit_p || !r->changes || !r->moves || !r->rep_rank || !r->rep_off || !r->stage_send ||
         !r->stage_recv || !r->p2p || !r->xfer_set || !r->xfer_used || !r->items || !r->twin ||

@@ -187,19 +187,88 @@ int64_t af_straggler_update(af_straggler_t *s, const double *per_block_us, int64
 void af_pacer_init(af_pacer_t *p, double gamma, double alpha, int64_t warmup)
 {
     memset(p, 0, sizeof *p);
+    p->mode = AF_PACER_EWMA;
     p->gamma = gamma;
     p->alpha = alpha;
     p->warmup = warmup;
 }
 
+void af_pacer_init_quantile(af_pacer_t *p, double quantile, int64_t warmup)
+{
+    memset(p, 0, sizeof *p);
+    p->mode = AF_PACER_QUANTILE;
+    p->quantile = quantile;
+    p->warmup = warmup;
+    p->min_counted = (int64_t)ceil(1.0 / (1.0 - quantile) - 1e-9);
+}
+
+/* The quantile estimator. A streaming quantile needs either a sketch of the distribution or a
+ * few markers moved by each sample (P-squared, Jain & Chlamtac 1985). P-squared keeps five
+ * markers per quantile, so two pacers at different quantiles hold unrelated estimates that
+ * may cross, and its extreme markers (0.999) converge slowly on a heavy tail. A histogram on a
+ * log scale answers every quantile from one set of counts: its error is relative (a bin spans
+ * 2^(1/16), 4.4%, of the work time at every scale, from microseconds to seconds), reading a
+ * higher quantile can only move up the same cumulative counts (monotone), and it is a fixed
+ * array (no allocation) updated by integer counts (deterministic). The work time's range is
+ * unknown in advance, which rules out a linear scale. */
+static int pacer_bin(double work_us)
+{
+    if (!(work_us > AF_PACER_LO_US)) {
+        return 0;
+    }
+    double b = AF_PACER_BINS_PER_OCTAVE * log2(work_us / AF_PACER_LO_US);
+    return b >= AF_PACER_BINS - 1 ? AF_PACER_BINS - 1 : (int)b;
+}
+
+/* The quantile of the counted work times: the bin where the cumulative count reaches
+ * quantile * counted, and within it a geometric interpolation by the share of the bin's count
+ * below the target (so the estimate rises continuously with the quantile). */
+static double pacer_quantile(const af_pacer_t *p)
+{
+    if (p->counted == 0) {
+        return 0.0;
+    }
+    double target = p->quantile * (double)p->counted;
+    uint64_t cum = 0;
+    int k = 0;
+    for (; k < AF_PACER_BINS - 1; ++k) {
+        if ((double)(cum + p->hist[k]) >= target && p->hist[k] > 0) {
+            break;
+        }
+        cum += p->hist[k];
+    }
+    double frac = p->hist[k] > 0 ? (target - (double)cum) / (double)p->hist[k] : 1.0;
+    frac = frac < 0 ? 0 : frac > 1 ? 1 : frac;
+    return AF_PACER_LO_US * exp2((k + frac) / AF_PACER_BINS_PER_OCTAVE);
+}
+
+double af_pacer_deadline(const af_pacer_t *p)
+{
+    if (p->n == 0) {
+        return 0.0;
+    }
+    return p->mode == AF_PACER_QUANTILE ? pacer_quantile(p) : p->mean + p->gamma * p->dev;
+}
+
 double af_pacer_sink(af_pacer_t *p, double work_us)
 {
     double sink = 0.0;
-    if (p->n >= p->warmup && p->n > 0) {
-        double bound = p->mean + p->gamma * p->dev;
-        sink = bound > work_us ? bound - work_us : 0.0;
+    int estimable = p->mode != AF_PACER_QUANTILE || p->n >= p->min_counted;
+    if (p->n >= p->warmup && p->n > 0 && estimable) {
+        double deadline = af_pacer_deadline(p);
+        sink = deadline > work_us ? deadline - work_us : 0.0;
     }
-    if (p->n == 0) {
+    if (p->mode == AF_PACER_QUANTILE) {
+        p->hist[pacer_bin(work_us)]++;
+        if (++p->counted >= AF_PACER_WINDOW) {
+            /* Forget slowly: halve every count (rounding down) and recount. */
+            p->counted = 0;
+            for (int k = 0; k < AF_PACER_BINS; ++k) {
+                p->hist[k] >>= 1;
+                p->counted += p->hist[k];
+            }
+        }
+    } else if (p->n == 0) {
         p->mean = work_us;
         p->dev = 0;
     } else {

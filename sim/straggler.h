@@ -15,8 +15,10 @@
  * of its compute time per block; a device whose lower band m_d - v_d stays above threshold x
  * the median of the devices' m for `patience` consecutive steps is declared a straggler, once.
  *
- * Pacing. After each step a rank waits until the bound m + gamma * v of the EWMA of its step's
- * work time (the host sink), so that step periods become regular at the price of the wait. */
+ * Pacing. After each step a rank waits until a deadline on its step's work time (the host
+ * sink), so that step periods become regular at the price of the wait: the bound m + gamma * v
+ * of the work time's EWMA (mode ewma), or a streaming estimate of a quantile of the work time
+ * (mode quantile), which does not wander with each slow step the way the EWMA bound does. */
 #ifndef AF_STRAGGLER_H
 #define AF_STRAGGLER_H
 
@@ -61,18 +63,51 @@ void af_straggler_destroy(af_straggler_t *s);
  * returns how many. A device needs `patience` samples before it can be declared. */
 int64_t af_straggler_update(af_straggler_t *s, const double *per_block_us, int64_t *out);
 
+/* The quantile pacer's histogram: AF_PACER_BINS_PER_OCTAVE bins per doubling of the work time
+ * from AF_PACER_LO_US (work below it falls in the first bin, above the top in the last: the
+ * top is 2^(AF_PACER_BINS / AF_PACER_BINS_PER_OCTAVE) = 2^32 us, over an hour). */
+#define AF_PACER_BINS            512
+#define AF_PACER_BINS_PER_OCTAVE 16
+#define AF_PACER_LO_US           1.0
+/* Once this many steps are counted, every count is halved (rounding down), so the histogram
+ * weighs the steps of the last tens of thousands most in a run whose work time drifts. */
+#define AF_PACER_WINDOW 65536
+
+enum { AF_PACER_EWMA = 0, AF_PACER_QUANTILE = 1 };
+
 typedef struct af_pacer {
+    int mode; /* AF_PACER_EWMA or AF_PACER_QUANTILE */
     double gamma;
     double alpha;
+    double quantile; /* quantile mode: the deadline's quantile in [0.5, 0.999] */
     int64_t warmup;
-    double mean; /* EWMA of the work time (us) */
-    double dev;  /* EWMA of |work - mean| */
-    int64_t n;   /* steps seen */
+    int64_t min_counted; /* quantile mode: steps counted before the first wait, ceil(1/(1-q)) */
+    double mean;         /* EWMA of the work time (us) */
+    double dev;          /* EWMA of |work - mean| */
+    int64_t n;           /* steps seen */
+    /* Quantile mode: counts of the work times per log-scale bin, and their sum (<= window). */
+    uint32_t hist[AF_PACER_BINS];
+    uint32_t counted;
 } af_pacer_t;
 
+/* EWMA pacing: the deadline is mean + gamma * deviation of an EWMA (weight alpha). */
 void af_pacer_init(af_pacer_t *p, double gamma, double alpha, int64_t warmup);
+/* Quantile pacing: the deadline is a streaming estimate of the `quantile` of the work time.
+ * Besides the warm-up, the pacer waits nothing until it has counted ceil(1 / (1 - quantile))
+ * steps (2 at 0.5, 100 at 0.99, 1,000 at 0.999): before that the quantile cannot lie below
+ * the largest work time seen, and one slow start-up step would set the deadline for the run.
+ * The estimator is a fixed log-scale histogram inside the struct (no allocation; deterministic
+ * given the work times): the deadline lies in the same bin as the exact quantile of the counted
+ * steps (the ceil(quantile * n)-th smallest), so within a factor 2^(1/16) (4.4%) of it, until the
+ * first halving; after it, of the halved counts' weighted quantile. A higher quantile never gives
+ * a lower deadline on the same work times. */
+void af_pacer_init_quantile(af_pacer_t *p, double quantile, int64_t warmup);
+/* The deadline (us) the next step's work would be padded to: the EWMA bound or the quantile
+ * estimate; 0 before any step. Does not check the warm-up. */
+double af_pacer_deadline(const af_pacer_t *p);
 /* Given this step's work time, the time to wait before the next step (0 during the warm-up or
- * when the step already ran past the bound); then folds the work time into the EWMA. */
+ * when the step already ran past the deadline), the deadline taken before this step counts;
+ * then folds the work time into the EWMA or the histogram. */
 double af_pacer_sink(af_pacer_t *p, double work_us);
 
 #endif

@@ -137,8 +137,10 @@ case_ units_on_link_down "--set: event.9.units is set, but a link_down event has
   --set event.9.units=0
 case_ link_down_without_device "--set: \[event.9\] lacks 'device' (a link_down event needs step, action and device)" \
   --set event.9.step=3 --set event.9.action=link_down
-case_ pacing_mode "--set: pacing.mode = 'always' is invalid: expected one of off|ewma" \
+case_ pacing_mode "--set: pacing.mode = 'always' is invalid: expected one of off|ewma|quantile" \
   --set pacing.mode=always
+case_ pacing_quantile "--set: pacing.quantile = '2' is invalid: expected a number in \[0.5, 0.999\]" \
+  --set pacing.quantile=2
 case_ straggler_threshold "--set: straggler.threshold = '1' is invalid: expected a number in" \
   --set straggler.threshold=1
 case_ graph_with_straggler "--set: backend.graph = on cannot run with straggler.detect = on" \

@@ -33,6 +33,15 @@ if [ "$name" = jitter ]; then
   cat "$work/report.txt"
   grep -q "PACING TRADE-OFF" "$work/report.txt" || fail "no trade-off table"
   [ "$(grep -c '^  gamma=' "$work/report.txt")" = 5 ] || fail "not five gamma rows"
+  [ "$(grep -c '^  q=' "$work/report.txt")" = 4 ] || fail "not four quantile rows"
+  for q in 0.5 0.9 0.99 0.999; do
+    # Each quantile setting has its offline bound beside it, in the bench's table and the report.
+    grep -q "^  note: q=$q .*, waits [0-9]*%; bound at [0-9]* us: sd .* less, mean " "$work/stdout" ||
+      fail "no offline bound beside q=$q"
+    grep -Eq "^  q=$q( .*%){4}$" "$work/report.txt" || fail "no offline bound in the report's q=$q row"
+  done
+  grep -q "^  note: offline, a fixed deadline on the unpaced periods: sd -85%" "$work/stdout" ||
+    fail "no statement where a fixed deadline reaches the 85% reduction"
   grep -q "an 85% reduction of the period's sd: \(reached\|not reached\)" "$work/report.txt" ||
     fail "no plain statement about the 85% reduction"
   [ -s "$work/plots/tradeoff.png" ] || fail "no tradeoff.png"

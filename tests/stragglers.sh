@@ -9,8 +9,9 @@
 #   straggler  straggler detection declares the slowed device, and only it, drains exactly its
 #              blocks, and the result stays bitwise equal; without the slow event it declares
 #              nothing
-#   pacing     pacing.mode=ewma: rank 0 waits (sink_us > 0), no step's period is shorter than
-#              its own phases plus its wait, and the result stays bitwise equal to the reference
+#   pacing     pacing.mode=ewma and pacing.mode=quantile: rank 0 waits (sink_us > 0), no step's
+#              period is shorter than its own phases plus its wait, and the result stays bitwise
+#              equal to the reference
 #   metrics    metrics.textfile rewritten every step while a poller reads it: every read is a
 #              whole file, promtool accepts a mid-run copy and the final one, and the final
 #              figures match the log's /final
@@ -123,14 +124,19 @@ print(f"device 1 declared at step {s['step'][0]} ({s['detail'][0]/1000:.2f}x the
 PY
   ;;
 pacing)
-  run 2 paced.h5 --set scenario.steps=200 --set pacing.mode=ewma --set pacing.gamma=1
-  [ "$("$report" --attr /final bitwise_equal "paced.h5")" = 1 ] || fail "not bitwise equal"
-  "$report" --check paced.h5 >check.txt || { cat check.txt; fail "--check"; }
-  "$report" paced.h5 >report.txt || fail "report: exit $?"
-  grep -q "pacing       sink_us mean" report.txt || fail "the report has no pacing line"
-  /usr/bin/python3 - <<'PY' || exit 1
+  # Both pacers: the EWMA bound and the quantile deadline.
+  for how in "ewma --set pacing.gamma=1" "quantile --set pacing.quantile=0.9"; do
+    name=paced_${how%% *}
+    # shellcheck disable=SC2086 # $how holds the mode and its own --set option
+    run 2 "$name.h5" --set scenario.steps=200 --set pacing.mode=$how
+    [ "$("$report" --attr /final bitwise_equal "$name.h5")" = 1 ] || fail "$name: not bitwise equal"
+    "$report" --check "$name.h5" >"$name.check.txt" || { cat "$name.check.txt"; fail "$name: --check"; }
+    "$report" "$name.h5" >"$name.report.txt" || fail "$name: report: exit $?"
+    grep -q "pacing       sink_us mean" "$name.report.txt" || fail "$name: the report has no pacing line"
+    /usr/bin/python3 - "$name.h5" <<'PY' || exit 1
+import sys
 import h5py, numpy as np
-f = h5py.File("paced.h5", "r")
+f = h5py.File(sys.argv[1], "r")
 r = f["ranks"]
 sink = r["sink_us"][()]
 assert sink[:, 0].max() > 0, "rank 0 never waited"
@@ -141,8 +147,9 @@ work = sum(r[p][()] for p in ("coord_us", "moves_us", "kernel_us", "halo_us", "r
 # A step's period holds its phases and its wait: the next step never started early.
 short = r["step_us"][()] + 1.0 - (work + sink)
 assert (short[:-1] >= 0).all(), f"steps shorter than their phases: {np.argwhere(short[:-1] < 0)[:5]}"
-print(f"rank 0 waited in {np.count_nonzero(sink[:, 0])} of {len(sink)} steps")
+print(f"{sys.argv[1]}: rank 0 waited in {np.count_nonzero(sink[:, 0])} of {len(sink)} steps")
 PY
+  done
   ;;
 metrics)
   command -v promtool >/dev/null || fail "promtool missing (scripts/setup.sh installs prometheus)"

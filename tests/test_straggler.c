@@ -1,8 +1,9 @@
 /* Unit tests of sim/straggler: the slowdown curve, the spike draws (deterministic, at their
  * rate, log-normal around their median), the calibrated busy wait, the straggler detector
  * (declares a persistently slow device after `patience` steps and never a healthy one, with the
- * median over the measured devices) and the pacer (no wait in the warm-up, then exactly up to
- * the EWMA bound, never a negative wait). */
+ * median over the measured devices), the EWMA pacer (no wait in the warm-up, then exactly up to
+ * the EWMA bound, never a negative wait) and the quantile pacer (its deadline within its stated
+ * error of a known distribution's quantile, monotone in the quantile, no wait in the warm-up). */
 #include "sim/straggler.h"
 
 #include <stdarg.h>
@@ -214,6 +215,142 @@ static void test_pacer_waits_up_to_the_bound_after_warmup(void **state)
     }
 }
 
+/* Work times with a known distribution: 50 us plus an exponential of mean 200 us, drawn by the
+ * inverse of its CDF at a low-discrepancy sequence (so the sample quantiles sit close to the
+ * distribution's, and the test does not depend on a random stream). */
+static double exp_work(int64_t i)
+{
+    double u = fmod((double)(i + 1) * 0.6180339887498949, 1.0);
+    return 50.0 - 200.0 * log1p(-u);
+}
+
+static double exp_quantile(double q)
+{
+    return 50.0 - 200.0 * log1p(-q);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a;
+    double y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static const double QS[] = {0.5, 0.9, 0.99, 0.999};
+#define NQ ((int)(sizeof QS / sizeof QS[0]))
+
+static void test_quantile_pacer_estimates_a_known_distribution(void **state)
+{
+    (void)state;
+    const int64_t n = 20000; /* below the halving window: the stated bin error holds exactly */
+    double *v = malloc(sizeof(double) * (size_t)n);
+    assert_non_null(v);
+    af_pacer_t p[NQ];
+    for (int j = 0; j < NQ; ++j) {
+        af_pacer_init_quantile(&p[j], QS[j], 20);
+    }
+    for (int64_t i = 0; i < n; ++i) {
+        v[i] = exp_work(i);
+        for (int j = 0; j < NQ; ++j) {
+            (void)af_pacer_sink(&p[j], v[i]);
+        }
+    }
+    qsort(v, (size_t)n, sizeof v[0], cmp_double);
+    const double bin = exp2(1.0 / AF_PACER_BINS_PER_OCTAVE); /* 1.044 */
+    for (int j = 0; j < NQ; ++j) {
+        double est = af_pacer_deadline(&p[j]);
+        /* The exact sample quantile: the ceil(q n)-th smallest. Same bin: within a factor. */
+        double exact = v[(int64_t)ceil(QS[j] * (double)n) - 1];
+        assert_true(est <= exact * bin && est >= exact / bin);
+        /* And within 5% of the distribution's quantile. */
+        assert_true(fabs(est / exp_quantile(QS[j]) - 1.0) < 0.05);
+    }
+    free(v);
+    /* Past several halvings of the counts the estimate still holds to 5%. */
+    for (int j = 0; j < NQ; ++j) {
+        af_pacer_init_quantile(&p[j], QS[j], 0);
+    }
+    for (int64_t i = 0; i < 5 * AF_PACER_WINDOW; ++i) {
+        for (int j = 0; j < NQ; ++j) {
+            (void)af_pacer_sink(&p[j], exp_work(i));
+        }
+    }
+    for (int j = 0; j < NQ; ++j) {
+        assert_true(p[j].counted < AF_PACER_WINDOW);
+        assert_true(fabs(af_pacer_deadline(&p[j]) / exp_quantile(QS[j]) - 1.0) < 0.05);
+    }
+}
+
+static void test_quantile_pacer_is_monotone_in_the_quantile(void **state)
+{
+    (void)state;
+    /* A heavy-tailed stream: a base of 70-80 us and 5% spikes of median 400 us (log-normal),
+     * long enough to cross the halving of the counts twice. */
+    static const double qs[] = {0.5, 0.6, 0.9, 0.95, 0.99, 0.995, 0.999};
+    enum { N = (int)(sizeof qs / sizeof qs[0]) };
+    af_pacer_t p[N];
+    for (int j = 0; j < N; ++j) {
+        af_pacer_init_quantile(&p[j], qs[j], 5);
+    }
+    for (int64_t i = 0; i < 3 * AF_PACER_WINDOW; ++i) {
+        double work = 70.0 + 10.0 * fmod((double)i * 0.7548776662466927, 1.0) +
+                      af_spike_us(42, i, 0, 0.05, 400.0, 0.8);
+        double prev_deadline = 0;
+        double prev_sink = 0;
+        for (int j = 0; j < N; ++j) {
+            double d = af_pacer_deadline(&p[j]);
+            double s = af_pacer_sink(&p[j], work);
+            assert_true(s >= 0);
+            if (j > 0) {
+                assert_true(d >= prev_deadline);
+                /* Once every pacer waits (0.999 counts 1,000 steps first), so do the waits. */
+                assert_true(s >= prev_sink || i < 1000);
+            }
+            prev_deadline = d;
+            prev_sink = s;
+        }
+    }
+}
+
+static void test_quantile_pacer_waits_nothing_in_the_warmup(void **state)
+{
+    (void)state;
+    af_pacer_t p;
+    af_pacer_init_quantile(&p, 0.9, 10);
+    /* Warm-up: no wait, even for steps far shorter than those before. */
+    for (int i = 0; i < 10; ++i) {
+        assert_true(af_pacer_sink(&p, i % 2 ? 1000.0 : 10.0) == 0.0);
+    }
+    assert_int_equal(p.n, 10);
+    assert_int_equal(p.counted, 10);
+    /* Then exactly up to the deadline taken before the step counts, and nothing past it. */
+    for (int i = 0; i < 200; ++i) {
+        double work = 100.0 + (i % 7) * 40.0;
+        double d = af_pacer_deadline(&p);
+        double s = af_pacer_sink(&p, work);
+        assert_true(s == (d > work ? d - work : 0.0));
+    }
+    double d = af_pacer_deadline(&p);
+    assert_true(d > 0);
+    assert_true(af_pacer_sink(&p, d + 1.0) == 0.0);
+    /* Without a warm-up, the first step still waits nothing (no deadline yet). */
+    af_pacer_init_quantile(&p, 0.5, 0);
+    assert_true(af_pacer_deadline(&p) == 0.0);
+    assert_true(af_pacer_sink(&p, 100.0) == 0.0);
+    assert_true(af_pacer_sink(&p, 10.0) == 0.0); /* 0.5 needs 2 steps counted */
+    assert_true(af_pacer_sink(&p, 10.0) > 0.0);
+    /* A high quantile waits nothing until it has counted 1/(1 - q) steps, past the warm-up:
+     * before, one slow step (here the first) would be its deadline. */
+    af_pacer_init_quantile(&p, 0.99, 10);
+    assert_true(af_pacer_sink(&p, 20000.0) == 0.0);
+    for (int i = 1; i < 100; ++i) {
+        assert_true(af_pacer_sink(&p, 100.0 + i % 3) == 0.0);
+    }
+    d = af_pacer_deadline(&p);
+    assert_true(d >= 100.0 && d < 103.0 * exp2(1.0 / AF_PACER_BINS_PER_OCTAVE));
+    assert_true(fabs(af_pacer_sink(&p, 50.0) - (d - 50.0)) < 1e-9);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -224,6 +361,9 @@ int main(void)
         cmocka_unit_test(test_detector_ignores_transient_spikes_and_idle_devices),
         cmocka_unit_test(test_detector_needs_patience_consecutive_steps),
         cmocka_unit_test(test_pacer_waits_up_to_the_bound_after_warmup),
+        cmocka_unit_test(test_quantile_pacer_estimates_a_known_distribution),
+        cmocka_unit_test(test_quantile_pacer_is_monotone_in_the_quantile),
+        cmocka_unit_test(test_quantile_pacer_waits_nothing_in_the_warmup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
