@@ -381,10 +381,9 @@ static void check_root(chk_t *c)
         ok_f[i] = need_attr(c, "/", flts[i], WANT_F64);
     }
     /* Written by the current writer but not (yet) in the README's schema: typed when present. */
-    const char *opt_strs[] = {"backend_choice", "device_versions",     "launcher",
-                              "step_graph",     "kernel_path",         "slurm_job_id",
-                              "slurm_job_name",
-                              "slurm_nodelist", "slurm_tasks_per_node"};
+    const char *opt_strs[] = {"backend_choice", "device_versions", "launcher",
+                              "step_graph",     "kernel_path",     "slurm_job_id",
+                              "slurm_job_name", "slurm_nodelist",  "slurm_tasks_per_node"};
     const char *opt_ints[] = {"slurm_ntasks", "slurm_nnodes"};
     for (size_t i = 0; i < sizeof opt_strs / sizeof opt_strs[0]; ++i) {
         if (H5Aexists_by_name(c->f, "/", opt_strs[i], H5P_DEFAULT) > 0) {
