@@ -49,6 +49,10 @@ void af_placement_destroy(af_placement_t *p)
     af_free(p->unit_load);
     af_free(p->changed);
     af_free(p->changed_mark);
+    af_free(p->moved);
+    af_free(p->moved_mark);
+    p->moved = NULL;
+    p->moved_mark = NULL;
     af_free(p->dir_tree[0]);
     af_free(p->dir_tree[1]);
     af_free(p->dir_dirty);
@@ -89,9 +93,11 @@ af_result_t af_placement_init(af_placement_t *p, int64_t devices, int64_t units,
     p->changed = af_alloc(sizeof(int32_t) * (size_t)(devices * units));
     p->changed_mark = af_alloc((size_t)(devices * units));
     p->n_changed = 0;
-    p->moves_made = 0;
+    p->moved = af_alloc(sizeof(int32_t) * (size_t)(blocks > 0 ? blocks : 1));
+    p->moved_mark = af_alloc((size_t)(blocks > 0 ? blocks : 1));
+    p->n_moved = 0;
     if (!p->block_slot || !p->block_rank || !p->slot_block || !p->unit_load || !p->changed ||
-        !p->changed_mark) {
+        !p->changed_mark || !p->moved || !p->moved_mark) {
         af_placement_destroy(p);
         af_error_set("placement: cannot allocate the tables for %lld slots", (long long)nslots);
         return AF_ERR_NOMEM;
@@ -281,7 +287,10 @@ int64_t af_placement_dir_best(af_placement_t *p, int s, int64_t exclude)
 void af_placement_move(af_placement_t *p, int32_t block, int32_t dst_slot)
 {
     int32_t src = p->block_slot[block];
-    p->moves_made++;
+    if (!p->moved_mark[block]) {
+        p->moved_mark[block] = 1;
+        p->moved[p->n_moved++] = block;
+    }
     if (src >= 0) {
         p->slot_block[src] = -1;
         p->unit_load[af_slot_unit(p, src)]--;
@@ -295,6 +304,14 @@ void af_placement_move(af_placement_t *p, int32_t block, int32_t dst_slot)
     p->unit_load[af_slot_unit(p, dst_slot)]++;
     mark_changed(p, af_slot_unit(p, dst_slot));
     af_placement_dir_unit(p, af_slot_unit(p, dst_slot));
+}
+
+void af_placement_moved_clear(af_placement_t *p)
+{
+    for (int64_t i = 0; i < p->n_moved; ++i) {
+        p->moved_mark[p->moved[i]] = 0;
+    }
+    p->n_moved = 0;
 }
 
 void af_placement_reserve(af_placement_t *p, int32_t slot)

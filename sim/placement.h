@@ -50,8 +50,13 @@ typedef struct af_placement {
     int64_t dir_leaves;      /* a power of two >= D */
     int32_t *dir_dirty;      /* D entries at most: devices marked since the last refresh */
     int64_t n_dirty;
-    uint8_t *dir_mark;  /* D entries: 1 while the device is on dir_dirty */
-    int64_t moves_made; /* af_placement_move calls so far (who follows the blocks compares) */
+    uint8_t *dir_mark; /* D entries: 1 while the device is on dir_dirty */
+    /* The blocks af_placement_move moved since the list was last emptied, each once, in the
+     * order of their first move (the same on every rank: every rank makes the same moves), so
+     * the replicas follow the blocks that moved, not every block (sim/recover.c). */
+    int32_t *moved; /* B entries at most */
+    int64_t n_moved;
+    uint8_t *moved_mark; /* B entries: 1 while the block is on the list */
 } af_placement_t;
 
 /* C = next_pow2(ceil(B / (D*U*(1 - max_blackout)))): the power-of-two bucket that holds every
@@ -67,6 +72,8 @@ int af_device_rank(int64_t devices, int nranks, int64_t device);
 af_result_t af_placement_init(af_placement_t *p, int64_t devices, int64_t units, int64_t blocks,
                               double max_blackout, int nranks, int rank);
 void af_placement_destroy(af_placement_t *p);
+/* Empties the list of moved blocks. */
+void af_placement_moved_clear(af_placement_t *p);
 
 static inline int64_t af_slot_unit(const af_placement_t *p, int64_t g)
 {

@@ -385,7 +385,7 @@ af_result_t af_replicas_init(af_run_state_t *r)
     for (int64_t b = 0; b < r->B; ++b) {
         r->rep_dev[b] = replica_device_of(r, b);
     }
-    r->rep_moves_seen = r->pl.moves_made;
+    af_placement_moved_clear(&r->pl);
     size_t nrep = (size_t)(r->n_reps > 0 ? r->n_reps : 1);
     r->rep_store = af_alloc(sizeof(double) * nrep * (size_t)r->T);
     r->rep_step = af_alloc(sizeof(int64_t) * (size_t)r->B);
@@ -447,7 +447,7 @@ af_result_t af_replicas_refresh(af_run_state_t *r)
         r->rep_step[b] = r->state_step;
         r->rep_dev[b] = replica_device_of(r, b);
     }
-    r->rep_moves_seen = r->pl.moves_made;
+    af_placement_moved_clear(&r->pl);
     r->n_lost = 0;
     return AF_OK;
 }
@@ -549,14 +549,11 @@ af_result_t af_replicas_retake(af_run_state_t *r, int64_t *n_retaken)
 void af_replicas_follow(af_run_state_t *r, int64_t *n_moved)
 {
     *n_moved = 0;
-    if (r->pl.moves_made == r->rep_moves_seen) {
-        return;
-    }
-    r->rep_moves_seen = r->pl.moves_made;
     const int64_t per = r->cfg.devices_per_node > 1 ? r->cfg.devices_per_node : 1;
     const int by_node = r->D / per >= 2;
     int64_t n = 0;
-    for (int64_t b = 0; b < r->B; ++b) {
+    for (int64_t i = 0; i < r->pl.n_moved; ++i) {
+        const int64_t b = r->pl.moved[i];
         int64_t d = af_slot_device(&r->pl, r->pl.block_slot[b]);
         int64_t q = r->rep_dev[b];
         if (r->rep_step[b] < 0 || (by_node ? d / per != q / per : d != q)) {
@@ -568,6 +565,7 @@ void af_replicas_follow(af_run_state_t *r, int64_t *n_moved)
             r->items[n++] = b;
         }
     }
+    af_placement_moved_clear(&r->pl);
     *n_moved = n;
 }
 

@@ -215,7 +215,6 @@ typedef struct af_run_state {
     uint8_t *dev_gone;      /* devices: 1 once every unit of the device is DEAD */
     uint8_t *dev_lost_now;  /* devices: 1 while the plan loses the replicas the device holds */
     int32_t *dev_lost_list; /* devices: those marked in dev_lost_now */
-    int64_t rep_moves_seen; /* the placement's moves_made when the replicas last followed */
     /* recovery.replay = local: beside each replica its rank keeps the two neighbour edges the
      * block read at every logical step since (left neighbour's right edge, right neighbour's
      * left edge): entry (s % replica_interval) holds those of state s, so the block alone can
@@ -352,8 +351,9 @@ af_result_t af_replicas_retake(af_run_state_t *r, int64_t *n_retaken);
 /* Every rank, after the step's moves: the replica of each block that came onto its replica's node
  * (a device of the same node with two nodes or more, the same device with one) is copied to the
  * block's buddy device (rep_dev; the data stays where it is kept, rep_step is unchanged). The
- * blocks in r->items, their number in *n_moved. Scans the blocks only in a step that moved one.
- * No allocation. */
+ * blocks in r->items, in the order they first moved, their number in *n_moved. Visits the
+ * blocks the placement moved since the last call or refresh (its list, which it empties), not
+ * the fleet's. No allocation. */
 void af_replicas_follow(af_run_state_t *r, int64_t *n_moved);
 /* Every rank, in the plan: the replicas kept in the memory of the devices this step's health
  * changes took out of the job whole, and of the devices whose memory is reset (resets[0..n)),
