@@ -896,6 +896,9 @@ static void print_summary(const run_t *r, const verdict_t *v, double wall_s)
 int af_run(const af_run_opts_t *opts, int *argc, char ***argv)
 {
     af_world_t world;
+    /* SIGINT/SIGTERM are taken from the start: one that comes while MPI starts (a batch job
+     * cancelled then) stops the run at its first step, with a log, instead of killing it. */
+    af_stop_install();
     if (af_world_init(argc, argv, &world) != AF_OK) {
         fprintf(stderr, "agefence: %s\n", af_error_text(AF_ERR_FABRIC));
         return AF_EXIT_ERROR;

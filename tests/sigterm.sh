@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SIGTERM mid-run: the ranks finish the current step, flush and close the log, and exit with
 # status 5; the log is readable, passes the schema check, says exit_reason = signal, and holds
-# exactly steps_completed rows.
+# exactly steps_completed rows. Then a SIGTERM 20 ms after a one-rank start (during MPI's
+# start-up or just after it): the same exit 5 with a valid log, never a death by the signal.
 #   sigterm.sh AGEFENCE REPORT MPIEXEC WORKDIR
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -61,3 +62,20 @@ sys.exit(1 if bad else 0)
 PY
 echo "PASS: stopped after $done_steps steps, log valid, exit_reason=signal, every /steps and" \
   "/ranks dataset has $done_steps rows"
+# A SIGTERM at start-up: the handler is installed before MPI starts, so the run stops at its
+# first step boundary with its log (a batch job cancelled while MPI starts).
+for delay in 0.02 0.1; do
+  early=$work/early.h5
+  rm -f "$early"
+  "$agefence" run -q -o "$early" --set scenario.steps=100000000 >"$work/early.out" 2>&1 &
+  pid=$!
+  sleep "$delay"
+  kill -TERM "$pid"
+  wait "$pid"
+  rc=$?
+  [ "$rc" = 5 ] || { cat "$work/early.out"; fail "SIGTERM $delay s after start: exit $rc, expected 5"; }
+  "$report" --check "$early" >/dev/null || fail "SIGTERM $delay s after start: the log breaks the schema"
+  [ "$("$report" --attr /final exit_reason "$early")" = signal ] ||
+    fail "SIGTERM $delay s after start: exit_reason is not signal"
+done
+echo "PASS: a SIGTERM 20 ms and 100 ms after start stops the run with a valid log (exit 5)"
