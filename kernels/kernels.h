@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 #include "../common/af_result.h"
-#include "af_burgers.h"
+#include "af_workload.h"
 
 /* Health of the unit a slot lives on, as the kernels see it. */
 enum {
@@ -38,14 +38,12 @@ AF_HD uint8_t af_commit_decision(int32_t block, int mode, int32_t nonfinite, int
                      nonfinite == 0 && abft_fail == 0);
 }
 
-/* The exchange vector of one step, combined across ranks with the exact max all-reduce:
+/* The exchange vector of one step:
  * [0, 2B) the edge cells of every block (left, right) by logical id; [2B, 3B) block mass;
  * [3B, 4B) block energy; [4B, 5B) block status: bit 0 set when its owner fenced this step's
  * result (the committed state is still the previous step's), bits 1.. the number of NaN/Inf
  * values in the committed state (counted when the buffer was written; must be 0); then
- * AF_XCHG_FLAGS words of flags. */
-#define AF_XCHG_FLAGS 1
-#define AF_XCHG_STOP  0
+ * AF_XCHG_FLAGS words of flags (af_workload.h: the stop flag, the global word). */
 static inline size_t af_xchg_len(int blocks)
 {
     return (size_t)5 * (size_t)blocks + AF_XCHG_FLAGS;
@@ -53,12 +51,15 @@ static inline size_t af_xchg_len(int blocks)
 
 typedef struct af_shard_desc {
     int n_slots;   /* local slots: local devices x units x capacity */
-    int block_len; /* T, cells per block */
+    int block_len; /* T, the doubles of state per block (the workload's cells: scenario.block_len
+                      for burgers, tokens x dim for attention) */
     int blocks;    /* B, blocks of the whole problem (edge array indexing) */
-    af_coeffs_t coeffs;
-    uint64_t seed;        /* fault-injection key */
-    af_corrupt_mix_t mix; /* what a corrupted element becomes, and when it is harmful */
-    int abft;             /* 1: compute() checks each slot's mass balance (af_abft_consistent) */
+    int workload;  /* AF_WORKLOAD_*: the step compute() runs (0: burgers) */
+    af_coeffs_t coeffs;    /* burgers */
+    af_attn_params_t attn; /* attention */
+    uint64_t seed;         /* fault-injection key */
+    af_corrupt_mix_t mix;  /* what a corrupted element becomes, and when it is harmful */
+    int abft;              /* 1: compute() checks each slot's mass balance (af_abft_consistent) */
     int cuda_device;
     int cpu_kernel; /* AF_CPU_KERNEL_*: the cpu backend's hot loop (backend.cpu_kernel) */
 } af_shard_desc_t;
@@ -130,13 +131,14 @@ typedef struct af_kernels_ops {
      * as they were: what the driver's neighbour halo needs, whose cost then follows the
      * shard's slots, not the fleet's blocks. NULL when the backend has only pack. */
     af_result_t (*pack_owned)(af_kernels_t *k, uint64_t *xchg);
-    /* The masked Burgers step over the full static grid: every occupied, non-dead slot reads
-     * its committed buffer and its neighbours' edges from xchg and writes the other buffer;
+    /* The workload's masked step (desc.workload) over the full static grid: every occupied,
+     * non-dead slot reads its committed buffer and its read-set from xchg (af_wl_read_set: the
+     * neighbours' edges for burgers, the global word for attention) and writes the other buffer;
      * HEALTHY and FADING slots with slot_p > 0 get fault injection (desc.mix) keyed by (seed,
      * step, block, element), SHADOW slots with slot_p > 0 by (seed, step ^ AF_TWIN_SALT, block,
      * element); per-slot counts of non-finite outputs, injected corruptions and harmful ones,
-     * and with desc.abft the mass-balance verdict, go to the result arrays. Nothing is
-     * committed. */
+     * and with desc.abft the workload's ABFT verdict (burgers: the mass balance; attention:
+     * every softmax row sums to 1), go to the result arrays. Nothing is committed. */
     af_result_t (*compute)(af_kernels_t *k, uint64_t step, const uint64_t *xchg, int flags);
     /* Makes the result arrays (nonfinite, injected) readable through the host views. Blocking. */
     af_result_t (*download_results)(af_kernels_t *k);

@@ -18,7 +18,9 @@ typedef struct af_cpu {
     uint8_t *parity; /* which buffer of a slot is committed */
     double *diag;    /* n_slots x 2 x 3: (mass, energy, non-finite count) of each buffer */
     int fused;       /* 1: the one-pass step (AF_CPU_KERNEL_FUSED), else the two-pass one */
-    char path[112];  /* what the hot loop runs, for k->path */
+    /* The attention vector path's scratch: the softmax weights of eight rows, token-major. */
+    double attn_st[8 * AF_ATTN_MAX_TOKENS];
+    char path[112]; /* what the hot loop runs, for k->path */
 } af_cpu_t;
 
 static inline double *cpu_buf(const af_kernels_t *k, const af_cpu_t *c, int slot, int which)
@@ -82,6 +84,9 @@ static inline double cpu_nonfinite01(double v)
 /* Four doubles (GCC/Clang vector extension): the loops below must vectorise across the eight
  * lanes of a group, not across chunks, and compilers left to themselves pick the latter. */
 typedef double af_v4d __attribute__((vector_size(32)));
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
 typedef long long af_v4l __attribute__((vector_size(32)));
 
 /* The diagnostics of one buffer: mass and energy in af_block_diag's order (element i to lane
@@ -400,6 +405,264 @@ AF_HOT static void cpu_slot_step(const double *restrict u, double *restrict un, 
     d[2] = (double)-(nf[0] + nf[1] + nf[2] + nf[3]);
 }
 
+/* ---- masked attention ------------------------------------------------------------------ */
+
+/* The helpers below take and return four-double vectors; they are always inlined into the
+ * clones that call them, so no call crosses an ABI boundary (GCC's -Wpsabi note, that such a
+ * call's ABI would differ without AVX, is silenced for this file at af_v4d's definition). */
+#define AF_V4_INLINE static inline __attribute__((always_inline))
+
+AF_V4_INLINE af_v4d v4_set1(double x)
+{
+    return (af_v4d){x, x, x, x};
+}
+
+/* a where m (all ones), else b: a bitwise select, NaN payloads intact. */
+AF_V4_INLINE af_v4d v4_select(af_v4l m, af_v4d a, af_v4d b)
+{
+    af_v4l ai;
+    af_v4l bi;
+    memcpy(&ai, &a, sizeof ai);
+    memcpy(&bi, &b, sizeof bi);
+    af_v4l ri = (ai & m) | (bi & ~m);
+    af_v4d r;
+    memcpy(&r, &ri, sizeof r);
+    return r;
+}
+
+/* af_exp on four lanes: the same operations as af_exp_core in the same order, then the
+ * guards as selects (a guarded lane's core result is discarded). */
+AF_V4_INLINE af_v4d v4_exp(af_v4d x)
+{
+    af_v4d t = x * v4_set1(AF_EXP_LOG2E);
+    af_v4d big = t + v4_set1(AF_EXP_ROUND);
+    af_v4d n = big - v4_set1(AF_EXP_ROUND);
+    af_v4d r = x - n * v4_set1(AF_EXP_LN2_HI);
+    r = r - n * v4_set1(AF_EXP_LN2_LO);
+    af_v4d p = v4_set1(AF_EXP_C13);
+    p = p * r + v4_set1(AF_EXP_C12);
+    p = p * r + v4_set1(AF_EXP_C11);
+    p = p * r + v4_set1(AF_EXP_C10);
+    p = p * r + v4_set1(AF_EXP_C9);
+    p = p * r + v4_set1(AF_EXP_C8);
+    p = p * r + v4_set1(AF_EXP_C7);
+    p = p * r + v4_set1(AF_EXP_C6);
+    p = p * r + v4_set1(AF_EXP_C5);
+    p = p * r + v4_set1(AF_EXP_C4);
+    p = p * r + v4_set1(AF_EXP_C3);
+    p = p * r + v4_set1(AF_EXP_C2);
+    p = p * r + v4_set1(1.0);
+    p = p * r + v4_set1(1.0);
+    af_v4l bi;
+    memcpy(&bi, &big, sizeof bi);
+    const long long round_bits = (long long)af_bits(AF_EXP_ROUND);
+    af_v4l ni = bi - (af_v4l){round_bits, round_bits, round_bits, round_bits};
+    af_v4l si = (ni + 1023) << 52;
+    af_v4d scale;
+    memcpy(&scale, &si, sizeof scale);
+    af_v4d res = p * scale;
+    res = v4_select(x < v4_set1(-708.0), v4_set1(0.0), res);
+    res = v4_select(x > v4_set1(709.0), v4_set1(af_double(0x7ff0000000000000ULL)), res);
+    return v4_select(x != x, x, res);
+}
+
+/* Rows i0 .. i0+7 of an attention block's step without injection, four rows to a vector:
+ * every row's arithmetic is af_attn_row's, operation for operation and in the same order (each
+ * sum runs over its index from 0.0; lanes are rows, so no sum is split across lanes), and
+ * independent rows and columns give the accumulators the processor needs to overlap its
+ * multiplies and adds. Tokens beyond i0 + 7 are masked for all eight rows: their scores are
+ * never read and their weights are exactly 0, which af_attn_row adds as +0.0 to sums that are
+ * never -0.0 (a no-op), so they are skipped. *ok is cleared when a row's weights do not sum to
+ * 1 within the bound or an output leaves [-1, 1]. */
+AF_HOT static void cpu_attn_rows8(const double *restrict u, double *restrict un, int i0, double g,
+                                  const af_attn_params_t *pp, double *restrict st, int *ok)
+{
+    const int T = pp->tokens;
+    const int d = pp->dim;
+    const int jend = i0 + 8; /* tokens 0 .. i0 + 7 are visible to some row */
+    const af_v4d zero = v4_set1(0.0);
+    const af_v4d one = v4_set1(1.0);
+    const af_v4d scale = v4_set1(pp->scale);
+    const af_v4d masked = v4_set1(AF_ATTN_MASKED);
+    const af_v4d row0 = {(double)i0, (double)(i0 + 1), (double)(i0 + 2), (double)(i0 + 3)};
+    const af_v4d row1 = row0 + v4_set1(4.0);
+    /* Scores: st[j * 8 + l] is row i0 + l's score of token j. */
+    for (int j0 = 0; j0 < jend; j0 += 4) {
+        af_v4d a0[4] = {zero, zero, zero, zero};
+        af_v4d a1[4] = {zero, zero, zero, zero};
+        for (int k = 0; k < d; ++k) {
+            const double *col = u + (size_t)k * (size_t)T;
+            af_v4d r0;
+            af_v4d r1;
+            memcpy(&r0, col + i0, sizeof r0);
+            memcpy(&r1, col + i0 + 4, sizeof r1);
+            for (int c = 0; c < 4; ++c) {
+                af_v4d bc = v4_set1(col[j0 + c]);
+                a0[c] += r0 * bc;
+                a1[c] += r1 * bc;
+            }
+        }
+        for (int c = 0; c < 4; ++c) {
+            af_v4d jv = v4_set1((double)(j0 + c));
+            af_v4d s0 = v4_select(jv <= row0, a0[c] * scale, masked);
+            af_v4d s1 = v4_select(jv <= row1, a1[c] * scale, masked);
+            memcpy(st + (size_t)(j0 + c) * 8, &s0, sizeof s0);
+            memcpy(st + (size_t)(j0 + c) * 8 + 4, &s1, sizeof s1);
+        }
+    }
+    /* The softmax of the eight rows, both halves in one loop. */
+    af_v4d m0;
+    af_v4d m1;
+    memcpy(&m0, st, sizeof m0);
+    memcpy(&m1, st + 4, sizeof m1);
+    for (int j = 1; j < jend; ++j) {
+        af_v4d jv = v4_set1((double)j);
+        af_v4d s0;
+        af_v4d s1;
+        memcpy(&s0, st + (size_t)j * 8, sizeof s0);
+        memcpy(&s1, st + (size_t)j * 8 + 4, sizeof s1);
+        m0 = v4_select((jv <= row0) & (s0 > m0), s0, m0);
+        m1 = v4_select((jv <= row1) & (s1 > m1), s1, m1);
+    }
+    af_v4d z0 = zero;
+    af_v4d z1 = zero;
+    for (int j = 0; j < jend; ++j) {
+        af_v4d jv = v4_set1((double)j);
+        af_v4d s0;
+        af_v4d s1;
+        memcpy(&s0, st + (size_t)j * 8, sizeof s0);
+        memcpy(&s1, st + (size_t)j * 8 + 4, sizeof s1);
+        af_v4d e0 = v4_select(jv <= row0, v4_exp(s0 - m0), zero);
+        af_v4d e1 = v4_select(jv <= row1, v4_exp(s1 - m1), zero);
+        memcpy(st + (size_t)j * 8, &e0, sizeof e0);
+        memcpy(st + (size_t)j * 8 + 4, &e1, sizeof e1);
+        z0 = z0 + e0;
+        z1 = z1 + e1;
+    }
+    af_v4d rs0 = zero;
+    af_v4d rs1 = zero;
+    for (int j = 0; j < jend; ++j) {
+        af_v4d e0;
+        af_v4d e1;
+        memcpy(&e0, st + (size_t)j * 8, sizeof e0);
+        memcpy(&e1, st + (size_t)j * 8 + 4, sizeof e1);
+        af_v4d w0 = e0 / z0;
+        af_v4d w1 = e1 / z1;
+        memcpy(st + (size_t)j * 8, &w0, sizeof w0);
+        memcpy(st + (size_t)j * 8 + 4, &w1, sizeof w1);
+        rs0 = rs0 + w0;
+        rs1 = rs1 + w1;
+    }
+    const af_v4d bound = v4_set1(af_attn_row_bound(T));
+    af_v4d dev0 = rs0 - one;
+    af_v4d dev1 = rs1 - one;
+    dev0 = v4_select(dev0 < zero, -dev0, dev0);
+    dev1 = v4_select(dev1 < zero, -dev1, dev1);
+    af_v4l good = (dev0 <= bound) & (dev1 <= bound);
+    /* Weighted values and the update, four features at a time: feature k reads the attention
+     * of feature k + 1, the last feature feature 0's, negated. */
+    const af_v4d c_self = v4_set1(pp->c_self);
+    const af_v4d c_attn = v4_set1(pp->c_attn);
+    const af_v4d mean = v4_set1(pp->c_mean) * v4_set1(g);
+    const af_v4d half = v4_set1(0.5);
+    const af_v4d three_halves = v4_set1(1.5);
+    for (int k0 = 0; k0 < d; k0 += 4) {
+        const int nf = d - k0 < 4 ? d - k0 : 4;
+        const double *src[4];
+        for (int f = 0; f < 4; ++f) {
+            int kk = k0 + (f < nf ? f : 0);
+            int ks = kk + 1 < d ? kk + 1 : 0;
+            src[f] = u + (size_t)ks * (size_t)T;
+        }
+        af_v4d y0[4] = {zero, zero, zero, zero};
+        af_v4d y1[4] = {zero, zero, zero, zero};
+        for (int j = 0; j <= i0; ++j) { /* visible to all eight rows */
+            af_v4d w0;
+            af_v4d w1;
+            memcpy(&w0, st + (size_t)j * 8, sizeof w0);
+            memcpy(&w1, st + (size_t)j * 8 + 4, sizeof w1);
+            for (int f = 0; f < 4; ++f) {
+                af_v4d b = v4_set1(src[f][j]);
+                y0[f] += w0 * b;
+                y1[f] += w1 * b;
+            }
+        }
+        for (int j = i0 + 1; j < jend; ++j) { /* the diagonal: masked by select per row */
+            af_v4d jv = v4_set1((double)j);
+            af_v4l v0 = jv <= row0;
+            af_v4l v1 = jv <= row1;
+            af_v4d w0;
+            af_v4d w1;
+            memcpy(&w0, st + (size_t)j * 8, sizeof w0);
+            memcpy(&w1, st + (size_t)j * 8 + 4, sizeof w1);
+            for (int f = 0; f < 4; ++f) {
+                af_v4d b = v4_set1(src[f][j]);
+                y0[f] += v4_select(v0, w0 * b, zero);
+                y1[f] += v4_select(v1, w1 * b, zero);
+            }
+        }
+        for (int f = 0; f < nf; ++f) {
+            const size_t at = (size_t)(k0 + f) * (size_t)T + (size_t)i0;
+            if (k0 + f + 1 == d) { /* the last feature reads feature 0's attention, negated */
+                y0[f] = -y0[f];
+                y1[f] = -y1[f];
+            }
+            af_v4d x0;
+            af_v4d x1;
+            memcpy(&x0, u + at, sizeof x0);
+            memcpy(&x1, u + at + 4, sizeof x1);
+            af_v4d v0 = c_self * x0 + c_attn * y0[f];
+            af_v4d v1 = c_self * x1 + c_attn * y1[f];
+            v0 = v0 + mean;
+            v1 = v1 + mean;
+            v0 = v4_select(v0 > one, one, v0);
+            v1 = v4_select(v1 > one, one, v1);
+            v0 = v4_select(v0 < -one, -one, v0);
+            v1 = v4_select(v1 < -one, -one, v1);
+            af_v4d t0 = half * v0;
+            af_v4d t1 = half * v1;
+            t0 = t0 * v0;
+            t1 = t1 * v1;
+            af_v4d o0 = v0 * (three_halves - t0);
+            af_v4d o1 = v1 * (three_halves - t1);
+            memcpy(un + at, &o0, sizeof o0);
+            memcpy(un + at + 4, &o1, sizeof o1);
+            good &= (o0 >= -one) & (o0 <= one) & (o1 >= -one) & (o1 <= one);
+        }
+    }
+    for (int l = 0; l < 4; ++l) {
+        *ok &= good[l] != 0;
+    }
+}
+
+/* One attention block's step: the vector path for blocks of a multiple of 8 tokens without
+ * injection, else af_attn_row row by row (with injection keyed as every backend keys it).
+ * Returns the ABFT verdict (1: every row's weights sum to 1). */
+static int cpu_attn_block(af_cpu_t *c, const double *u, double *un, const af_attn_params_t *p,
+                          double g, double prob, uint64_t seed, uint64_t key, uint64_t block,
+                          af_corrupt_mix_t mix, int *inj, int *harm)
+{
+    int ok = 1;
+    *inj = 0;
+    *harm = 0;
+    if (prob <= 0.0 && p->tokens % 8 == 0) {
+        for (int i0 = 0; i0 < p->tokens; i0 += 8) {
+            cpu_attn_rows8(u, un, i0, g, p, c->attn_st, &ok);
+        }
+        return ok;
+    }
+    for (int i = 0; i < p->tokens; ++i) {
+        int ri = 0;
+        int rh = 0;
+        int row_ok = 1;
+        af_attn_row(u, un, i, g, *p, prob, seed, key, block, mix, c->attn_st, &ri, &rh, &row_ok);
+        *inj += ri;
+        *harm += rh;
+        ok &= row_ok;
+    }
+    return ok;
+}
+
 #if defined(__FINITE_MATH_ONLY__) && __FINITE_MATH_ONLY__
 #error "kernels_cpu.c counts NaN/Inf with v - v != 0: never build it with -ffinite-math-only"
 #endif
@@ -434,14 +697,30 @@ static af_result_t cpu_compute(af_kernels_t *k, uint64_t step, const uint64_t *x
         }
         const double *u = cpu_buf(k, c, s, c->parity[s]);
         double *un = cpu_buf(k, c, s, c->parity[s] ^ 1);
-        int left = (b + B - 1) % B;
-        int right = (b + 1) % B;
-        double ul = af_double(xchg[2 * (size_t)left + 1]);
-        double ur = af_double(xchg[2 * (size_t)right]);
+        size_t i0 = 0;
+        size_t i1 = 0;
+        af_wl_read_set(k->desc.workload, B, b, &i0, &i1);
+        double ul = af_double(xchg[i0]);
+        double ur = af_double(xchg[i1]);
         int mode = k->slot_mode[s];
         double *d = cpu_diag(c, s, c->parity[s] ^ 1);
         /* HEALTHY slots inject too when slot_p > 0: a silent unit corrupts with no precursor. */
         int inject = !unmasked && k->slot_p[s] > 0.0;
+        if (k->desc.workload == AF_WORKLOAD_ATTENTION) {
+            uint64_t key = mode == AF_MODE_SHADOW ? step ^ AF_TWIN_SALT : step;
+            int inj = 0;
+            int harm = 0;
+            int ok = cpu_attn_block(c, u, un, &k->desc.attn, ul, inject ? k->slot_p[s] : 0.0,
+                                    k->desc.seed, key, (uint64_t)b, k->desc.mix, &inj, &harm);
+            cpu_fill_diag(un, T, d);
+            if (!unmasked) {
+                k->injected[s] = inj;
+                k->harmful[s] = harm;
+                k->nonfinite[s] = (int32_t)d[2];
+                k->abft[s] = k->desc.abft ? !ok : 0;
+            }
+            continue;
+        }
         if (c->fused && !inject) {
             /* One pass: the update with its diagnostics (a corrupting slot's results change
              * after the update, so it takes the two passes below). */

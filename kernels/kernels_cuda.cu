@@ -193,7 +193,9 @@ typedef struct step_args {
     af_coeffs_t coeffs;
     uint64_t seed;
     af_corrupt_mix_t mix;
-    int abft; /* desc.abft: abft_kernel checks each computed slot's mass balance */
+    int abft;              /* desc.abft: abft_kernel checks each computed slot's mass balance */
+    int workload;          /* desc.workload */
+    af_attn_params_t attn; /* desc.attn */
     uint64_t step;
     const uint64_t *step_dev; /* when set, the key is read here instead (the step graph) */
     int selected;             /* AF_COMPUTE_SELECTED: only slots whose select[] is set */
@@ -337,6 +339,79 @@ __global__ void __launch_bounds__(AF_CUDA_BLOCK) inject_kernel(step_args_t a)
         a.res.nonfinite[s] = (int32_t)d[2];
         a.res.injected[s] = injected;
         a.res.harmful[s] = harmful;
+    }
+}
+
+/* The masked-attention step (desc.workload = attention), masked (kMasked) or its benchmark
+ * twin. One warp per slot; lane l computes the rows (tokens) l, l + 32, ... with af_attn_row,
+ * the CPU's arithmetic operation for operation (each row's scratch of scores in the thread's
+ * local memory), injection included: a slot that injects (slot_p > 0: FADING, silent, and
+ * SHADOW twins keyed by step ^ AF_TWIN_SALT) corrupts its softmax weights and outputs inside
+ * the row, as the CPU's scalar path does. Then the warp sums the counts, and warp_block_diag
+ * gives the new buffer's diagnostics in the CPU's lane order; the ABFT verdict (every row sums
+ * to 1, every output in [-1, 1]) needs every lane's. */
+template <bool kMasked> __global__ void __launch_bounds__(AF_CUDA_BLOCK) attn_kernel(step_args_t a)
+{
+    const int lane = (int)(threadIdx.x % AF_LANES);
+    const int s = (int)(blockIdx.x * AF_CUDA_SLOTS_BLOCK + threadIdx.x / AF_LANES);
+    if (s >= a.n_slots) {
+        return; /* the whole warp: s is warp-uniform */
+    }
+    if (a.selected && a.ctl.select[s] == 0) {
+        return;
+    }
+    int b = a.ctl.slot_block[s];
+    const int mode = a.ctl.slot_mode[s];
+    if (lane == 0) {
+        a.res.nonfinite[s] = 0;
+        a.res.injected[s] = 0;
+        a.res.harmful[s] = 0;
+        a.res.abft[s] = 0;
+    }
+    if (kMasked && (b < 0 || mode == AF_MODE_DEAD)) {
+        return;
+    }
+    if (b < 0) {
+        b = 0;
+    }
+    const int T = a.T;
+    const int p = a.parity[s];
+    const double *u = a.state + ((size_t)s * 2 + (size_t)p) * (size_t)T;
+    double *un = a.state + ((size_t)s * 2 + (size_t)(p ^ 1)) * (size_t)T;
+    size_t i0 = 0;
+    size_t i1 = 0;
+    af_wl_read_set(AF_WORKLOAD_ATTENTION, a.B, b, &i0, &i1);
+    const double g = af_double(a.xchg[i0]);
+    const double prob = kMasked ? a.ctl.slot_p[s] : 0.0;
+    const uint64_t step = a.step_dev != NULL ? *a.step_dev : a.step;
+    const uint64_t key = mode == AF_MODE_SHADOW ? step ^ AF_TWIN_SALT : step;
+    double srow[AF_ATTN_MAX_TOKENS];
+    int injected = 0;
+    int harmful = 0;
+    int ok = 1;
+    for (int i = lane; i < a.attn.tokens; i += AF_LANES) {
+        int ri = 0;
+        int rh = 0;
+        int row_ok = 1;
+        af_attn_row(u, un, i, g, a.attn, prob > 0.0 ? prob : 0.0, a.seed, key, (uint64_t)b, a.mix,
+                    srow, &ri, &rh, &row_ok);
+        injected += ri;
+        harmful += rh;
+        ok &= row_ok;
+    }
+    for (int o = AF_LANES / 2; o >= 1; o /= 2) {
+        injected += __shfl_xor_sync(AF_FULL_MASK, injected, o);
+        harmful += __shfl_xor_sync(AF_FULL_MASK, harmful, o);
+    }
+    const int all_ok = __all_sync(AF_FULL_MASK, ok);
+    __syncwarp(); /* every lane's rows written before the warp reads the buffer */
+    double *d = a.diag + ((size_t)s * 2 + (size_t)(p ^ 1)) * 3;
+    warp_block_diag(un, T, lane, d);
+    if (kMasked && lane == 0) {
+        a.res.nonfinite[s] = (int32_t)d[2];
+        a.res.injected[s] = injected;
+        a.res.harmful[s] = harmful;
+        a.res.abft[s] = a.abft ? !all_ok : 0;
     }
 }
 
@@ -707,6 +782,18 @@ static af_result_t launch_compute(af_kernels_t *k, const uint64_t *xchg, uint64_
     a.step = step;
     a.step_dev = step_dev;
     a.selected = (flags & AF_COMPUTE_SELECTED) != 0;
+    a.workload = k->desc.workload;
+    a.attn = k->desc.attn;
+    if (a.workload == AF_WORKLOAD_ATTENTION) {
+        if ((flags & AF_COMPUTE_UNMASKED) != 0) {
+            attn_kernel<false><<<slot_grid(n), AF_CUDA_BLOCK, 0, c->stream>>>(a);
+            AF_CUDA_LAUNCHED("attn_kernel<unmasked>");
+        } else {
+            attn_kernel<true><<<slot_grid(n), AF_CUDA_BLOCK, 0, c->stream>>>(a);
+            AF_CUDA_LAUNCHED("attn_kernel<masked>");
+        }
+        return AF_OK;
+    }
     if ((flags & AF_COMPUTE_UNMASKED) != 0) {
         step_kernel<false><<<slot_grid(n), AF_CUDA_BLOCK, 0, c->stream>>>(a);
         AF_CUDA_LAUNCHED("step_kernel<unmasked>");

@@ -62,14 +62,22 @@ static const key_def_t KEYS[] = {
     {"scenario", "record", T_ENUM, OFF(record), 0, 0, 0, "none|llama3-405b", "none", "",
      "the published record of interruptions the scenario is fitted to: agefence-report prints "
      "the record's counts beside the run's (llama3-405b: Llama 3 405B, 54 days, 16,384 GPUs)"},
+    {"workload", "kind", T_ENUM, OFF(workload), 0, 0, 0, "burgers|attention", "burgers", "",
+     "what every block computes (docs/workloads.md): burgers, the viscous Burgers stencil "
+     "(memory-bound, neighbour-coupled; block_len cells); attention, causal masked self-attention "
+     "of block_len tokens of dim features (compute-bound, coupled by a global mean; block_len at "
+     "most " AF_STR(AF_ATTN_MAX_TOKENS) ")"},
+    {"workload", "dim", T_INT, OFF(dim), 0, 1, AF_ATTN_MAX_DIM, NULL, "64", "features",
+     "features per token of the attention workload (ignored by burgers)"},
     {"workload", "nu", T_REAL, OFF(nu), 0, 1e-12, 1e6, NULL, "0.05", "length^2/time",
-     "viscosity of Burgers' equation on the unit periodic domain"},
+     "viscosity of Burgers' equation on the unit periodic domain (burgers only)"},
     {"workload", "dt", T_REAL, OFF(dt), 0, 1e-300, 1e6, "auto", "auto", "time",
      "time step; a number is checked against the explicit scheme's stability limit "
      "min(0.5*dx^2/nu, 2*nu/umax^2); auto: " AF_STR(AF_DT_AUTO_FRACTION) " x that limit for the "
                                                                          "configured fleet"},
     {"workload", "amplitude", T_REAL, OFF(amplitude), 0, -1e6, 1e6, NULL, "1.0", "",
-     "initial condition u0(x) = offset + amplitude * sin(2 pi x)"},
+     "initial condition u0(x) = offset + amplitude * sin(2 pi x) (burgers); offset + amplitude "
+     "* (2U - 1), U uniform in [0, 1) hashed from the seed and the state word (attention)"},
     {"workload", "offset", T_REAL, OFF(offset), 0, -1e6, 1e6, NULL, "0.5", "", "see amplitude"},
     {"backend", "compute", T_ENUM, OFF(compute), 0, 0, 0, "auto|cpu|cuda", "auto", "",
      "compute backend; auto = cuda when built with CUDA and a GPU is visible, else cpu"},
@@ -938,9 +946,36 @@ int64_t af_config_scripted_units(const af_config_t *cfg)
     return n;
 }
 
+af_wl_config_t af_config_workload(const af_config_t *cfg)
+{
+    af_wl_config_t c = {
+        .blocks = cfg->blocks,
+        .block_len = cfg->block_len,
+        .dim = (int)cfg->dim,
+        .nu = cfg->nu,
+        .dt = cfg->dt,
+        .amplitude = cfg->amplitude,
+        .offset = cfg->offset,
+        .seed = (uint64_t)cfg->seed,
+    };
+    return c;
+}
+
+const af_workload_t *af_config_wl(const af_config_t *cfg)
+{
+    const af_workload_t *w = af_workload_get(cfg->workload);
+    return w != NULL ? w : &af_workload_burgers;
+}
+
+int64_t af_config_cells(const af_config_t *cfg)
+{
+    af_wl_config_t c = af_config_workload(cfg);
+    return af_config_wl(cfg)->cells(&c);
+}
+
 double af_config_dx(const af_config_t *cfg)
 {
-    return 1.0 / ((double)cfg->blocks * (double)cfg->block_len);
+    return 1.0 / ((double)cfg->blocks * (double)af_config_cells(cfg));
 }
 
 double af_config_dt_limit(const af_config_t *cfg)
@@ -983,28 +1018,25 @@ af_result_t af_config_validate(af_config_t *cfg, int nranks, char *err, size_t e
                  where(cfg, "scenario", "blocks"), (long long)cfg->blocks, (long long)D);
         return AF_ERR_USAGE;
     }
-    double cells = (double)cfg->blocks * (double)cfg->block_len;
+    double cells = (double)cfg->blocks * (double)af_config_cells(cfg);
     if (cells > 4e9) {
-        snprintf(err, errlen, "%s: blocks x block_len = %.0f cells: expected at most 4e9",
-                 where(cfg, "scenario", "blocks"), cells);
+        snprintf(err, errlen, "%s: blocks x %s = %.0f state words: expected at most 4e9",
+                 where(cfg, "scenario", "blocks"),
+                 cfg->workload == AF_WORKLOAD_ATTENTION ? "block_len x dim" : "block_len", cells);
         return AF_ERR_USAGE;
     }
-    double dx = af_config_dx(cfg);
-    double r = cfg->nu * cfg->dt / (dx * dx);
-    if (r > 0.5) {
-        snprintf(err, errlen,
-                 "%s: workload.dt = %g violates the diffusion stability limit: nu*dt/dx^2 = %g > "
-                 "0.5; expected dt <= %g for %.0f cells",
-                 where(cfg, "workload", "dt"), cfg->dt, r, 0.5 * dx * dx / cfg->nu, cells);
-        return AF_ERR_USAGE;
-    }
-    double umax = fabs(cfg->offset) + fabs(cfg->amplitude);
-    if (umax > 0 && cfg->dt > 2.0 * cfg->nu / (umax * umax)) {
-        snprintf(err, errlen,
-                 "%s: workload.dt = %g violates the advection stability limit dt <= 2*nu/umax^2 "
-                 "= %g (umax = |offset| + |amplitude| = %g)",
-                 where(cfg, "workload", "dt"), cfg->dt, 2.0 * cfg->nu / (umax * umax), umax);
-        return AF_ERR_USAGE;
+    {
+        af_wl_config_t wc = af_config_workload(cfg);
+        const char *key = "";
+        char msg[320];
+        if (af_config_wl(cfg)->check(&wc, &key, msg, sizeof msg)) {
+            char section[16];
+            const char *dot = strchr(key, '.');
+            size_t len = dot != NULL ? (size_t)(dot - key) : 0;
+            snprintf(section, sizeof section, "%.*s", (int)len, key);
+            snprintf(err, errlen, "%s: %s", where(cfg, section, dot != NULL ? dot + 1 : key), msg);
+            return AF_ERR_USAGE;
+        }
     }
     if (cfg->t_ref_k <= 0 || cfg->t_ambient_k <= 0) {
         snprintf(err, errlen, "%s: temperatures must be positive (kelvin)",

@@ -9,6 +9,7 @@
 
 #include "../common/af_result.h"
 #include "../common/log_schema.h"
+#include "../kernels/af_workload.h"
 
 #define AF_MAX_EVENTS 64
 /* Job-level interruptions: the most one cause may make in a step on average (rate x its grain's
@@ -113,6 +114,8 @@ typedef struct af_config {
     double max_blackout;
     int record; /* the record the scenario is fitted to (0 none; agefence-report's names) */
     /* [workload] */
+    int workload; /* AF_WORKLOAD_* (kernels/af_workload.h) */
+    int64_t dim;  /* attention: features per token */
     double nu;
     double dt;
     double amplitude;
@@ -237,6 +240,12 @@ size_t af_config_format(const af_config_t *cfg, char *out, size_t size);
 
 /* Derived values. */
 int64_t af_config_devices(const af_config_t *cfg, int nranks); /* resolves devices = 0 */
+/* The scenario's workload (workload.kind), what it takes from the scenario, and the doubles of
+ * state per block (block_len cells for burgers, block_len x dim for attention). */
+const af_workload_t *af_config_wl(const af_config_t *cfg);
+af_wl_config_t af_config_workload(const af_config_t *cfg);
+int64_t af_config_cells(const af_config_t *cfg);
+/* 1 / (blocks x cells): the grid spacing of the unit domain, the weight of the logged mass. */
 double af_config_dx(const af_config_t *cfg);
 /* The largest stable dt: min(0.5*dx^2/nu, 2*nu/umax^2), umax = |offset| + |amplitude| (the
  * diffusion limit alone when umax = 0). */

@@ -3,7 +3,8 @@
  *
  * After the pack, the exchange vector of a rank holds the entries of the blocks it publishes
  * (edges, mass, energy, status word). Then:
- *   - neighbour edges: for each published block b whose neighbour b-1 (b+1) lives on another
+ *   - neighbour edges (a workload whose read-set is its neighbours' edges: burgers): for
+ *     each published block b whose neighbour b-1 (b+1) lives on another
  *     rank, b's left (right) edge goes to that rank and the neighbour's right (left) edge comes
  *     back; the relation is symmetric, so each rank sends to a peer exactly as many items as it
  *     receives from it. Items are (exchange index, bit pattern) pairs on preallocated buffers,
@@ -14,7 +15,9 @@
  *     fenced blocks and the stop flags;
  *   - when any block was fenced, an all-gather of the fenced blocks' ids, sorted, so every rank
  *     plans the same retries;
- *   - with straggler detection, the per-device words (an exact max all-reduce of D words).
+ *   - with straggler detection, the per-device words (an exact max all-reduce of D words);
+ *   - a globally coupled workload (attention): its global word from the exact mass sum, into
+ *     the exchange's AF_XCHG_GLOBAL flag word, where the next compute reads it.
  * With the nccl fabric the device vector is combined whole by its all-reduce (every entry on
  * every rank): the neighbour step is then skipped and the rest is the same. */
 #include <stdlib.h>
@@ -145,8 +148,8 @@ static af_result_t neighbour_edges(af_run_state_t *r, uint64_t *x)
     const int me = r->world.rank;
     const int R = r->world.size;
     const int64_t B = r->B;
-    if (R == 1) {
-        return AF_OK;
+    if (R == 1 || !r->wl->neighbour_edges) {
+        return AF_OK; /* one rank, or a workload whose read-set is the global word */
     }
     memset(r->halo_count, 0, sizeof(int64_t) * (size_t)R);
     for (int64_t i = 0; i < r->n_pub; ++i) {
@@ -225,7 +228,13 @@ static af_result_t figures(af_run_state_t *r, const uint64_t *x)
     memcpy(af_rsum_words(&mass), w + SUM_MASS, sizeof(int64_t) * AF_RSUM_WORDS);
     memcpy(af_rsum_words(&energy), w + SUM_ENERGY, sizeof(int64_t) * AF_RSUM_WORDS);
     double dx = af_config_dx(&r->cfg);
-    r->mass_now = af_rsum_value(&mass) * dx;
+    double mass_sum = af_rsum_value(&mass);
+    r->mass_now = mass_sum * dx;
+    if (r->wl->global_word != NULL) {
+        /* The global word the next compute reads (AF_XCHG_GLOBAL), the same bits on every
+         * rank: the exact sum of the published blocks' masses, rounded once. */
+        r->global_now = r->wl->global_word(mass_sum, B, r->T);
+    }
     r->energy_now = af_rsum_value(&energy) * dx;
     r->leaked_now = w[SUM_LEAKED];
     r->stop_now = w[SUM_STOP] != 0;
@@ -274,8 +283,15 @@ static af_result_t complete(af_run_state_t *r, int combined)
         }
     }
     AF_CHECK(figures(r, x));
+    const size_t at = 5 * (size_t)r->B + AF_XCHG_GLOBAL;
+    if (r->wl->global_word != NULL) {
+        x[at] = af_bits(r->global_now);
+    }
     if (!combined && r->dxchg_cur != NULL) {
         return af_buf_copy(r->dxchg_cur, AF_MEM_DEVICE, x, AF_MEM_HOST, sizeof(uint64_t) * r->xlen);
+    }
+    if (r->wl->global_word != NULL && r->dxchg_cur != NULL) {
+        return af_buf_copy(r->dxchg_cur + at, AF_MEM_DEVICE, x + at, AF_MEM_HOST, sizeof x[at]);
     }
     return AF_OK;
 }

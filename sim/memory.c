@@ -41,7 +41,7 @@ void af_memory_estimate(const af_config_t *cfg, int nranks, int rank, const af_k
     const int64_t D = af_config_devices(cfg, nranks);
     const double U = (double)cfg->units_per_device;
     const double B = (double)cfg->blocks;
-    const double T = (double)cfg->block_len;
+    const double T = (double)af_config_cells(cfg);
     const double R = (double)nranks;
     const double C = (double)af_capacity(cfg->blocks, D, cfg->units_per_device, cfg->max_blackout);
     const double units = (double)D * U;

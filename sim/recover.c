@@ -214,9 +214,9 @@ static uint64_t *log_entry(const af_run_state_t *r, int64_t i, int64_t s)
  * one): the right edge of b - 1 and the left edge of b + 1. */
 static af_result_t put_read_set(af_run_state_t *r, int64_t b, uint64_t left, uint64_t right)
 {
-    const int64_t B = r->B;
-    size_t il = (size_t)(2 * ((b + B - 1) % B) + 1);
-    size_t ir = (size_t)(2 * ((b + 1) % B));
+    size_t il = 0;
+    size_t ir = 0;
+    af_wl_read_set(r->wl->kind, r->B, b, &il, &ir);
     r->xchg_prev[il] = left;
     r->xchg_prev[ir] = right;
     if (r->dxchg_prev != NULL) {
@@ -231,14 +231,16 @@ static af_result_t put_read_set(af_run_state_t *r, int64_t b, uint64_t left, uin
 static void get_read_set(const af_run_state_t *r, int how, int64_t b, uint64_t *left,
                          uint64_t *right)
 {
-    const int64_t B = r->B;
     if (how == CARRY_LOG) {
         const uint64_t *e = log_entry(r, r->rep_off[b], r->state_step);
         *left = e[0];
         *right = e[1];
     } else {
-        *left = r->xchg_prev[2 * ((b + B - 1) % B) + 1];
-        *right = r->xchg_prev[2 * ((b + 1) % B)];
+        size_t il = 0;
+        size_t ir = 0;
+        af_wl_read_set(r->wl->kind, r->B, b, &il, &ir);
+        *left = r->xchg_prev[il];
+        *right = r->xchg_prev[ir];
     }
 }
 
@@ -656,9 +658,10 @@ af_result_t af_restart(af_run_state_t *r)
 }
 
 /* Block b's state at the committed step, from its replica (this rank keeps it): the replica
- * itself when it is that recent, else the replica replayed step by step with the neighbour
- * edges logged beside it, in the backends' arithmetic (af_block_update), so the bits are those
- * the block would have had had it never been lost. */
+ * itself when it is that recent, else the replica replayed step by step with the read-sets
+ * logged beside it (neighbour edges, or the global word), in the backends' arithmetic (the
+ * workload's block_update), so the bits are those the block would have had had it never been
+ * lost. */
 static af_result_t replica_state(af_run_state_t *r, int64_t b, double *buf)
 {
     AF_CHECK(store_read(r, NULL, b, buf));
@@ -670,7 +673,7 @@ static af_result_t replica_state(af_run_state_t *r, int64_t b, double *buf)
     double *next = r->replay_buf;
     for (int64_t s = from; s < r->state_step; ++s) {
         const uint64_t *e = log_entry(r, r->rep_off[b], s);
-        af_block_update(cur, next, (int)r->T, af_double(e[0]), af_double(e[1]), r->coeffs);
+        r->wl->block_update(cur, next, r->T, &r->wlp, af_double(e[0]), af_double(e[1]));
         double *t = cur;
         cur = next;
         next = t;

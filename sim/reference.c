@@ -15,12 +15,8 @@ af_coeffs_t af_scheme_coeffs(const af_config_t *cfg)
 
 void af_initial_cells(const af_config_t *cfg, int64_t first, int64_t n, double *out)
 {
-    const double dx = af_config_dx(cfg);
-    const double two_pi = 6.283185307179586476925286766559;
-    for (int64_t i = 0; i < n; ++i) {
-        double x = (double)(first + i) * dx;
-        out[i] = cfg->offset + cfg->amplitude * sin(two_pi * x);
-    }
+    af_wl_config_t c = af_config_workload(cfg);
+    af_config_wl(cfg)->initial(&c, first, n, out);
 }
 
 void af_reference_step(const double *u, double *un, int64_t n, double c_adv, double c_diff)
@@ -39,23 +35,8 @@ void af_reference_step(const double *u, double *un, int64_t n, double c_adv, dou
 
 af_result_t af_reference_run(const af_config_t *cfg, int64_t steps, double *u)
 {
-    int64_t n = cfg->blocks * cfg->block_len;
-    af_coeffs_t k = af_scheme_coeffs(cfg);
-    af_initial_cells(cfg, 0, n, u);
-    /* In place, one array: each cell reads its left neighbour's value before this step (kept
-     * in `left`) and its right one's (not yet overwritten; the last cell's is cell 0's, kept in
-     * `first`): the same inputs af_reference_step gives af_burgers_cell, so the same bits. */
-    for (int64_t s = 0; s < steps; ++s) {
-        double first = u[0];
-        double left = u[n - 1];
-        for (int64_t i = 0; i < n; ++i) {
-            double c = u[i];
-            double right = i + 1 < n ? u[i + 1] : first;
-            u[i] = af_burgers_cell(left, c, right, k);
-            left = c;
-        }
-    }
-    return AF_OK;
+    af_wl_config_t c = af_config_workload(cfg);
+    return af_config_wl(cfg)->reference_run(&c, steps, u);
 }
 
 uint64_t af_checksum(const double *u, int64_t n)

@@ -336,12 +336,17 @@ static af_result_t local_buffers(run_t *r, const af_kernels_ops_t *kops)
 
 static af_result_t run_init(run_t *r)
 {
-    r->T = r->cfg.block_len;
+    r->T = af_config_cells(&r->cfg);
     r->B = r->cfg.blocks;
     r->D = af_config_devices(&r->cfg, r->world.size);
     r->U = r->cfg.units_per_device;
     r->units = r->D * r->U;
     r->coeffs = af_scheme_coeffs(&r->cfg);
+    r->wl = af_config_wl(&r->cfg);
+    {
+        af_wl_config_t wc = af_config_workload(&r->cfg);
+        r->wlp = r->wl->params(&wc);
+    }
     const af_kernels_ops_t *kops = NULL;
     int use_nccl = 0;
     int cuda_device = -1;
@@ -361,7 +366,9 @@ static af_result_t run_init(run_t *r)
         .n_slots = r->n_local,
         .block_len = (int)r->T,
         .blocks = (int)r->B,
+        .workload = r->wl->kind,
         .coeffs = r->coeffs,
+        .attn = r->wlp.attn,
         .seed = (uint64_t)r->cfg.seed,
         .mix = af_corrupt_mix(&r->cfg),
         .abft = (af_detect_flags(r->cfg.detect) & AF_DET_ABFT) != 0,

@@ -69,6 +69,8 @@ typedef struct af_run_state {
     af_kernels_t *k;
     af_placement_t pl;
     af_coeffs_t coeffs;
+    const af_workload_t *wl; /* the scenario's workload (workload.kind) */
+    af_wl_params_t wlp;      /* its parameters, the bits every backend gets */
     int64_t T, B, D, U, C;
     int n_local;   /* local slots */
     int64_t slot0; /* global index of local slot 0 */
@@ -107,6 +109,7 @@ typedef struct af_run_state {
      * (exact sums, the same bits on any number of ranks), its NaN/Inf values, and whether a
      * rank was asked to stop (stop_mine: this rank's flag for the next exchange). */
     double mass_now, energy_now;
+    double global_now; /* the global word of a globally coupled workload (AF_XCHG_GLOBAL) */
     int64_t leaked_now;
     int64_t stop_mine;
     int stop_now;

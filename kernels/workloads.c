@@ -1,0 +1,266 @@
+/* agefence workload tables (af_workload.h): Burgers and masked attention. Host code; the
+ * per-element arithmetic is the shared header's, as every backend evaluates it. */
+#include "af_workload.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/af_rsum.h"
+#include "kernels.h"
+
+/* ---- Burgers ------------------------------------------------------------------------------- */
+
+static int64_t burgers_cells(const af_wl_config_t *c)
+{
+    return c->block_len;
+}
+
+static double burgers_dx(const af_wl_config_t *c)
+{
+    return 1.0 / ((double)c->blocks * (double)c->block_len);
+}
+
+/* The explicit scheme's stability: nu dt / dx^2 <= 1/2 and dt <= 2 nu / umax^2. */
+static int burgers_check(const af_wl_config_t *c, const char **key, char *msg, size_t n)
+{
+    double dx = burgers_dx(c);
+    double cells = (double)c->blocks * (double)c->block_len;
+    double r = c->nu * c->dt / (dx * dx);
+    *key = "workload.dt";
+    if (r > 0.5) {
+        snprintf(msg, n,
+                 "workload.dt = %g violates the diffusion stability limit: nu*dt/dx^2 = %g > "
+                 "0.5; expected dt <= %g for %.0f cells",
+                 c->dt, r, 0.5 * dx * dx / c->nu, cells);
+        return 1;
+    }
+    double umax = fabs(c->offset) + fabs(c->amplitude);
+    if (umax > 0 && c->dt > 2.0 * c->nu / (umax * umax)) {
+        snprintf(msg, n,
+                 "workload.dt = %g violates the advection stability limit dt <= 2*nu/umax^2 "
+                 "= %g (umax = |offset| + |amplitude| = %g)",
+                 c->dt, 2.0 * c->nu / (umax * umax), umax);
+        return 1;
+    }
+    return 0;
+}
+
+static af_wl_params_t burgers_params(const af_wl_config_t *c)
+{
+    double dx = burgers_dx(c);
+    af_wl_params_t p;
+    memset(&p, 0, sizeof p);
+    p.kind = AF_WORKLOAD_BURGERS;
+    p.coeffs.c_adv = c->dt / (4.0 * dx);
+    p.coeffs.c_diff = c->nu * c->dt / (dx * dx);
+    return p;
+}
+
+static void burgers_initial(const af_wl_config_t *c, int64_t first, int64_t n, double *out)
+{
+    const double dx = burgers_dx(c);
+    const double two_pi = 6.283185307179586476925286766559;
+    for (int64_t i = 0; i < n; ++i) {
+        double x = (double)(first + i) * dx;
+        out[i] = c->offset + c->amplitude * sin(two_pi * x);
+    }
+}
+
+static void burgers_block_update(const double *u, double *un, int64_t cells,
+                                 const af_wl_params_t *p, double w0, double w1)
+{
+    af_block_update(u, un, (int)cells, w0, w1, p->coeffs);
+}
+
+static af_result_t burgers_reference_run(const af_wl_config_t *c, int64_t steps, double *u)
+{
+    int64_t n = c->blocks * c->block_len;
+    af_coeffs_t k = burgers_params(c).coeffs;
+    burgers_initial(c, 0, n, u);
+    /* In place, one array: each cell reads its left neighbour's value before this step (kept
+     * in `left`) and its right one's (not yet overwritten; the last cell's is cell 0's, kept in
+     * `first`): the same inputs the backends give af_burgers_cell, so the same bits. */
+    for (int64_t s = 0; s < steps; ++s) {
+        double first = u[0];
+        double left = u[n - 1];
+        for (int64_t i = 0; i < n; ++i) {
+            double cc = u[i];
+            double right = i + 1 < n ? u[i + 1] : first;
+            u[i] = af_burgers_cell(left, cc, right, k);
+            left = cc;
+        }
+    }
+    return AF_OK;
+}
+
+/* Per cell: two squares, two multiplications by coefficients, 2 uc, and five additions. */
+static double burgers_flops(const af_wl_params_t *p, int64_t cells)
+{
+    (void)p;
+    return 10.0 * (double)cells;
+}
+
+const af_workload_t af_workload_burgers = {
+    .name = "burgers",
+    .kind = AF_WORKLOAD_BURGERS,
+    .neighbour_edges = 1,
+    .cells = burgers_cells,
+    .check = burgers_check,
+    .params = burgers_params,
+    .initial = burgers_initial,
+    .global_word = NULL,
+    .block_update = burgers_block_update,
+    .reference_run = burgers_reference_run,
+    .flops = burgers_flops,
+};
+
+/* ---- masked attention ---------------------------------------------------------------------- */
+
+static int64_t attn_cells(const af_wl_config_t *c)
+{
+    return c->block_len * (int64_t)c->dim;
+}
+
+static int attn_check(const af_wl_config_t *c, const char **key, char *msg, size_t n)
+{
+    if (c->block_len > AF_ATTN_MAX_TOKENS) {
+        *key = "scenario.block_len";
+        snprintf(msg, n,
+                 "scenario.block_len = %lld tokens: the attention workload takes at most %d "
+                 "tokens per block",
+                 (long long)c->block_len, AF_ATTN_MAX_TOKENS);
+        return 1;
+    }
+    if (c->dim < 1 || c->dim > AF_ATTN_MAX_DIM) {
+        *key = "workload.dim";
+        snprintf(msg, n, "workload.dim = %d: expected an integer in [1, %d]", c->dim,
+                 AF_ATTN_MAX_DIM);
+        return 1;
+    }
+    return 0;
+}
+
+static af_wl_params_t attn_params(const af_wl_config_t *c)
+{
+    af_wl_params_t p;
+    memset(&p, 0, sizeof p);
+    p.kind = AF_WORKLOAD_ATTENTION;
+    p.attn.tokens = (int)c->block_len;
+    p.attn.dim = c->dim;
+    p.attn.scale = 1.0 / sqrt((double)c->dim);
+    p.attn.c_attn = AF_ATTN_C_ATTN;
+    p.attn.c_mean = AF_ATTN_C_MEAN;
+    p.attn.c_self = 1.0 - AF_ATTN_C_ATTN - AF_ATTN_C_MEAN;
+    return p;
+}
+
+/* offset + amplitude (2 U - 1), U uniform in [0, 1) from the counter-based hash of the seed
+ * and the state word's index: any block's initial state without the others'. */
+static void attn_initial(const af_wl_config_t *c, int64_t first, int64_t n, double *out)
+{
+    for (int64_t i = 0; i < n; ++i) {
+        double v = af_u01(af_hash4(c->seed, 0x61747465ULL, (uint64_t)(first + i), 0));
+        out[i] = c->offset + c->amplitude * (2.0 * v - 1.0);
+    }
+}
+
+/* The mean of every state word of the problem. */
+static double attn_global_word(double mass_sum, int64_t blocks, int64_t cells)
+{
+    return mass_sum / ((double)blocks * (double)cells);
+}
+
+void af_attn_block(const double *u, double *un, const af_attn_params_t *p, double g, int *abft_ok)
+{
+    double srow[AF_ATTN_MAX_TOKENS];
+    af_corrupt_mix_t none;
+    memset(&none, 0, sizeof none);
+    int ok = 1;
+    for (int i = 0; i < p->tokens; ++i) {
+        int inj = 0;
+        int harm = 0;
+        int row_ok = 1;
+        af_attn_row(u, un, i, g, *p, 0.0, 0, 0, 0, none, srow, &inj, &harm, &row_ok);
+        ok &= row_ok;
+    }
+    *abft_ok = ok;
+}
+
+static void attn_block_update(const double *u, double *un, int64_t cells, const af_wl_params_t *p,
+                              double w0, double w1)
+{
+    (void)cells;
+    (void)w1;
+    int ok = 1;
+    af_attn_block(u, un, &p->attn, w0, &ok);
+}
+
+static af_result_t attn_reference_run(const af_wl_config_t *c, int64_t steps, double *u)
+{
+    const int64_t T = attn_cells(c);
+    const int64_t B = c->blocks;
+    af_wl_params_t p = attn_params(c);
+    attn_initial(c, 0, B * T, u);
+    double *next = malloc(sizeof(double) * (size_t)T);
+    if (next == NULL) {
+        af_error_set("attention reference: cannot allocate a block of %lld doubles", (long long)T);
+        return AF_ERR_NOMEM;
+    }
+    for (int64_t s = 0; s < steps; ++s) {
+        /* The global mean of the state before the step, as the driver sums it: the exact sum
+         * of the blocks' lane-ordered masses, rounded once. */
+        af_rsum_t mass;
+        af_rsum_clear(&mass);
+        for (int64_t b = 0; b < B; ++b) {
+            double m = 0.0;
+            double e = 0.0;
+            af_block_diag(u + b * T, (int)T, &m, &e);
+            af_rsum_add(&mass, m);
+        }
+        double g = attn_global_word(af_rsum_value(&mass), B, T);
+        for (int64_t b = 0; b < B; ++b) {
+            int ok = 1;
+            af_attn_block(u + b * T, next, &p.attn, g, &ok);
+            memcpy(u + b * T, next, sizeof(double) * (size_t)T);
+        }
+    }
+    free(next);
+    return AF_OK;
+}
+
+/* The two products of every pair of tokens (scores and weighted values), a multiply and an
+ * add each over d features: 4 T^2 d; the softmax and the update are not counted. */
+static double attn_flops(const af_wl_params_t *p, int64_t cells)
+{
+    (void)cells;
+    double T = (double)p->attn.tokens;
+    return 4.0 * T * T * (double)p->attn.dim;
+}
+
+const af_workload_t af_workload_attention = {
+    .name = "attention",
+    .kind = AF_WORKLOAD_ATTENTION,
+    .neighbour_edges = 0,
+    .cells = attn_cells,
+    .check = attn_check,
+    .params = attn_params,
+    .initial = attn_initial,
+    .global_word = attn_global_word,
+    .block_update = attn_block_update,
+    .reference_run = attn_reference_run,
+    .flops = attn_flops,
+};
+
+const af_workload_t *af_workload_get(int kind)
+{
+    switch (kind) {
+    case AF_WORKLOAD_BURGERS:
+        return &af_workload_burgers;
+    case AF_WORKLOAD_ATTENTION:
+        return &af_workload_attention;
+    default:
+        return NULL;
+    }
+}
