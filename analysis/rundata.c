@@ -75,6 +75,8 @@ static void load_attrs(af_run_t *run, const af_logfile_t *lf)
     get_str(lf, "/", "backend_choice", run->backend_choice, sizeof run->backend_choice);
     get_str(lf, "/", "step_graph", run->step_graph, sizeof run->step_graph);
     get_str(lf, "/", "kernel_path", run->kernel_path, sizeof run->kernel_path);
+    get_str(lf, "/", "workload", run->workload, sizeof run->workload);
+    get_i64(lf, "/", "workload_dim", &run->workload_dim);
     get_str(lf, "/", "launcher", run->launcher, sizeof run->launcher);
     get_str(lf, "/", "slurm_job_id", run->slurm_job_id, sizeof run->slurm_job_id);
     get_str(lf, "/", "slurm_nodelist", run->slurm_nodelist, sizeof run->slurm_nodelist);

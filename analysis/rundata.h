@@ -62,6 +62,7 @@ typedef struct af_run {
     char agefence_version[64];
     char git_revision[64];
     char compute_backend[32];
+    char workload[32]; /* /@workload: burgers or attention ("" in older logs) */
     char fabric_backend[32];
     char hostnames[4096];
     char start_time[64];
@@ -73,6 +74,7 @@ typedef struct af_run {
     char slurm_job_id[64];    /* "" outside Slurm */
     char slurm_nodelist[1024];
     af_opt_i64_t seed, ranks, devices, units_per_device, blocks, block_len, capacity, steps_planned;
+    af_opt_i64_t workload_dim;   /* /@workload_dim: features per token (1 for burgers) */
     int64_t devices_per_node;    /* scenario.devices_per_node of /@config (1 when it has none) */
     char record[32];             /* scenario.record of /@config ("none" when it has none) */
     af_goodput_params_t goodput; /* [goodput] of /@config (the defaults where it has none) */

@@ -550,6 +550,8 @@ af_result_t af_summary_figures(const af_summary_t *s, af_figs_t *f)
     count_or_null(f, 0, s->units > 0, s->units, "run.units");
     i64_or_null(f, 0, r->blocks, "run.blocks");
     i64_or_null(f, 0, r->block_len, "run.block_len");
+    str_or_null(f, 0, r->workload, "run.workload");
+    i64_or_null(f, 0, r->workload_dim, "run.workload_dim");
     i64_or_null(f, 0, r->capacity, "run.capacity");
     count_or_null(f, 0, s->slots > 0, s->slots, "run.slots");
     str_or_null(f, 0, r->compute_backend, "run.compute_backend");

@@ -261,6 +261,12 @@ static af_result_t cpu_create(const af_shard_desc_t *desc, af_kernels_t **out)
              : desc->cpu_kernel == AF_CPU_KERNEL_FUSED
                  ? "two passes (fused needs blocks of 4k cells)"
                  : "two passes");
+    if (desc->workload == AF_WORKLOAD_ATTENTION) {
+        snprintf(c->path, sizeof c->path, "attention %s %s", cpu_isa(),
+                 desc->attn.tokens % 8 == 0
+                     ? "rows of 8 (scalar rows where a fault is injected)"
+                     : "scalar rows (the vector path needs a multiple of 8 tokens)");
+    }
     k->path = c->path;
     *out = k;
     return AF_OK;

@@ -677,7 +677,7 @@ static af_result_t cuda_create(const af_shard_desc_t *desc, af_kernels_t **out)
     }
     k->bytes = c->noted + n * (1 + sizeof(int32_t) + 1 + sizeof(double) + 1 + 1) +
                af_kernels_occ_bytes(desc);
-    k->path = "cuda";
+    k->path = desc->workload == AF_WORKLOAD_ATTENTION ? "cuda attention, a warp per block" : "cuda";
     AF_CHECK_GOTO(cuda_upload_control(k), rc, fail);
     AF_CUDA_CHECK_GOTO(cudaStreamSynchronize(c->stream), rc, fail);
     *out = k;

@@ -139,6 +139,9 @@ static af_result_t write_root_attrs(run_t *r)
     AF_CHECK(af_log_attr_i64(log, "/", "units_per_device", r->cfg.units_per_device));
     AF_CHECK(af_log_attr_i64(log, "/", "blocks", r->B));
     AF_CHECK(af_log_attr_i64(log, "/", "block_len", r->T));
+    AF_CHECK(af_log_attr_str(log, "/", "workload", r->wl->name));
+    AF_CHECK(af_log_attr_i64(log, "/", "workload_dim",
+                             r->wl->kind == AF_WORKLOAD_ATTENTION ? r->cfg.dim : 1));
     AF_CHECK(af_log_attr_i64(log, "/", "capacity", r->pl.capacity));
     AF_CHECK(af_log_attr_i64(log, "/", "steps_planned", r->cfg.steps));
     AF_CHECK(af_log_attr_f64(log, "/", "max_blackout", r->cfg.max_blackout));
@@ -832,10 +835,17 @@ static af_result_t write_final(run_t *r, const verdict_t *v)
 static void print_summary(const run_t *r, const verdict_t *v, double wall_s)
 {
     const af_step_row_t *t = &r->totals;
-    printf("agefence run: scenario '%s', %d ranks, %lld devices x %lld units, %lld blocks x %lld "
-           "cells, capacity %lld slots/unit\n",
-           r->cfg.name, r->world.size, (long long)r->D, (long long)r->U, (long long)r->B,
-           (long long)r->T, (long long)r->C);
+    char shape[96];
+    if (r->wl->kind == AF_WORKLOAD_ATTENTION) {
+        snprintf(shape, sizeof shape, "%lld tokens x %lld features", (long long)r->cfg.block_len,
+                 (long long)r->cfg.dim);
+    } else {
+        snprintf(shape, sizeof shape, "%lld cells", (long long)r->T);
+    }
+    printf("agefence run: scenario '%s', %d ranks, %lld devices x %lld units, %lld blocks x %s "
+           "(%s), capacity %lld slots/unit\n",
+           r->cfg.name, r->world.size, (long long)r->D, (long long)r->U, (long long)r->B, shape,
+           r->wl->name, (long long)r->C);
     printf("  backends       compute=%s fabric=%s; kernel %s\n", r->k->ops->name,
            r->nccl != NULL ? r->nccl->ops->name : r->fab->ops->name,
            r->k->path != NULL ? r->k->path : "?");

@@ -75,7 +75,7 @@ case_ event_device "event.ini:6: event.1.device = 99 is outside the fleet" -c ev
 # and through --set (only the embedded default scenario's own events are skipped instead).
 case_ event_after_end "event_after_end.ini:4: event.1.step = 300 is after the last step: expected 1..100" \
   -c event_after_end.ini
-case_ default_copy_after_end "default.ini:69: event.1.step = 300 is after the last step: expected 1..100" \
+case_ default_copy_after_end "default.ini:71: event.1.step = 300 is after the last step: expected 1..100" \
   -c "$fixtures/../../configs/default.ini" --set scenario.steps=100
 case_ set_event_after_end "--set: event.2.step = 200 is after the last step: expected 1..100" \
   --set scenario.steps=100 --set event.2.step=200 --set event.2.action=kill \
@@ -153,6 +153,19 @@ case_ metrics_unwritable "metrics.textfile = '/nonexistent-dir/m.prom': cannot w
 # A static capacity that cannot fit in this node's memory is refused up front, with numbers.
 case_ too_big_for_memory "bytes on a node" --set scenario.blocks=900000 \
   --set scenario.block_len=4096 --set scenario.devices=64 --set workload.dt=1e-20
+# The attention workload: a dim out of range, more tokens than a block holds, and a block too
+# large for the node's memory (4 million blocks of 256 tokens x 1024 features).
+case_ attention_dim "--set: workload.dim = '0' is invalid: expected an integer in .1, 1024." \
+  --set workload.kind=attention --set workload.dim=0
+case_ attention_dim_high "workload.dim = '1025' is invalid" --set workload.kind=attention \
+  --set workload.dim=1025
+case_ attention_tokens "scenario.block_len = 300 tokens: the attention workload takes at most 256" \
+  --set workload.kind=attention --set scenario.block_len=300
+case_ attention_kind "workload.kind = 'transformer' is invalid: expected one of burgers|attention" \
+  --set workload.kind=transformer
+case_ attention_too_big_for_memory "bytes on a node" --set workload.kind=attention \
+  --set scenario.blocks=4000 --set scenario.block_len=256 --set workload.dim=1024 \
+  --set scenario.devices=64
 # An unwritable output path is refused before the run starts.
 n=$((n + 1))
 "$mpiexec" -n 2 --oversubscribe "$agefence" run -q -o /nonexistent-dir/x.h5 >stdout 2>stderr
