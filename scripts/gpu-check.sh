@@ -233,6 +233,13 @@ compare_backends 1 ""
 # on the cpu (every corruption is caught: the run passes).
 compare_backends 1 "-sdc" --set recovery.detect=abft+sampled --set corruption.silent_fraction=0.03 \
   --set corruption.single_bit=0 --set corruption.multi_mantissa=0 --set corruption.multi_exponent=0.99
+# The attention workload (docs/workloads.md): the default aging with attention blocks (32
+# tokens x 16 features: the cpu's vector path) under DMR and ABFT, on one rank and, with the
+# step graph, on one rank again: the warp-per-block kernel must give the cpu's bits.
+compare_backends 1 "-attn" --set workload.kind=attention --set scenario.block_len=32 \
+  --set workload.dim=16 --set recovery.detect=abft+dmr
+compare_backends 1 "-attngraph" --set workload.kind=attention --set scenario.block_len=16 \
+  --set workload.dim=8 --set backend.graph=on
 
 # ---- the step graph -----------------------------------------------------------------------
 # The default scenario (through an 85% blackout) on cuda with backend.graph off and on, twice,

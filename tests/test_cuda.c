@@ -4,7 +4,8 @@
  *   test_cuda          the kernels: the same shard in both backends (blocks in scrambled slots,
  *                      empty, FADING, DEAD and SHADOW slots), 200 steps compared each step
  *                      (exchange vector, result counters) and at the end (every slot's state);
- *                      masked vs unmasked; poison, copy, refresh, read/write of the next buffer
+ *                      masked vs unmasked; poison, copy, refresh, read/write of the next buffer;
+ *                      the attention workload's step (vector and scalar CPU paths, injection)
  *   test_cuda nccl     under mpiexec -n 1: the NCCL fabric on GPU 0 (exact max of special bit
  *                      patterns, sum, bcast, gather, gatherv, exchange to self, ordering after
  *                      asynchronous kernels, refusal of host buffers)
@@ -663,6 +664,123 @@ static void test_errors(void **state)
 
 /* ---- NCCL --------------------------------------------------------------------------------- */
 
+/* The attention workload: a CPU and a CUDA shard of attention blocks (multiples of 8 tokens,
+ * which the CPU takes on its vector path, and 24 x 5 and 10 x 3, which it does not), HEALTHY,
+ * FADING and SHADOW slots injecting, a DEAD and an empty one, stepped together from the same
+ * committed state and global word: the results and every slot's computed buffer bit for bit. */
+static void attention_lockstep(int tokens, int dim)
+{
+    af_wl_config_t wc;
+    memset(&wc, 0, sizeof wc);
+    wc.blocks = 12;
+    wc.block_len = tokens;
+    wc.dim = dim;
+    wc.amplitude = 1.0;
+    wc.seed = 5;
+    af_shard_desc_t d;
+    memset(&d, 0, sizeof d);
+    d.n_slots = 12;
+    d.block_len = tokens * dim;
+    d.blocks = 12;
+    d.workload = AF_WORKLOAD_ATTENTION;
+    d.attn = af_workload_attention.params(&wc).attn;
+    d.seed = 99;
+    d.mix.nonfinite = 0.1;
+    d.mix.single = 0.5;
+    d.mix.mantissa = 0.8;
+    d.mix.harm_rel = 1e-6;
+    d.abft = 1;
+    af_kernels_t *cpu = NULL;
+    af_kernels_t *gpu = NULL;
+    d.cuda_device = -1;
+    assert_int_equal(af_kernels_cpu.create(&d, &cpu), AF_OK);
+    d.cuda_device = 0;
+    assert_int_equal(af_kernels_cuda->create(&d, &gpu), AF_OK);
+    const int n = tokens * dim;
+    double *a = calloc((size_t)n, sizeof(double));
+    double *b = calloc((size_t)n, sizeof(double));
+    size_t xlen = af_xchg_len(12);
+    uint64_t *x = calloc(xlen, sizeof(uint64_t));
+    uint64_t *dx = NULL;
+    assert_int_equal(af_cuda_alloc((void **)&dx, xlen * sizeof(uint64_t)), AF_OK);
+    for (int s = 0; s < 12; ++s) {
+        int32_t blk = s == 11 ? -1 : (s * 5) % 11; /* slot 11 empty */
+        uint8_t mode = s == 3   ? AF_MODE_FADING
+                       : s == 4 ? AF_MODE_SHADOW
+                       : s == 5 ? AF_MODE_DEAD
+                                : AF_MODE_HEALTHY;
+        double prob = (s == 3 || s == 4 || s == 6) ? 0.01 : 0.0; /* slot 6: a silent unit */
+        af_kernels_t *ks[2] = {cpu, gpu};
+        for (int w = 0; w < 2; ++w) {
+            af_kernels_set_block(ks[w], s, blk);
+            ks[w]->slot_mode[s] = mode;
+            ks[w]->slot_p[s] = prob;
+        }
+        if (blk >= 0) {
+            af_workload_attention.initial(&wc, (int64_t)blk * n, n, a);
+            assert_int_equal(cpu->ops->write_slot(cpu, s, a), AF_OK);
+            assert_int_equal(gpu->ops->write_slot(gpu, s, a), AF_OK);
+        }
+    }
+    assert_int_equal(cpu->ops->upload_control(cpu), AF_OK);
+    assert_int_equal(gpu->ops->upload_control(gpu), AF_OK);
+    for (int step = 1; step <= 6; ++step) {
+        x[5 * 12 + AF_XCHG_GLOBAL] = af_bits(0.0625 * (double)(step - 3));
+        assert_int_equal(af_cuda_copy_to_device(dx, x, xlen * sizeof(uint64_t)), AF_OK);
+        int flags = step == 6 ? AF_COMPUTE_UNMASKED : 0;
+        assert_int_equal(cpu->ops->compute(cpu, (uint64_t)step, x, flags), AF_OK);
+        assert_int_equal(gpu->ops->compute(gpu, (uint64_t)step, dx, flags), AF_OK);
+        assert_int_equal(cpu->ops->download_results(cpu), AF_OK);
+        assert_int_equal(gpu->ops->download_results(gpu), AF_OK);
+        for (int s = 0; s < 12; ++s) {
+            if (cpu->nonfinite[s] != gpu->nonfinite[s] || cpu->injected[s] != gpu->injected[s] ||
+                cpu->harmful[s] != gpu->harmful[s] || cpu->abft[s] != gpu->abft[s]) {
+                fail_msg("attention %dx%d step %d slot %d: cpu %d/%d/%d/%d cuda %d/%d/%d/%d",
+                         tokens, dim, step, s, cpu->nonfinite[s], cpu->injected[s], cpu->harmful[s],
+                         cpu->abft[s], gpu->nonfinite[s], gpu->injected[s], gpu->harmful[s],
+                         gpu->abft[s]);
+            }
+            if (cpu->slot_block[s] < 0 || cpu->slot_mode[s] == AF_MODE_DEAD) {
+                continue;
+            }
+            assert_int_equal(cpu->ops->read_next(cpu, s, a), AF_OK);
+            assert_int_equal(gpu->ops->read_next(gpu, s, b), AF_OK);
+            for (int i = 0; i < n; ++i) {
+                if (af_bits(a[i]) != af_bits(b[i])) {
+                    fail_msg("attention %dx%d step %d slot %d value %d: cpu %.17g cuda %.17g",
+                             tokens, dim, step, s, i, a[i], b[i]);
+                }
+            }
+        }
+        /* Commit the healthy results on both, so the next step starts from new state. */
+        for (int s = 0; s < 12; ++s) {
+            uint8_t c = (uint8_t)(cpu->slot_block[s] >= 0 && cpu->slot_mode[s] == AF_MODE_HEALTHY &&
+                                  cpu->nonfinite[s] == 0);
+            cpu->commit[s] = c;
+            gpu->commit[s] = c;
+        }
+        assert_int_equal(cpu->ops->upload_control(cpu), AF_OK);
+        assert_int_equal(gpu->ops->upload_control(gpu), AF_OK);
+        assert_int_equal(cpu->ops->commit(cpu), AF_OK);
+        assert_int_equal(gpu->ops->commit(gpu), AF_OK);
+    }
+    af_cuda_free(dx);
+    free(x);
+    free(a);
+    free(b);
+    af_kernels_destroy(&cpu);
+    af_kernels_destroy(&gpu);
+}
+
+static void test_attention_lockstep(void **state)
+{
+    (void)state;
+    attention_lockstep(16, 8);
+    attention_lockstep(64, 16);
+    attention_lockstep(24, 5);
+    attention_lockstep(10, 3);
+}
+
 static af_world_t world;
 static af_fabric_t *fab;
 
@@ -956,7 +1074,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_lockstep_t100),  cmocka_unit_test(test_lockstep_t256),
         cmocka_unit_test(test_lockstep_small), cmocka_unit_test(test_masked_vs_unmasked),
         cmocka_unit_test(test_slot_ops),       cmocka_unit_test(test_errors),
-        cmocka_unit_test(test_graph_lockstep),
+        cmocka_unit_test(test_graph_lockstep), cmocka_unit_test(test_attention_lockstep),
     };
     return cmocka_run_group_tests_name("cuda", tests, NULL, NULL);
 }
