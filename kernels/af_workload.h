@@ -83,6 +83,11 @@ typedef struct af_workload {
     /* The serial fault-free reference: `steps` steps of the whole problem from the initial
      * state; u receives blocks x cells doubles in logical order. */
     af_result_t (*reference_run)(const af_wl_config_t *c, int64_t steps, double *u);
+    /* Values per element of a block (features per token for attention; 1 for burgers), and
+     * the block's shape in words ("16 tokens x 8 features", "256 cells"): the log and the
+     * summary. */
+    int (*features)(const af_wl_config_t *c);
+    void (*shape)(const af_wl_config_t *c, char *buf, size_t n);
     /* Floating-point operations of one block's step that the benchmark counts. */
     double (*flops)(const af_wl_params_t *p, int64_t cells);
 } af_workload_t;

@@ -95,6 +95,17 @@ static af_result_t burgers_reference_run(const af_wl_config_t *c, int64_t steps,
     return AF_OK;
 }
 
+static int burgers_features(const af_wl_config_t *c)
+{
+    (void)c;
+    return 1;
+}
+
+static void burgers_shape(const af_wl_config_t *c, char *buf, size_t n)
+{
+    snprintf(buf, n, "%lld cells", (long long)c->block_len);
+}
+
 /* Per cell: two squares, two multiplications by coefficients, 2 uc, and five additions. */
 static double burgers_flops(const af_wl_params_t *p, int64_t cells)
 {
@@ -113,6 +124,8 @@ const af_workload_t af_workload_burgers = {
     .global_word = NULL,
     .block_update = burgers_block_update,
     .reference_run = burgers_reference_run,
+    .features = burgers_features,
+    .shape = burgers_shape,
     .flops = burgers_flops,
 };
 
@@ -230,6 +243,16 @@ static af_result_t attn_reference_run(const af_wl_config_t *c, int64_t steps, do
     return AF_OK;
 }
 
+static int attn_features(const af_wl_config_t *c)
+{
+    return c->dim;
+}
+
+static void attn_shape(const af_wl_config_t *c, char *buf, size_t n)
+{
+    snprintf(buf, n, "%lld tokens x %d features", (long long)c->block_len, c->dim);
+}
+
 /* The two products of every pair of tokens (scores and weighted values), a multiply and an
  * add each over d features: 4 T^2 d; the softmax and the update are not counted. */
 static double attn_flops(const af_wl_params_t *p, int64_t cells)
@@ -250,6 +273,8 @@ const af_workload_t af_workload_attention = {
     .global_word = attn_global_word,
     .block_update = attn_block_update,
     .reference_run = attn_reference_run,
+    .features = attn_features,
+    .shape = attn_shape,
     .flops = attn_flops,
 };
 

@@ -1020,9 +1020,11 @@ af_result_t af_config_validate(af_config_t *cfg, int nranks, char *err, size_t e
     }
     double cells = (double)cfg->blocks * (double)af_config_cells(cfg);
     if (cells > 4e9) {
-        snprintf(err, errlen, "%s: blocks x %s = %.0f state words: expected at most 4e9",
-                 where(cfg, "scenario", "blocks"),
-                 cfg->workload == AF_WORKLOAD_ATTENTION ? "block_len x dim" : "block_len", cells);
+        char shape[96];
+        af_wl_config_t wc = af_config_workload(cfg);
+        af_config_wl(cfg)->shape(&wc, shape, sizeof shape);
+        snprintf(err, errlen, "%s: %lld blocks x %s = %.0f doubles of state: expected at most 4e9",
+                 where(cfg, "scenario", "blocks"), (long long)cfg->blocks, shape, cells);
         return AF_ERR_USAGE;
     }
     {

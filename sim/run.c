@@ -140,8 +140,10 @@ static af_result_t write_root_attrs(run_t *r)
     AF_CHECK(af_log_attr_i64(log, "/", "blocks", r->B));
     AF_CHECK(af_log_attr_i64(log, "/", "block_len", r->T));
     AF_CHECK(af_log_attr_str(log, "/", "workload", r->wl->name));
-    AF_CHECK(af_log_attr_i64(log, "/", "workload_dim",
-                             r->wl->kind == AF_WORKLOAD_ATTENTION ? r->cfg.dim : 1));
+    {
+        af_wl_config_t wc = af_config_workload(&r->cfg);
+        AF_CHECK(af_log_attr_i64(log, "/", "workload_dim", r->wl->features(&wc)));
+    }
     AF_CHECK(af_log_attr_i64(log, "/", "capacity", r->pl.capacity));
     AF_CHECK(af_log_attr_i64(log, "/", "steps_planned", r->cfg.steps));
     AF_CHECK(af_log_attr_f64(log, "/", "max_blackout", r->cfg.max_blackout));
@@ -836,12 +838,8 @@ static void print_summary(const run_t *r, const verdict_t *v, double wall_s)
 {
     const af_step_row_t *t = &r->totals;
     char shape[96];
-    if (r->wl->kind == AF_WORKLOAD_ATTENTION) {
-        snprintf(shape, sizeof shape, "%lld tokens x %lld features", (long long)r->cfg.block_len,
-                 (long long)r->cfg.dim);
-    } else {
-        snprintf(shape, sizeof shape, "%lld cells", (long long)r->T);
-    }
+    af_wl_config_t wc = af_config_workload(&r->cfg);
+    r->wl->shape(&wc, shape, sizeof shape);
     printf("agefence run: scenario '%s', %d ranks, %lld devices x %lld units, %lld blocks x %s "
            "(%s), capacity %lld slots/unit\n",
            r->cfg.name, r->world.size, (long long)r->D, (long long)r->U, (long long)r->B, shape,
