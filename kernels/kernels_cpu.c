@@ -209,10 +209,11 @@ static void cpu_destroy(af_kernels_t *k)
 
 static size_t cpu_host_bytes(const af_shard_desc_t *desc)
 {
-    /* Per slot: two buffers of T doubles, parity, 6 diagnostics, the control arrays (block,
-     * mode, p, commit, select) and the four result counters. */
+    /* The backend's own struct (with the attention path's scratch); per slot: two buffers of
+     * T doubles, parity, 6 diagnostics, the control arrays (block, mode, p, commit, select) and
+     * the four result counters. */
     size_t n = (size_t)desc->n_slots;
-    return sizeof(af_kernels_t) +
+    return sizeof(af_kernels_t) + sizeof(af_cpu_t) +
            n * (2 * (size_t)desc->block_len * sizeof(double) + 1 + 6 * sizeof(double) +
                 sizeof(int32_t) + 1 + sizeof(double) + 1 + 1 + 4 * sizeof(int32_t)) +
            af_kernels_occ_bytes(desc);
