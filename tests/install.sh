@@ -34,6 +34,7 @@ root=$tmp/elsewhere/agefence-moved
 for f in bin/agefence bin/agefence-report share/agefence/plots.py \
   share/agefence/configs/default.ini share/agefence/configs/README.md \
   share/agefence/configs/slurm/agefence.sbatch share/agefence/docs/GPU.md \
+  share/agefence/docs/workloads.md \
   share/man/man1/agefence.1 share/man/man1/agefence-report.1; do
   [ -f "$root/$f" ] || fail "not installed: $f"
 done
