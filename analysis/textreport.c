@@ -126,18 +126,19 @@ static void run_section(const af_summary_t *s, FILE *out)
         }
         fputc('\n', out);
     }
-    fprintf(out,
-            "  fleet        %lld devices x %lld units = %lld units; %lld blocks x %lld cells\n",
+    fprintf(out, "  fleet        %lld devices x %lld units = %lld units; %lld blocks x ",
             (long long)r->devices.v, (long long)r->units_per_device.v, (long long)s->units,
-            (long long)r->blocks.v, (long long)r->block_len.v);
-    if (r->workload[0] != '\0') {
-        fprintf(out, "  workload     %s", r->workload);
-        if (r->workload_dim.ok && r->workload_dim.v > 1 && r->block_len.ok) {
-            fprintf(out, ": %lld tokens x %lld features a block",
-                    (long long)(r->block_len.v / r->workload_dim.v), (long long)r->workload_dim.v);
-        }
-        fputc('\n', out);
+            (long long)r->blocks.v);
+    if (r->workload_dim.ok && r->workload_dim.v > 1 && r->block_len.ok) {
+        fprintf(out, "%lld tokens x %lld features", (long long)(r->block_len.v / r->workload_dim.v),
+                (long long)r->workload_dim.v);
+    } else {
+        fprintf(out, "%lld cells", (long long)r->block_len.v);
     }
+    if (r->workload[0] != '\0') {
+        fprintf(out, " (%s)", r->workload);
+    }
+    fputc('\n', out);
     fprintf(out,
             "  capacity     %lld slots/unit = %lld slots for %lld blocks; state %s MiB = %sx "
             "fault-free\n",
