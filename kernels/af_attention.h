@@ -116,17 +116,21 @@ AF_HD int af_attn_row_ok(double rowsum, int tokens)
     return dev <= af_attn_row_bound(tokens);
 }
 
+/* The largest finite double: the clamp below leaves infinities alone. */
+#define AF_ATTN_DBL_MAX 1.7976931348623157e308
+
 /* The bounded update of one value from its old value x, its attention output y and the
- * global mean g: v = (c_self x + c_attn y) + c_mean g, clamped to [-1, 1] by select (a NaN
- * stays NaN; an infinite v saturates), then h(v) = v (1.5 - 0.5 v^2), which maps [-1, 1] onto
- * itself with attracting fixed points at -1 and 1 and a repelling one at 0: whatever finite
- * state a corruption commits, the next step's is in [-1, 1]. */
+ * global mean g: v = (c_self x + c_attn y) + c_mean g, a finite v clamped to [-1, 1] by select
+ * (NaN and +-Inf pass unchanged, so a non-finite weight or value still ends non-finite and the
+ * containment sees it), then h(v) = v (1.5 - 0.5 v^2), which maps [-1, 1] onto itself with
+ * attracting fixed points at -1 and 1 and a repelling one at 0: whatever finite state a
+ * corruption commits, the next step's is in [-1, 1]. */
 AF_HD double af_attn_update(double x, double y, double g, af_attn_params_t p)
 {
     double v = p.c_self * x + p.c_attn * y;
     v = v + p.c_mean * g;
-    v = v > 1.0 ? 1.0 : v;
-    v = v < -1.0 ? -1.0 : v;
+    v = (v > 1.0 && v <= AF_ATTN_DBL_MAX) ? 1.0 : v;
+    v = (v < -1.0 && v >= -AF_ATTN_DBL_MAX) ? -1.0 : v;
     double t = 0.5 * v;
     t = t * v;
     return v * (1.5 - t);

@@ -573,6 +573,7 @@ AF_HOT static void cpu_attn_rows8(const double *restrict u, double *restrict un,
     const af_v4d mean = v4_set1(pp->c_mean) * v4_set1(g);
     const af_v4d half = v4_set1(0.5);
     const af_v4d three_halves = v4_set1(1.5);
+    const af_v4d big = v4_set1(AF_ATTN_DBL_MAX);
     for (int k0 = 0; k0 < d; k0 += 4) {
         const int nf = d - k0 < 4 ? d - k0 : 4;
         const double *src[4];
@@ -622,10 +623,10 @@ AF_HOT static void cpu_attn_rows8(const double *restrict u, double *restrict un,
             af_v4d v1 = c_self * x1 + c_attn * y1[f];
             v0 = v0 + mean;
             v1 = v1 + mean;
-            v0 = v4_select(v0 > one, one, v0);
-            v1 = v4_select(v1 > one, one, v1);
-            v0 = v4_select(v0 < -one, -one, v0);
-            v1 = v4_select(v1 < -one, -one, v1);
+            v0 = v4_select((v0 > one) & (v0 <= big), one, v0);
+            v1 = v4_select((v1 > one) & (v1 <= big), one, v1);
+            v0 = v4_select((v0 < -one) & (v0 >= -big), -one, v0);
+            v1 = v4_select((v1 < -one) & (v1 >= -big), -one, v1);
             af_v4d t0 = half * v0;
             af_v4d t1 = half * v1;
             t0 = t0 * v0;
