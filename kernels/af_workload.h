@@ -83,7 +83,8 @@ typedef struct af_workload {
     /* The serial fault-free reference: `steps` steps of the whole problem from the initial
      * state; u receives blocks x cells doubles in logical order. */
     af_result_t (*reference_run)(const af_wl_config_t *c, int64_t steps, double *u);
-    /* Floating-point operations of one block's step that the benchmark counts. */
+    /* Floating-point operations of one block's step that the benchmark counts: those the cpu
+     * backend executes in the workload's products (workloads.c says which). */
     double (*flops)(const af_wl_params_t *p, int64_t cells);
 } af_workload_t;
 
