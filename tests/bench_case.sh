@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # One benchmark in its --quick configuration on 2 ranks: it must exit 0 (its own result is
-# valid), print its table, and leave a results file with /host and the raw samples.
-#   bench_case.sh AGEFENCE MPIEXEC WORKDIR NAME
+# valid), print its table, and leave a results file with /host and the raw samples. Options
+# after NAME go to the benchmark (--set ..., --samples N).
+#   bench_case.sh AGEFENCE MPIEXEC WORKDIR NAME [OPTION]...
 set -uo pipefail
 agefence=$1 mpiexec=$2 work=$3 name=$4
+shift 4
 rm -rf "$work" && mkdir -p "$work"
 out=$work/$name.h5
-"$mpiexec" -n 2 --oversubscribe "$agefence" bench "$name" --quick -o "$out" >"$work/stdout" 2>&1
+"$mpiexec" -n 2 --oversubscribe "$agefence" bench "$name" --quick "$@" -o "$out" >"$work/stdout" 2>&1
 rc=$?
 cat "$work/stdout"
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -59,6 +61,16 @@ if [ "$name" = sdc ]; then
   report=$(dirname "$agefence")/agefence-report
   "$report" --plots "$work/plots" "$out" >"$work/report.txt" 2>&1 || fail "report: exit $?"
   [ -s "$work/plots/sdc_tradeoff.png" ] || fail "no sdc_tradeoff.png: $(cat "$work/report.txt")"
+fi
+if [ "$name" = kernel ] && [[ " $* " == *" workload.kind=attention "* ]]; then
+  # The attention variant: both rates sampled, the ratio at p50 with its verdict (speed is not
+  # asserted, only that the figure and its target are printed).
+  grep -Eq "^  attention_masked +GFLOP/s " "$work/stdout" || fail "no attention series"
+  grep -Eq "^  muladd_peak +GFLOP/s " "$work/stdout" || fail "no multiply-add peak series"
+  grep -Eq "^  attention / multiply-add peak \(p50\) +[0-9.e+-]+ +target >= 0.5 +(MET|MISSED)$" \
+    "$work/stdout" || fail "no attention / peak ratio line with MET or MISSED"
+  grep -q "^  note: attention: 16 tokens x 8 features a block" "$work/stdout" ||
+    fail "the shape of --set was not the one measured"
 fi
 if [ "$name" = graph ]; then
   # Both settings sampled, and the graph really ran (the self-check fails the run otherwise).
