@@ -5,9 +5,9 @@
  * truth, which no detector reads), the step time, the abft false alarms, and, per silent unit,
  * the steps from its first corrupted result to its quarantine. Beside them, in each sample, one
  * run each of finite, abft and dmr with every corruption non-finite gives the detectors' step
- * overhead over whole runs (whole_runs). Each run checks itself: no
- * NaN/Inf committed, and an exit status that says what the run committed (0 or 4 with nothing
- * undetected, 3 with a committed corruption). */
+ * overhead over whole runs (whole_runs). Each run checks itself: no NaN/Inf committed, and an
+ * exit status that says what the run committed (0 or 4 with nothing undetected, 3 with a
+ * committed corruption). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
