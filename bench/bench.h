@@ -92,4 +92,9 @@ extern const af_bench_def_t af_bench_jitter;
 extern const af_bench_def_t af_bench_graph;
 extern const af_bench_def_t af_bench_sdc;
 
+/* `bench kernel` with workload.kind = attention (bench/bench_kernel_attn.c): the masked
+ * attention step's flop rate against the multiply-add peak. AF_ERR_USAGE when the scenario is
+ * bad (rank 0 said so). */
+af_result_t af_bench_kernel_attention(af_bench_ctx_t *b);
+
 #endif

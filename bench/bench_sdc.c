@@ -3,9 +3,11 @@
  * runs once per detector in each sample, the detectors interleaved, through the real driver.
  * From each run's own log: the harmful corruptions injected and committed (the simulator's
  * truth, which no detector reads), the step time, the abft false alarms, and, per silent unit,
- * the steps from its first corrupted result to its quarantine. Each run checks itself: no
- * NaN/Inf committed, and an exit status that says what the run committed (0 or 4 with nothing
- * undetected, 3 with a committed corruption). */
+ * the steps from its first corrupted result to its quarantine. Beside them, in each sample, one
+ * run each of finite, abft and dmr with every corruption non-finite gives the detectors' step
+ * overhead over whole runs (whole_runs). Each run checks itself: no NaN/Inf committed, and an
+ * exit status that says what the run committed (0 or 4 with nothing undetected, 3 with a
+ * committed corruption). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -130,22 +132,36 @@ static double median_of(const double *v, int n)
     return n > 0 ? af_stats_of(v, n).p50 : 0.0;
 }
 
-/* One run of finite and one of abft on the bench's fleet with every corruption non-finite
- * (finite contains them all, so neither run stops early): *overhead gets abft's median step
- * time over finite's, minus 1, over the steps both executed (rank 0). */
-static af_result_t whole_run_pair(af_bench_ctx_t *b, int sample, double *overhead)
+/* The detectors compared over whole runs: one run each of finite, abft and dmr on the bench's
+ * fleet with every corruption non-finite (finite contains them all, so no run stops early),
+ * in an order that rotates between samples. over[0] gets abft's median step time over
+ * finite's, minus 1, and over[1] dmr's, over the steps all three executed (rank 0).
+ *
+ * With the attention workload finite does not contain them all: an infinite softmax weight
+ * makes an infinite value before the update, whose clamp to [-1, 1] saturates it (af_attn_update),
+ * so the output is finite and wrong; abft's row sums see it, and dmr's twins on FADING units
+ * (not on the silent units, which are HEALTHY). The finite and dmr runs then commit those
+ * corruptions and end different from the reference (exit 3) without stopping early (the state
+ * stays in [-1, 1]); they are checked as the detectors' runs are (read_run: no NaN/Inf
+ * committed, and an exit status that says what was committed), the abft run as before (exit 0
+ * or 4). */
+enum { NW = 3 };
+static af_result_t whole_runs(af_bench_ctx_t *b, int sample, int attention, double over[2])
 {
-    static const char *const detect[2] = {"recovery.detect=finite", "recovery.detect=abft"};
-    double p50[2] = {0, 0};
-    double *st[2] = {NULL, NULL};
-    int64_t rows[2] = {0, 0};
+    static const char *const name[NW] = {"finite", "abft", "dmr"};
+    double p50[NW] = {0, 0, 0};
+    double *st[NW] = {NULL, NULL, NULL};
+    int64_t rows[NW] = {0, 0, 0};
     af_result_t rc = AF_OK;
-    /* The order alternates between samples, so that neither run always comes first. */
-    for (int j = 0; j < 2 && rc == AF_OK; ++j) {
-        const int i = sample % 2 == 0 ? j : 1 - j;
+    for (int j = 0; j < NW && rc == AF_OK; ++j) {
+        const int i = (j + sample) % NW; /* no detector always runs first */
         char log[600];
-        af_bench_log_path(b, i == 0 ? "sdc.whole.finite" : "sdc.whole.abft", log, sizeof log);
-        const char *extra[] = {detect[i],
+        char what[48];
+        char detect[48];
+        snprintf(what, sizeof what, "sdc.whole.%s", name[i]);
+        snprintf(detect, sizeof detect, "recovery.detect=%s", name[i]);
+        af_bench_log_path(b, what, log, sizeof log);
+        const char *extra[] = {detect,
                                "corruption.silent_fraction=0.03",
                                "corruption.nonfinite=1",
                                "corruption.single_bit=0",
@@ -154,7 +170,14 @@ static af_result_t whole_run_pair(af_bench_ctx_t *b, int sample, double *overhea
                                b->quick ? "scenario.steps=200" : "scenario.steps=1850"};
         int code = AF_EXIT_OK;
         rc = af_bench_run_scenario_code(b, extra, 7, log, NULL, NULL, NULL, &code);
-        if (rc == AF_OK && code != AF_EXIT_OK && code != AF_EXIT_CAPACITY) {
+        if (rc == AF_OK && attention && i != 1) {
+            if (b->world.rank == 0) {
+                sdc_acc_t scratch;
+                memset(&scratch, 0, sizeof scratch);
+                rc = read_run(b, log, code, &scratch);
+                free(scratch.latency);
+            }
+        } else if (rc == AF_OK && code != AF_EXIT_OK && code != AF_EXIT_CAPACITY) {
             af_bench_fail(b, "%s: exit %d with every corruption non-finite", log, code);
         }
         if (rc == AF_OK && b->world.rank == 0) {
@@ -162,24 +185,42 @@ static af_result_t whole_run_pair(af_bench_ctx_t *b, int sample, double *overhea
         }
     }
     if (rc == AF_OK && b->world.rank == 0) {
-        int64_t n = rows[0] < rows[1] ? rows[0] : rows[1];
-        p50[0] = median_of(st[0], (int)n);
-        p50[1] = median_of(st[1], (int)n);
-        *overhead = p50[0] > 0 ? p50[1] / p50[0] - 1.0 : 0.0;
+        int64_t n = rows[0];
+        for (int i = 1; i < NW; ++i) {
+            n = rows[i] < n ? rows[i] : n;
+        }
+        for (int i = 0; i < NW; ++i) {
+            p50[i] = median_of(st[i], (int)n);
+        }
+        over[0] = p50[0] > 0 ? p50[1] / p50[0] - 1.0 : 0.0;
+        over[1] = p50[0] > 0 ? p50[2] / p50[0] - 1.0 : 0.0;
     }
-    free(st[0]);
-    free(st[1]);
+    for (int i = 0; i < NW; ++i) {
+        free(st[i]);
+    }
     return rc;
 }
 
 static af_result_t bench_sdc(af_bench_ctx_t *b)
 {
+    /* The scenario's workload (the runs load it again, the same way). */
+    static af_config_t cfg;
+    char err[512];
+    if (af_config_load(&cfg, b->run.config_file, b->run.sets, b->run.nsets, err, sizeof err) !=
+        AF_OK) {
+        if (b->world.rank == 0) {
+            fprintf(stderr, "agefence: %s\n", err);
+        }
+        return AF_ERR_USAGE;
+    }
+    const int attention = cfg.workload == AF_WORKLOAD_ATTENTION;
     sdc_acc_t acc[ND];
     memset(acc, 0, sizeof acc);
     const int samples = b->samples < MAX_SAMPLES ? b->samples : MAX_SAMPLES;
     af_result_t rc = AF_OK;
     int64_t common_min = INT64_MAX;
     double whole[MAX_SAMPLES];
+    double whole_dmr[MAX_SAMPLES];
     int n_whole = 0;
     for (int s = 0; s < samples && rc == AF_OK && !b->invalid; ++s) {
         /* Interleaved: one run of each detector per sample, so a noisy stretch of the
@@ -224,23 +265,36 @@ static af_result_t bench_sdc(af_bench_ctx_t *b)
         for (int d = 0; d < ND; ++d) {
             free(st[d]);
         }
-        /* The check's cost over a whole run: the same fleet with every corruption non-finite,
-         * which finite contains too, so both runs execute every step of the history. */
+        /* The checks' cost over a whole run: the same fleet with every corruption non-finite,
+         * which finite contains too, so every run executes every step of the history. */
         if (rc == AF_OK && !b->invalid) {
-            rc = whole_run_pair(b, s, &whole[n_whole]);
+            double over[2] = {0, 0};
+            rc = whole_runs(b, s, attention, over);
+            whole[n_whole] = over[0];
+            whole_dmr[n_whole] = over[1];
             n_whole += rc == AF_OK && b->world.rank == 0;
         }
     }
     if (rc == AF_OK && b->world.rank == 0 && !b->invalid && n_whole > 0) {
         rc = af_bench_add(b, "abft_overhead.whole_runs", "ratio", whole, n_whole);
+        if (rc == AF_OK) {
+            rc = af_bench_add(b, "dmr_overhead.whole_runs", "ratio", whole_dmr, n_whole);
+        }
         af_bench_ratio(b, "abft: step overhead vs finite, whole runs, every corruption non-finite",
                        median_of(whole, n_whole), 0, 0, 0);
+        af_bench_ratio(b, "dmr: step overhead vs finite, whole runs, every corruption non-finite",
+                       median_of(whole_dmr, n_whole), 0, 0, 0);
     }
     if (rc == AF_OK && b->world.rank == 0 && !b->invalid) {
         af_bench_note(b,
                       "step times compared over the first %lld steps of each sample (those every "
-                      "detector's run executed)",
-                      (long long)common_min);
+                      "detector's run executed); workload %s, %lld doubles a block",
+                      (long long)common_min, af_config_wl(&cfg)->name,
+                      (long long)af_config_cells(&cfg));
+        if (attention) {
+            af_bench_note(b, "attention: in the whole runs finite and dmr commit the infinite "
+                             "softmax weights the update's clamp turns finite; abft fences them");
+        }
         for (int d = 0; d < ND && rc == AF_OK; ++d) {
             const sdc_acc_t *a = &acc[d];
             char name[96];

@@ -88,7 +88,8 @@ typedef struct af_workload {
      * summary. */
     int (*features)(const af_wl_config_t *c);
     void (*shape)(const af_wl_config_t *c, char *buf, size_t n);
-    /* Floating-point operations of one block's step that the benchmark counts. */
+    /* Floating-point operations of one block's step that the benchmark counts: those the cpu
+     * backend executes in the workload's products (workloads.c says which). */
     double (*flops)(const af_wl_params_t *p, int64_t cells);
 } af_workload_t;
 

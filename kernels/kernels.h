@@ -208,6 +208,18 @@ extern const af_kernels_ops_t af_kernels_cpu;
 /* The last-level cache of this machine in bytes (sysfs, else sysconf; 32 MiB when neither
  * says): the kernel benchmark sizes its STREAM arrays from it. */
 size_t af_cpu_llc_bytes(void);
+/* The multiply-add peak the cpu backend's vectors can reach, for the kernel benchmark:
+ * AF_CPU_PEAK_CHAINS independent chains of acc = acc * m + c on four-double vectors (a multiply
+ * and an add, no FMA, built like the hot loops: avx2 or the baseline, chosen when the program
+ * loads), `iters` times each, with m = AF_CPU_PEAK_M and c = AF_CPU_PEAK_C, chain i starting
+ * at 1 + i / 16 in every lane (the values approach c / (1 - m) = 1.5: never subnormal, never
+ * large). Writes the chains' final values, AF_CPU_PEAK_CHAINS x 4 doubles, to out (so nothing
+ * is optimised away, and the caller can check them) and returns the flops executed: 2 per
+ * multiply-add per lane. */
+#define AF_CPU_PEAK_CHAINS 12
+#define AF_CPU_PEAK_M      0.99951171875  /* 1 - 2^-11 */
+#define AF_CPU_PEAK_C      0.000732421875 /* 1.5 x 2^-11 */
+double af_cpu_muladd_peak(int64_t iters, double *out);
 /* NULL when built without CUDA. */
 extern const af_kernels_ops_t *const af_kernels_cuda;
 

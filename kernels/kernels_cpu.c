@@ -643,6 +643,32 @@ AF_HOT static void cpu_attn_rows8(const double *restrict u, double *restrict un,
     }
 }
 
+/* The multiply-add peak (kernels.h): twelve independent chains keep both multipliers and both
+ * adders of a core busy where a multiply and an add each take up to 6 cycles of latency
+ * together at two a cycle (Zen 2/3: 3 + 3, two of each pipe; Skylake: 4 + 4 on two shared
+ * ports needs only 8), and with m and c they fill 14 of the 16 vector registers. */
+AF_HOT static void cpu_muladd_chains(int64_t iters, double *restrict out)
+{
+    const af_v4d m = v4_set1(AF_CPU_PEAK_M);
+    const af_v4d c = v4_set1(AF_CPU_PEAK_C);
+    af_v4d acc[AF_CPU_PEAK_CHAINS];
+    for (int i = 0; i < AF_CPU_PEAK_CHAINS; ++i) {
+        acc[i] = v4_set1(1.0 + (double)i / 16.0);
+    }
+    for (int64_t it = 0; it < iters; ++it) {
+        for (int i = 0; i < AF_CPU_PEAK_CHAINS; ++i) {
+            acc[i] = acc[i] * m + c;
+        }
+    }
+    memcpy(out, acc, sizeof acc);
+}
+
+double af_cpu_muladd_peak(int64_t iters, double *out)
+{
+    cpu_muladd_chains(iters, out);
+    return 2.0 * 4.0 * (double)AF_CPU_PEAK_CHAINS * (double)iters;
+}
+
 /* One attention block's step: the vector path for blocks of a multiple of 8 tokens without
  * injection, else af_attn_row row by row (with injection keyed as every backend keys it).
  * Returns the ABFT verdict (1: every row's weights sum to 1). */

@@ -253,13 +253,29 @@ static void attn_shape(const af_wl_config_t *c, char *buf, size_t n)
     snprintf(buf, n, "%lld tokens x %d features", (long long)c->block_len, c->dim);
 }
 
-/* The two products of every pair of tokens (scores and weighted values), a multiply and an
- * add each over d features: 4 T^2 d; the softmax and the update are not counted. */
+/* The multiply-adds of the scores and the weighted values that the CPU backend executes, a
+ * multiply and an add each (2 flops); the scaling, the softmax, the exponential and the update
+ * are not counted. A block of a multiple of 8 tokens takes the vector path (cpu_attn_rows8 in
+ * kernels/kernels_cpu.c), which computes the rows in groups of eight and, for the group of rows
+ * i0 .. i0 + 7, the scores and values of tokens 0 .. i0 + 7 only (the tokens beyond are masked
+ * for all eight rows): 8 rows x (i0 + 8) tokens x d features for the scores, and as many for
+ * the values, whose features go four at a time (a last group of fewer than four is computed
+ * as four: 4 ceil(d / 4) features), summed over the T / 8 groups, T (T + 8) / 2 x (d +
+ * 4 ceil(d / 4)) multiply-adds: 2 d T (T + 8) flops when 4 divides d. Any other block takes
+ * af_attn_row, which visits every token of every row and masks by select: 4 d T^2. (The CUDA
+ * backend runs af_attn_row for every block: 4 d T^2 whatever T.) Masked products are counted
+ * as executed, not as useful: the causal products alone (tokens j <= i) are 2 d T (T + 1)
+ * flops. */
 static double attn_flops(const af_wl_params_t *p, int64_t cells)
 {
     (void)cells;
-    double T = (double)p->attn.tokens;
-    return 4.0 * T * T * (double)p->attn.dim;
+    const double T = (double)p->attn.tokens;
+    const double d = (double)p->attn.dim;
+    if (p->attn.tokens % 8 == 0) {
+        const double dv = 4.0 * (double)((p->attn.dim + 3) / 4);
+        return T * (T + 8.0) * (d + dv);
+    }
+    return 4.0 * d * T * T;
 }
 
 const af_workload_t af_workload_attention = {

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # One benchmark in its --quick configuration on 2 ranks: it must exit 0 (its own result is
-# valid), print its table, and leave a results file with /host and the raw samples.
-#   bench_case.sh AGEFENCE MPIEXEC WORKDIR NAME
+# valid), print its table, and leave a results file with /host and the raw samples. Options
+# after NAME go to the benchmark (--set ..., --samples N).
+#   bench_case.sh AGEFENCE MPIEXEC WORKDIR NAME [OPTION]...
 set -uo pipefail
 agefence=$1 mpiexec=$2 work=$3 name=$4
+shift 4
 rm -rf "$work" && mkdir -p "$work"
 out=$work/$name.h5
-"$mpiexec" -n 2 --oversubscribe "$agefence" bench "$name" --quick -o "$out" >"$work/stdout" 2>&1
+"$mpiexec" -n 2 --oversubscribe "$agefence" bench "$name" --quick "$@" -o "$out" >"$work/stdout" 2>&1
 rc=$?
 cat "$work/stdout"
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -53,12 +55,33 @@ if [ "$name" = sdc ]; then
     grep -q "^  $d: harmful contained " "$work/stdout" || fail "no containment figure for $d"
     grep -q "^  $d: step overhead vs finite " "$work/stdout" || fail "no overhead figure for $d"
   done
-  grep -Eq "^  abft: harmful contained +1 " "$work/stdout" || fail "abft let a harmful one through"
-  grep -Eq "^  finite: harmful contained +0( |$)" "$work/stdout" ||
-    fail "finite contained a finite corruption it cannot see"
+  if [[ " $* " == *" workload.kind=attention "* ]]; then
+    # Attention: the runs are the attention workload's, and the whole-run pair's finite run is
+    # checked as the detectors' runs are (its clamp turns infinite weights finite).
+    grep -q "^  note: .*workload attention, " "$work/stdout" || fail "not the attention workload"
+    grep -q "^  abft: step overhead vs finite, whole runs" "$work/stdout" ||
+      fail "no whole-run abft overhead"
+  else
+    grep -Eq "^  abft: harmful contained +1 " "$work/stdout" || fail "abft let a harmful one through"
+    grep -Eq "^  finite: harmful contained +0( |$)" "$work/stdout" ||
+      fail "finite contained a finite corruption it cannot see"
+  fi
   report=$(dirname "$agefence")/agefence-report
   "$report" --plots "$work/plots" "$out" >"$work/report.txt" 2>&1 || fail "report: exit $?"
   [ -s "$work/plots/sdc_tradeoff.png" ] || fail "no sdc_tradeoff.png: $(cat "$work/report.txt")"
+fi
+if [ "$name" = kernel ] && [[ " $* " == *" workload.kind=attention "* ]]; then
+  # The attention variant: both rates sampled, the ratio at p50 with its verdict (speed is not
+  # asserted, only that the figure and its target are printed).
+  grep -Eq "^  attention_masked +GFLOP/s " "$work/stdout" || fail "no attention series"
+  grep -Eq "^  muladd_peak +GFLOP/s " "$work/stdout" || fail "no multiply-add peak series"
+  grep -Eq "^  attention / multiply-add peak \(p50\) +[0-9.e+-]+ +target >= 0.5 +(MET|MISSED)$" \
+    "$work/stdout" || fail "no attention / peak ratio line with MET or MISSED"
+  grep -q "^  note: attention: 16 tokens x 8 features a block" "$work/stdout" ||
+    fail "the shape of --set was not the one measured"
+fi
+if [ "$name" = recovery ] && [[ " $* " == *" workload.kind=attention "* ]]; then
+  grep -q "^  note: workload attention, " "$work/stdout" || fail "not the attention workload"
 fi
 if [ "$name" = graph ]; then
   # Both settings sampled, and the graph really ran (the self-check fails the run otherwise).
