@@ -136,17 +136,10 @@ static double median_of(const double *v, int n)
  * fleet with every corruption non-finite (finite contains them all, so no run stops early),
  * in an order that rotates between samples. over[0] gets abft's median step time over
  * finite's, minus 1, and over[1] dmr's, over the steps all three executed (rank 0).
- *
- * With the attention workload finite does not contain them all: an infinite softmax weight
- * makes an infinite value before the update, whose clamp to [-1, 1] saturates it (af_attn_update),
- * so the output is finite and wrong; abft's row sums see it, and dmr's twins on FADING units
- * (not on the silent units, which are HEALTHY). The finite and dmr runs then commit those
- * corruptions and end different from the reference (exit 3) without stopping early (the state
- * stays in [-1, 1]); they are checked as the detectors' runs are (read_run: no NaN/Inf
- * committed, and an exit status that says what was committed), the abft run as before (exit 0
- * or 4). */
+ * The same holds for the attention workload: a non-finite softmax weight or output ends
+ * non-finite (af_attn_update leaves NaN and Inf alone). */
 enum { NW = 3 };
-static af_result_t whole_runs(af_bench_ctx_t *b, int sample, int attention, double over[2])
+static af_result_t whole_runs(af_bench_ctx_t *b, int sample, double over[2])
 {
     static const char *const name[NW] = {"finite", "abft", "dmr"};
     double p50[NW] = {0, 0, 0};
@@ -170,14 +163,7 @@ static af_result_t whole_runs(af_bench_ctx_t *b, int sample, int attention, doub
                                b->quick ? "scenario.steps=200" : "scenario.steps=1850"};
         int code = AF_EXIT_OK;
         rc = af_bench_run_scenario_code(b, extra, 7, log, NULL, NULL, NULL, &code);
-        if (rc == AF_OK && attention && i != 1) {
-            if (b->world.rank == 0) {
-                sdc_acc_t scratch;
-                memset(&scratch, 0, sizeof scratch);
-                rc = read_run(b, log, code, &scratch);
-                free(scratch.latency);
-            }
-        } else if (rc == AF_OK && code != AF_EXIT_OK && code != AF_EXIT_CAPACITY) {
+        if (rc == AF_OK && code != AF_EXIT_OK && code != AF_EXIT_CAPACITY) {
             af_bench_fail(b, "%s: exit %d with every corruption non-finite", log, code);
         }
         if (rc == AF_OK && b->world.rank == 0) {
@@ -213,7 +199,6 @@ static af_result_t bench_sdc(af_bench_ctx_t *b)
         }
         return AF_ERR_USAGE;
     }
-    const int attention = cfg.workload == AF_WORKLOAD_ATTENTION;
     sdc_acc_t acc[ND];
     memset(acc, 0, sizeof acc);
     const int samples = b->samples < MAX_SAMPLES ? b->samples : MAX_SAMPLES;
@@ -269,7 +254,7 @@ static af_result_t bench_sdc(af_bench_ctx_t *b)
          * which finite contains too, so every run executes every step of the history. */
         if (rc == AF_OK && !b->invalid) {
             double over[2] = {0, 0};
-            rc = whole_runs(b, s, attention, over);
+            rc = whole_runs(b, s, over);
             whole[n_whole] = over[0];
             whole_dmr[n_whole] = over[1];
             n_whole += rc == AF_OK && b->world.rank == 0;
@@ -291,10 +276,6 @@ static af_result_t bench_sdc(af_bench_ctx_t *b)
                       "detector's run executed); workload %s, %lld doubles a block",
                       (long long)common_min, af_config_wl(&cfg)->name,
                       (long long)af_config_cells(&cfg));
-        if (attention) {
-            af_bench_note(b, "attention: in the whole runs finite and dmr commit the infinite "
-                             "softmax weights the update's clamp turns finite; abft fences them");
-        }
         for (int d = 0; d < ND && rc == AF_OK; ++d) {
             const sdc_acc_t *a = &acc[d];
             char name[96];

@@ -147,13 +147,13 @@ AF_HD double af_attn_update(double x, double y, double g, af_attn_params_t p)
  *            0's, negated: a signed rotation of the features);
  *   update   un_i[k] = af_attn_update(u_i[k], y[k], g).
  * Every sum runs in increasing j (or k) from 0.0. With prob > 0 the row's softmax weights
- * (counter T d + i T + j) and its outputs (counter k T + i) are corrupted by af_inject keyed
- * by (seed, key, block, counter); *inj and *harm count what was injected (a corrupted weight
- * is harmful when not finite or moved by more than mix.harm_rel in absolute terms: the
- * weights of a row sum to 1). *rowsum_ok is the row's ABFT verdict: its weights sum to 1
- * within the bound (af_attn_row_ok, after the injection into the weights) and each of its
- * outputs lies in [-1, 1], the update's range (after the injection into the outputs). srow:
- * scratch of p.tokens doubles. */
+ * a_ij, j <= i (counter T d + i T + j) and its outputs (counter k T + i) are corrupted by
+ * af_inject keyed by (seed, key, block, counter); *inj and *harm count what was injected (a
+ * corrupted weight is harmful when not finite or moved by more than mix.harm_rel in absolute terms:
+ * the weights of a row sum to 1). *rowsum_ok is the row's ABFT verdict: its weights sum to 1 within
+ * the bound (af_attn_row_ok, after the injection into the weights) and each of its outputs lies in
+ * [-1, 1], the update's range (after the injection into the outputs). srow: scratch of p.tokens
+ * doubles. */
 AF_HD void af_attn_row(const double *u, double *un, int i, double g, af_attn_params_t p,
                        double prob, uint64_t seed, uint64_t key, uint64_t block,
                        af_corrupt_mix_t mix, double *srow, int *inj, int *harm, int *rowsum_ok)
@@ -182,7 +182,7 @@ AF_HD void af_attn_row(const double *u, double *un, int i, double g, af_attn_par
     int nharm = 0;
     for (int j = 0; j < T; ++j) {
         double a = srow[j] / z;
-        if (prob > 0.0) {
+        if (prob > 0.0 && j <= i) { /* the weights the row uses; a masked one is never read */
             int kind = AF_CORRUPT_NONE;
             int h = 0;
             double a2 =
@@ -191,11 +191,11 @@ AF_HD void af_attn_row(const double *u, double *un, int i, double g, af_attn_par
                           &kind, &h);
             if (kind != AF_CORRUPT_NONE) {
                 /* Harmful when not finite or moved by more than harm_rel of the row's total
-                 * (1), not of itself: a masked weight of 0 that a flip makes a subnormal, or
-                 * any masked weight (no value reads it), changes no output. */
+                 * (1), not of itself: a weight of 0 that a flip makes a subnormal changes no
+                 * output. */
                 double err = a2 - a;
                 err = err < 0.0 ? -err : err;
-                h = j <= i && (af_nonfinite(a2) || err > mix.harm_rel);
+                h = af_nonfinite(a2) || err > mix.harm_rel;
             }
             a = a2;
             ninj += kind != AF_CORRUPT_NONE;

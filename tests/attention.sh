@@ -8,9 +8,9 @@
 #     injected and every harmful one caught by a twin, nothing leaked, restores replayed alone;
 #   - a shape the cpu backend's vector path takes (32 tokens x 16 features) on 2 ranks, and the
 #     same with the global rollback (recovery.replay = global): bitwise equal;
-#   - ABFT on the new kernel (recovery.detect = abft+dmr): the softmax-row and range check
-#     credited with detections, no false alarm, and still bitwise equal (the twins catch what
-#     ABFT does not);
+#   - ABFT on the new kernel: with twins (abft+dmr) bitwise equal; alone, the softmax-row and
+#     range check credited with detections and no false alarm, and the output corruptions it
+#     cannot see committed: exit 3, as the log explains;
 #   - the attention step against NumPy's (tests/attention_numpy.py).
 # Every run: a valid log, nothing allocated after start-up, no NaN/Inf leaked.
 set -uo pipefail
@@ -57,7 +57,19 @@ run wide_global_np2 2 "${wide[@]}" --set recovery.replay=global
 [ "$(attr rollbacks_total wide_global_np2)" -gt 0 ] || fail "wide global: no rollback to check"
 [ "$(attr state_checksum wide_np2)" = "$(attr state_checksum wide_global_np2)" ] ||
   fail "wide: local and global replay end in different states"
-run abft_np2 2 "${small[@]}" --set recovery.detect=abft+dmr
+# ABFT with twins: the twins see first (and are credited with) what both see, and catch the
+# output corruptions that stay in [-1, 1]: bitwise equal.
+run abft_dmr_np2 2 "${small[@]}" --set recovery.detect=abft+dmr
+[ "$(attr abft_false_alarms_total abft_dmr_np2)" = 0 ] || fail "abft+dmr: false alarms"
+# ABFT alone: it fences the corrupted softmax weights and the outputs pushed out of [-1, 1],
+# with no false alarm, and not an output corruption that stays inside: those are committed,
+# and the run ends in the honest exit 3 (tests/lib.sh af_sdc_mismatch).
+"$mpiexec" -n 2 --oversubscribe "$agefence" run -o "$work/abft_np2.h5" "${small[@]}" \
+  --set recovery.detect=abft >"$work/abft_np2.out" 2>&1
+rc=$?
+[ "$rc" = 3 ] || { cat "$work/abft_np2.out" >&2; fail "abft: exit $rc, expected 3"; }
+why=$(af_sdc_mismatch "$report" "$work/abft_np2.h5") || fail "abft: $why"
+why=$(af_clean_run "$report" "$work/abft_np2.h5") || fail "abft: $why"
 [ "$(attr detected_abft_total abft_np2)" -gt 0 ] || fail "abft: no detection credited to ABFT"
 [ "$(attr abft_false_alarms_total abft_np2)" = 0 ] || fail "abft: false alarms"
 py=

@@ -213,8 +213,18 @@ static void test_abft_row_sums_clean_and_corrupted(void **state)
     int ok = 1;
     af_attn_row(u, un, 7, 0.0, p, 1.0, 9, 1, 2, nan_mix, srow, &inj, &harm, &ok);
     assert_int_equal(ok, 0);
-    assert_int_equal(inj, 16 + 4); /* the row's 16 weights and 4 outputs */
-    assert_int_equal(harm, 8 + 4); /* masked weights (j > 7) harm nothing */
+    assert_int_equal(inj, 8 + 4);  /* the row's 8 weights in use (j <= 7) and 4 outputs */
+    assert_int_equal(harm, 8 + 4); /* every one non-finite */
+    for (int k = 0; k < 4; ++k) {
+        assert_true(af_nonfinite(un[k * 16 + 7])); /* a non-finite weight ends non-finite */
+    }
+    /* Only non-finite weights, outputs left alone (p = 1 on the weights' counters alone is not
+     * possible, so check the propagation directly): an infinite weight gives infinite or NaN
+     * values, which the update's clamp leaves non-finite. */
+    assert_true(af_nonfinite(af_attn_update(0.5, INFINITY, 0.0, p)));
+    assert_true(af_nonfinite(af_attn_update(0.5, -INFINITY, 0.0, p)));
+    assert_true(isnan(af_attn_update(0.5, NAN, 0.0, p)));
+    assert_true(af_attn_update(0.5, 1e300, 0.0, p) == 1.0); /* a finite one saturates */
     /* One exponent bit flipped in each corrupted weight: far outside the bound. */
     af_corrupt_mix_t exp_mix = {0.0, 0.0, 0.0, 1e-6};
     int rows_failed = 0;
