@@ -1243,11 +1243,23 @@ static void check_interruptions(chk_t *c, int cols_ok)
     af_event_row_t *ev = NULL;
     af_intr_row_t *want = NULL;
     if (af_logfile_events_count(c->lf, &ne) == AF_OK) {
+        /* A killed run's events after its commit record are not its own yet (as for the
+         * /events check): the interruptions derive from the committed ones. */
+        if (c->lf->events_limit >= 0 && ne > c->lf->events_limit) {
+            ne = c->lf->events_limit;
+        }
         ev = malloc(sizeof(af_event_row_t) * (size_t)(ne > 0 ? ne : 1));
         want = malloc(sizeof(af_intr_row_t) * (size_t)(ne > 0 ? ne : 1));
     }
     if (ev != NULL && want != NULL && af_logfile_read_events(c->lf, ev, (size_t)ne) == AF_OK) {
         int64_t nw = af_intr_derive(ev, ne, per_node, want);
+        if (c->lf->rows_limit >= 0) { /* the same cut as the rows' above */
+            int64_t keep = 0;
+            while (keep < nw && want[keep].step <= c->lf->rows_limit) {
+                keep++;
+            }
+            nw = keep;
+        }
         int64_t i = 0;
         while (i < n && i < nw && rows[i].step == want[i].step && rows[i].cause == want[i].cause &&
                rows[i].device == want[i].device && rows[i].node == want[i].node) {
