@@ -59,7 +59,7 @@ typedef struct af_shard_desc {
     af_attn_params_t attn; /* attention */
     uint64_t seed;         /* fault-injection key */
     af_corrupt_mix_t mix;  /* what a corrupted element becomes, and when it is harmful */
-    int abft;              /* 1: compute() checks each slot's mass balance (af_abft_consistent) */
+    int abft;              /* 1: compute() takes the workload's ABFT verdict for each slot */
     int cuda_device;
     int cpu_kernel; /* AF_CPU_KERNEL_*: the cpu backend's hot loop (backend.cpu_kernel) */
 } af_shard_desc_t;
@@ -189,7 +189,7 @@ struct af_kernels {
     int32_t *nonfinite; /* non-finite outputs of the last compute */
     int32_t *injected;  /* corruptions injected by the last compute */
     int32_t *harmful;   /* of which harmful: non-finite, or a relative error above mix.harm_rel */
-    int32_t *abft;      /* 1: the computed buffer failed the mass balance (desc.abft; else 0) */
+    int32_t *abft;      /* 1: the computed buffer failed the workload's ABFT (desc.abft; else 0) */
     /* The occupied slots (slot_block >= 0), in no particular order, kept by
      * af_kernels_set_block(): the CPU backend's passes and the driver's host passes visit
      * these, so their cost follows the shard's blocks, not its static grid of slots.

@@ -346,7 +346,6 @@ static af_result_t run_init(run_t *r)
     r->D = af_config_devices(&r->cfg, r->world.size);
     r->U = r->cfg.units_per_device;
     r->units = r->D * r->U;
-    r->coeffs = af_scheme_coeffs(&r->cfg);
     r->wl = af_config_wl(&r->cfg);
     {
         af_wl_config_t wc = af_config_workload(&r->cfg);
@@ -372,7 +371,7 @@ static af_result_t run_init(run_t *r)
         .block_len = (int)r->T,
         .blocks = (int)r->B,
         .workload = r->wl->kind,
-        .coeffs = r->coeffs,
+        .coeffs = r->wlp.coeffs,
         .attn = r->wlp.attn,
         .seed = (uint64_t)r->cfg.seed,
         .mix = af_corrupt_mix(&r->cfg),

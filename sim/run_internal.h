@@ -68,7 +68,6 @@ typedef struct af_run_state {
     af_fabric_t *fab;
     af_kernels_t *k;
     af_placement_t pl;
-    af_coeffs_t coeffs;
     const af_workload_t *wl; /* the scenario's workload (workload.kind) */
     af_wl_params_t wlp;      /* its parameters, the bits every backend gets */
     int64_t T, B, D, U, C;
