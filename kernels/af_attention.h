@@ -99,9 +99,10 @@ AF_HD double af_exp(double x)
     return af_exp_core(x);
 }
 
-/* The bound of a softmax row's sum: T weights p_j / z, each rounded once, z the rounded sum
- * of T terms, and their sum rounded T - 1 times: |sum - 1| <= (2T + 1) u, u the unit
- * roundoff; the check allows (2T + 8) u, with u = 2^-53. */
+/* The bound of a softmax row's sum: T weights e_j r, r = 1 / z rounded once and each product
+ * rounded once, z the rounded sum of T terms, and their sum rounded T - 1 times:
+ * |sum - 1| <= 2T u to first order, u the unit roundoff; the check allows (2T + 8) u, with
+ * u = 2^-53. */
 AF_HD double af_attn_row_bound(int tokens)
 {
     return (2.0 * (double)tokens + 8.0) * 1.1102230246251565e-16;
@@ -142,7 +143,8 @@ AF_HD double af_attn_update(double x, double y, double g, af_attn_params_t p)
  *            select: s_j = AF_ATTN_MASKED for j > i (never a multiplication by 0, which lets a
  *            future token's NaN through: NaN * 0 = NaN);
  *   softmax  m = max_{j <= i} s_j, e_j = exp(s_j - m) for j <= i and 0 (by select) beyond,
- *            z = sum_j e_j, a_j = e_j / z;
+ *            z = sum_j e_j, r = 1 / z, a_j = e_j r (one division a row: a division per
+ *            weight would cost the CPU path a third of its product loops' time);
  *   values   y[k] = sum_j select(j <= i, a_j u_j[k + 1], 0) (the last feature reads feature
  *            0's, negated: a signed rotation of the features);
  *   update   un_i[k] = af_attn_update(u_i[k], y[k], g).
@@ -177,11 +179,12 @@ AF_HD void af_attn_row(const double *u, double *un, int i, double g, af_attn_par
         srow[j] = e;
         z = z + e;
     }
+    const double rz = 1.0 / z;
     double rs = 0.0;
     int ninj = 0;
     int nharm = 0;
     for (int j = 0; j < T; ++j) {
-        double a = srow[j] / z;
+        double a = srow[j] * rz;
         if (prob > 0.0 && j <= i) { /* the weights the row uses; a masked one is never read */
             int kind = AF_CORRUPT_NONE;
             int h = 0;

@@ -99,7 +99,8 @@ extern const af_workload_t af_workload_burgers;
 extern const af_workload_t af_workload_attention;
 
 /* One attention block's step on the host without injection; *abft_ok is 1 when every softmax
- * row summed to 1 within its bound. The CPU backend's scalar path and the reference. */
+ * row summed to 1 within its bound. Row by row (af_attn_row): the serial reference, the check of
+ * the CPU backend's vector path (af_attn_block_update) in tests and benchmarks. */
 void af_attn_block(const double *u, double *un, const af_attn_params_t *p, double g, int *abft_ok);
 
 #endif

@@ -264,5 +264,12 @@ void af_block_diag(const double *u, int len, double *mass, double *energy);
  * u[i], u[i+1] (af_burgers_cell), with ul and ur the neighbours' edge cells. The driver
  * replays a lost block from its replica with it. */
 void af_block_update(const double *u, double *un, int len, double ul, double ur, af_coeffs_t k);
+/* One attention block's step on the host without injection, exactly as every backend computes
+ * it, on the CPU backend's vector path where the tokens are a multiple of 8 (af_attn_block,
+ * row by row, otherwise); *abft_ok as af_attn_block's. The driver replays a lost attention
+ * block with it (the workload table's block_update); the serial reference keeps the row by row
+ * af_attn_block, so the bitwise verdict compares the vector path with code it does not share. */
+void af_attn_block_update(const double *u, double *un, const af_attn_params_t *p, double g,
+                          int *abft_ok);
 
 #endif

@@ -18,8 +18,8 @@ typedef struct af_cpu {
     uint8_t *parity; /* which buffer of a slot is committed */
     double *diag;    /* n_slots x 2 x 3: (mass, energy, non-finite count) of each buffer */
     int fused;       /* 1: the one-pass step (AF_CPU_KERNEL_FUSED), else the two-pass one */
-    /* The attention vector path's scratch: the softmax weights of eight rows, token-major. */
-    double attn_st[8 * AF_ATTN_MAX_TOKENS];
+    /* The scratch of an attention row with injection: its scores, then its weights. */
+    double attn_st[AF_ATTN_MAX_TOKENS];
     char path[112]; /* what the hot loop runs, for k->path */
 } af_cpu_t;
 
@@ -546,6 +546,8 @@ AF_HOT static void cpu_attn_rows8(const double *restrict u, double *restrict un,
         z0 = z0 + e0;
         z1 = z1 + e1;
     }
+    const af_v4d rz0 = one / z0;
+    const af_v4d rz1 = one / z1;
     af_v4d rs0 = zero;
     af_v4d rs1 = zero;
     for (int j = 0; j < jend; ++j) {
@@ -553,8 +555,8 @@ AF_HOT static void cpu_attn_rows8(const double *restrict u, double *restrict un,
         af_v4d e1;
         memcpy(&e0, st + (size_t)j * 8, sizeof e0);
         memcpy(&e1, st + (size_t)j * 8 + 4, sizeof e1);
-        af_v4d w0 = e0 / z0;
-        af_v4d w1 = e1 / z1;
+        af_v4d w0 = e0 * rz0;
+        af_v4d w1 = e1 * rz1;
         memcpy(st + (size_t)j * 8, &w0, sizeof w0);
         memcpy(st + (size_t)j * 8 + 4, &w1, sizeof w1);
         rs0 = rs0 + w0;
@@ -643,6 +645,21 @@ AF_HOT static void cpu_attn_rows8(const double *restrict u, double *restrict un,
     }
 }
 
+void af_attn_block_update(const double *u, double *un, const af_attn_params_t *p, double g,
+                          int *abft_ok)
+{
+    if (p->tokens % 8 != 0) {
+        af_attn_block(u, un, p, g, abft_ok);
+        return;
+    }
+    double st[8 * AF_ATTN_MAX_TOKENS];
+    int ok = 1;
+    for (int i0 = 0; i0 < p->tokens; i0 += 8) {
+        cpu_attn_rows8(u, un, i0, g, p, st, &ok);
+    }
+    *abft_ok = ok;
+}
+
 /* The multiply-add peak (kernels.h): twelve independent chains keep both multipliers and both
  * adders of a core busy where a multiply and an add each take up to 6 cycles of latency
  * together at two a cycle (Zen 2/3: 3 + 3, two of each pipe; Skylake: 4 + 4 on two shared
@@ -669,8 +686,9 @@ double af_cpu_muladd_peak(int64_t iters, double *out)
     return 2.0 * 4.0 * (double)AF_CPU_PEAK_CHAINS * (double)iters;
 }
 
-/* One attention block's step: the vector path for blocks of a multiple of 8 tokens without
- * injection, else af_attn_row row by row (with injection keyed as every backend keys it).
+/* One attention block's step: af_attn_block_update without injection (the vector path for
+ * blocks of a multiple of 8 tokens), else af_attn_row row by row (with injection keyed as every
+ * backend keys it).
  * Returns the ABFT verdict (1: every row's weights sum to 1). */
 static int cpu_attn_block(af_cpu_t *c, const double *u, double *un, const af_attn_params_t *p,
                           double g, double prob, uint64_t seed, uint64_t key, uint64_t block,
@@ -679,10 +697,8 @@ static int cpu_attn_block(af_cpu_t *c, const double *u, double *un, const af_att
     int ok = 1;
     *inj = 0;
     *harm = 0;
-    if (prob <= 0.0 && p->tokens % 8 == 0) {
-        for (int i0 = 0; i0 < p->tokens; i0 += 8) {
-            cpu_attn_rows8(u, un, i0, g, p, c->attn_st, &ok);
-        }
+    if (prob <= 0.0) {
+        af_attn_block_update(u, un, p, g, &ok);
         return ok;
     }
     for (int i = 0; i < p->tokens; ++i) {

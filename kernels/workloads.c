@@ -207,7 +207,7 @@ static void attn_block_update(const double *u, double *un, int64_t cells, const 
     (void)cells;
     (void)w1;
     int ok = 1;
-    af_attn_block(u, un, &p->attn, w0, &ok);
+    af_attn_block_update(u, un, &p->attn, w0, &ok);
 }
 
 static af_result_t attn_reference_run(const af_wl_config_t *c, int64_t steps, double *u)
