@@ -419,10 +419,12 @@ AF_HOT static void cpu_slot_step(const double *restrict u, double *restrict un, 
  * call's ABI would differ without AVX, is silenced for this file at af_v4d's definition). */
 #define AF_V4_INLINE static inline __attribute__((always_inline))
 
-AF_V4_INLINE af_v4d v4_set1(double x)
-{
-    return (af_v4d){x, x, x, x};
-}
+/* x in every lane. A macro, not an inline function: GCC lowers a vector built from a scalar in
+ * a function compiled for the baseline before inlining it, and the AVX2 clones then broadcast
+ * a loaded double with two shuffles on the floating-point pipes (vmovddup, vperm2f128) instead
+ * of one vbroadcastsd from memory, which the load ports execute alone. x is evaluated once per
+ * lane: pass it no side effect. */
+#define AF_V4_SET1(x) ((af_v4d){(x), (x), (x), (x)})
 
 /* a where m (all ones), else b: a bitwise select, NaN payloads intact. */
 AF_V4_INLINE af_v4d v4_select(af_v4l m, af_v4d a, af_v4d b)
@@ -441,25 +443,25 @@ AF_V4_INLINE af_v4d v4_select(af_v4l m, af_v4d a, af_v4d b)
  * guards as selects (a guarded lane's core result is discarded). */
 AF_V4_INLINE af_v4d v4_exp(af_v4d x)
 {
-    af_v4d t = x * v4_set1(AF_EXP_LOG2E);
-    af_v4d big = t + v4_set1(AF_EXP_ROUND);
-    af_v4d n = big - v4_set1(AF_EXP_ROUND);
-    af_v4d r = x - n * v4_set1(AF_EXP_LN2_HI);
-    r = r - n * v4_set1(AF_EXP_LN2_LO);
-    af_v4d p = v4_set1(AF_EXP_C13);
-    p = p * r + v4_set1(AF_EXP_C12);
-    p = p * r + v4_set1(AF_EXP_C11);
-    p = p * r + v4_set1(AF_EXP_C10);
-    p = p * r + v4_set1(AF_EXP_C9);
-    p = p * r + v4_set1(AF_EXP_C8);
-    p = p * r + v4_set1(AF_EXP_C7);
-    p = p * r + v4_set1(AF_EXP_C6);
-    p = p * r + v4_set1(AF_EXP_C5);
-    p = p * r + v4_set1(AF_EXP_C4);
-    p = p * r + v4_set1(AF_EXP_C3);
-    p = p * r + v4_set1(AF_EXP_C2);
-    p = p * r + v4_set1(1.0);
-    p = p * r + v4_set1(1.0);
+    af_v4d t = x * AF_V4_SET1(AF_EXP_LOG2E);
+    af_v4d big = t + AF_V4_SET1(AF_EXP_ROUND);
+    af_v4d n = big - AF_V4_SET1(AF_EXP_ROUND);
+    af_v4d r = x - n * AF_V4_SET1(AF_EXP_LN2_HI);
+    r = r - n * AF_V4_SET1(AF_EXP_LN2_LO);
+    af_v4d p = AF_V4_SET1(AF_EXP_C13);
+    p = p * r + AF_V4_SET1(AF_EXP_C12);
+    p = p * r + AF_V4_SET1(AF_EXP_C11);
+    p = p * r + AF_V4_SET1(AF_EXP_C10);
+    p = p * r + AF_V4_SET1(AF_EXP_C9);
+    p = p * r + AF_V4_SET1(AF_EXP_C8);
+    p = p * r + AF_V4_SET1(AF_EXP_C7);
+    p = p * r + AF_V4_SET1(AF_EXP_C6);
+    p = p * r + AF_V4_SET1(AF_EXP_C5);
+    p = p * r + AF_V4_SET1(AF_EXP_C4);
+    p = p * r + AF_V4_SET1(AF_EXP_C3);
+    p = p * r + AF_V4_SET1(AF_EXP_C2);
+    p = p * r + AF_V4_SET1(1.0);
+    p = p * r + AF_V4_SET1(1.0);
     af_v4l bi;
     memcpy(&bi, &big, sizeof bi);
     const long long round_bits = (long long)af_bits(AF_EXP_ROUND);
@@ -468,8 +470,8 @@ AF_V4_INLINE af_v4d v4_exp(af_v4d x)
     af_v4d scale;
     memcpy(&scale, &si, sizeof scale);
     af_v4d res = p * scale;
-    res = v4_select(x < v4_set1(-708.0), v4_set1(0.0), res);
-    res = v4_select(x > v4_set1(709.0), v4_set1(af_double(0x7ff0000000000000ULL)), res);
+    res = v4_select(x < AF_V4_SET1(-708.0), AF_V4_SET1(0.0), res);
+    res = v4_select(x > AF_V4_SET1(709.0), AF_V4_SET1(af_double(0x7ff0000000000000ULL)), res);
     return v4_select(x != x, x, res);
 }
 
@@ -487,12 +489,12 @@ AF_HOT static void cpu_attn_rows8(const double *restrict u, double *restrict un,
     const int T = pp->tokens;
     const int d = pp->dim;
     const int jend = i0 + 8; /* tokens 0 .. i0 + 7 are visible to some row */
-    const af_v4d zero = v4_set1(0.0);
-    const af_v4d one = v4_set1(1.0);
-    const af_v4d scale = v4_set1(pp->scale);
-    const af_v4d masked = v4_set1(AF_ATTN_MASKED);
+    const af_v4d zero = AF_V4_SET1(0.0);
+    const af_v4d one = AF_V4_SET1(1.0);
+    const af_v4d scale = AF_V4_SET1(pp->scale);
+    const af_v4d masked = AF_V4_SET1(AF_ATTN_MASKED);
     const af_v4d row0 = {(double)i0, (double)(i0 + 1), (double)(i0 + 2), (double)(i0 + 3)};
-    const af_v4d row1 = row0 + v4_set1(4.0);
+    const af_v4d row1 = row0 + AF_V4_SET1(4.0);
     /* Scores: st[j * 8 + l] is row i0 + l's score of token j. */
     for (int j0 = 0; j0 < jend; j0 += 4) {
         af_v4d a0[4] = {zero, zero, zero, zero};
@@ -504,13 +506,13 @@ AF_HOT static void cpu_attn_rows8(const double *restrict u, double *restrict un,
             memcpy(&r0, col + i0, sizeof r0);
             memcpy(&r1, col + i0 + 4, sizeof r1);
             for (int c = 0; c < 4; ++c) {
-                af_v4d bc = v4_set1(col[j0 + c]);
+                af_v4d bc = AF_V4_SET1(col[j0 + c]);
                 a0[c] += r0 * bc;
                 a1[c] += r1 * bc;
             }
         }
         for (int c = 0; c < 4; ++c) {
-            af_v4d jv = v4_set1((double)(j0 + c));
+            af_v4d jv = AF_V4_SET1((double)(j0 + c));
             af_v4d s0 = v4_select(jv <= row0, a0[c] * scale, masked);
             af_v4d s1 = v4_select(jv <= row1, a1[c] * scale, masked);
             memcpy(st + (size_t)(j0 + c) * 8, &s0, sizeof s0);
@@ -523,7 +525,7 @@ AF_HOT static void cpu_attn_rows8(const double *restrict u, double *restrict un,
     memcpy(&m0, st, sizeof m0);
     memcpy(&m1, st + 4, sizeof m1);
     for (int j = 1; j < jend; ++j) {
-        af_v4d jv = v4_set1((double)j);
+        af_v4d jv = AF_V4_SET1((double)j);
         af_v4d s0;
         af_v4d s1;
         memcpy(&s0, st + (size_t)j * 8, sizeof s0);
@@ -534,7 +536,7 @@ AF_HOT static void cpu_attn_rows8(const double *restrict u, double *restrict un,
     af_v4d z0 = zero;
     af_v4d z1 = zero;
     for (int j = 0; j < jend; ++j) {
-        af_v4d jv = v4_set1((double)j);
+        af_v4d jv = AF_V4_SET1((double)j);
         af_v4d s0;
         af_v4d s1;
         memcpy(&s0, st + (size_t)j * 8, sizeof s0);
@@ -562,7 +564,8 @@ AF_HOT static void cpu_attn_rows8(const double *restrict u, double *restrict un,
         rs0 = rs0 + w0;
         rs1 = rs1 + w1;
     }
-    const af_v4d bound = v4_set1(af_attn_row_bound(T));
+    const double row_bound = af_attn_row_bound(T);
+    const af_v4d bound = AF_V4_SET1(row_bound);
     af_v4d dev0 = rs0 - one;
     af_v4d dev1 = rs1 - one;
     dev0 = v4_select(dev0 < zero, -dev0, dev0);
@@ -570,12 +573,12 @@ AF_HOT static void cpu_attn_rows8(const double *restrict u, double *restrict un,
     af_v4l good = (dev0 <= bound) & (dev1 <= bound);
     /* Weighted values and the update, four features at a time: feature k reads the attention
      * of feature k + 1, the last feature feature 0's, negated. */
-    const af_v4d c_self = v4_set1(pp->c_self);
-    const af_v4d c_attn = v4_set1(pp->c_attn);
-    const af_v4d mean = v4_set1(pp->c_mean) * v4_set1(g);
-    const af_v4d half = v4_set1(0.5);
-    const af_v4d three_halves = v4_set1(1.5);
-    const af_v4d big = v4_set1(AF_ATTN_DBL_MAX);
+    const af_v4d c_self = AF_V4_SET1(pp->c_self);
+    const af_v4d c_attn = AF_V4_SET1(pp->c_attn);
+    const af_v4d mean = AF_V4_SET1(pp->c_mean) * AF_V4_SET1(g);
+    const af_v4d half = AF_V4_SET1(0.5);
+    const af_v4d three_halves = AF_V4_SET1(1.5);
+    const af_v4d big = AF_V4_SET1(AF_ATTN_DBL_MAX);
     for (int k0 = 0; k0 < d; k0 += 4) {
         const int nf = d - k0 < 4 ? d - k0 : 4;
         const double *src[4];
@@ -592,13 +595,13 @@ AF_HOT static void cpu_attn_rows8(const double *restrict u, double *restrict un,
             memcpy(&w0, st + (size_t)j * 8, sizeof w0);
             memcpy(&w1, st + (size_t)j * 8 + 4, sizeof w1);
             for (int f = 0; f < 4; ++f) {
-                af_v4d b = v4_set1(src[f][j]);
+                af_v4d b = AF_V4_SET1(src[f][j]);
                 y0[f] += w0 * b;
                 y1[f] += w1 * b;
             }
         }
         for (int j = i0 + 1; j < jend; ++j) { /* the diagonal: masked by select per row */
-            af_v4d jv = v4_set1((double)j);
+            af_v4d jv = AF_V4_SET1((double)j);
             af_v4l v0 = jv <= row0;
             af_v4l v1 = jv <= row1;
             af_v4d w0;
@@ -606,7 +609,7 @@ AF_HOT static void cpu_attn_rows8(const double *restrict u, double *restrict un,
             memcpy(&w0, st + (size_t)j * 8, sizeof w0);
             memcpy(&w1, st + (size_t)j * 8 + 4, sizeof w1);
             for (int f = 0; f < 4; ++f) {
-                af_v4d b = v4_set1(src[f][j]);
+                af_v4d b = AF_V4_SET1(src[f][j]);
                 y0[f] += v4_select(v0, w0 * b, zero);
                 y1[f] += v4_select(v1, w1 * b, zero);
             }
@@ -666,11 +669,11 @@ void af_attn_block_update(const double *u, double *un, const af_attn_params_t *p
  * ports needs only 8), and with m and c they fill 14 of the 16 vector registers. */
 AF_HOT static void cpu_muladd_chains(int64_t iters, double *restrict out)
 {
-    const af_v4d m = v4_set1(AF_CPU_PEAK_M);
-    const af_v4d c = v4_set1(AF_CPU_PEAK_C);
+    const af_v4d m = AF_V4_SET1(AF_CPU_PEAK_M);
+    const af_v4d c = AF_V4_SET1(AF_CPU_PEAK_C);
     af_v4d acc[AF_CPU_PEAK_CHAINS];
     for (int i = 0; i < AF_CPU_PEAK_CHAINS; ++i) {
-        acc[i] = v4_set1(1.0 + (double)i / 16.0);
+        acc[i] = AF_V4_SET1(1.0 + (double)i / 16.0);
     }
     for (int64_t it = 0; it < iters; ++it) {
         for (int i = 0; i < AF_CPU_PEAK_CHAINS; ++i) {
