@@ -98,6 +98,10 @@ const af_workload_t *af_workload_get(int kind);
 extern const af_workload_t af_workload_burgers;
 extern const af_workload_t af_workload_attention;
 
+/* The largest stable dt of the Burgers scheme for the configuration: min(0.5 dx^2 / nu,
+ * 2 nu / umax^2), the two limits its check enforces (dt = auto takes a fraction of it). */
+double af_burgers_dt_limit(const af_wl_config_t *c);
+
 /* One attention block's step on the host without injection; *abft_ok is 1 when every softmax
  * row summed to 1 within its bound. Row by row (af_attn_row): the serial reference, the check of
  * the CPU backend's vector path (af_attn_block_update) in tests and benchmarks. */

@@ -22,7 +22,32 @@ static double burgers_dx(const af_wl_config_t *c)
     return 1.0 / ((double)c->blocks * (double)c->block_len);
 }
 
-/* The explicit scheme's stability: nu dt / dx^2 <= 1/2 and dt <= 2 nu / umax^2. */
+/* The explicit scheme's two stability limits on dt: diffusion, nu dt / dx^2 <= 1/2, and
+ * advection, dt <= 2 nu / umax^2 with umax = |offset| + |amplitude| (+Inf when umax is 0). */
+static double burgers_diffusion_dt(const af_wl_config_t *c)
+{
+    double dx = burgers_dx(c);
+    return 0.5 * dx * dx / c->nu;
+}
+
+static double burgers_umax(const af_wl_config_t *c)
+{
+    return fabs(c->offset) + fabs(c->amplitude);
+}
+
+static double burgers_advection_dt(const af_wl_config_t *c)
+{
+    double umax = burgers_umax(c);
+    return umax > 0 ? 2.0 * c->nu / (umax * umax) : INFINITY;
+}
+
+double af_burgers_dt_limit(const af_wl_config_t *c)
+{
+    double diffusion = burgers_diffusion_dt(c);
+    double advection = burgers_advection_dt(c);
+    return advection < diffusion ? advection : diffusion;
+}
+
 static int burgers_check(const af_wl_config_t *c, const char **key, char *msg, size_t n)
 {
     double dx = burgers_dx(c);
@@ -33,15 +58,14 @@ static int burgers_check(const af_wl_config_t *c, const char **key, char *msg, s
         snprintf(msg, n,
                  "workload.dt = %g violates the diffusion stability limit: nu*dt/dx^2 = %g > "
                  "0.5; expected dt <= %g for %.0f cells",
-                 c->dt, r, 0.5 * dx * dx / c->nu, cells);
+                 c->dt, r, burgers_diffusion_dt(c), cells);
         return 1;
     }
-    double umax = fabs(c->offset) + fabs(c->amplitude);
-    if (umax > 0 && c->dt > 2.0 * c->nu / (umax * umax)) {
+    if (c->dt > burgers_advection_dt(c)) {
         snprintf(msg, n,
                  "workload.dt = %g violates the advection stability limit dt <= 2*nu/umax^2 "
                  "= %g (umax = |offset| + |amplitude| = %g)",
-                 c->dt, 2.0 * c->nu / (umax * umax), umax);
+                 c->dt, burgers_advection_dt(c), burgers_umax(c));
         return 1;
     }
     return 0;

@@ -980,13 +980,8 @@ double af_config_dx(const af_config_t *cfg)
 
 double af_config_dt_limit(const af_config_t *cfg)
 {
-    double dx = af_config_dx(cfg);
-    double limit = 0.5 * dx * dx / cfg->nu;
-    double umax = fabs(cfg->offset) + fabs(cfg->amplitude);
-    if (umax > 0 && 2.0 * cfg->nu / (umax * umax) < limit) {
-        limit = 2.0 * cfg->nu / (umax * umax);
-    }
-    return limit;
+    af_wl_config_t c = af_config_workload(cfg);
+    return af_burgers_dt_limit(&c);
 }
 
 /* Whether an event's step comes from the embedded default scenario's own text. */

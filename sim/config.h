@@ -247,8 +247,9 @@ af_wl_config_t af_config_workload(const af_config_t *cfg);
 int64_t af_config_cells(const af_config_t *cfg);
 /* 1 / (blocks x cells): the grid spacing of the unit domain, the weight of the logged mass. */
 double af_config_dx(const af_config_t *cfg);
-/* The largest stable dt: min(0.5*dx^2/nu, 2*nu/umax^2), umax = |offset| + |amplitude| (the
- * diffusion limit alone when umax = 0). */
+/* The largest stable dt of the Burgers scheme for this fleet, the workload table's
+ * (af_burgers_dt_limit): min(0.5*dx^2/nu, 2*nu/umax^2), umax = |offset| + |amplitude| (the
+ * diffusion limit alone when umax = 0), dx = 1 / (blocks x block_len). */
 double af_config_dt_limit(const af_config_t *cfg);
 /* The units the kill and fade events name, all steps together: a bound on the scripted health
  * changes of any one step. */
