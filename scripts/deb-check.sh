@@ -117,9 +117,12 @@ DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$deb" >"$work/apt-install
   { cat "$work/apt-install.log"; die "apt-get install $deb"; }
 run=$work/run
 mkdir -p "$run"
+# A bare environment, but for the caller's Open MPI session-directory base (the test suite gives
+# each test one: tests/CMakeLists.txt says why).
 in_sys() {
   (cd "$run" && env -i HOME="$run" PATH=/usr/bin:/bin LANG=C.UTF-8 OMPI_ALLOW_RUN_AS_ROOT=1 \
-    OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "$@")
+    OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+    ${OMPI_MCA_orte_tmpdir_base:+OMPI_MCA_orte_tmpdir_base="$OMPI_MCA_orte_tmpdir_base"} "$@")
 }
 version=$(sed -n 's/^project(agefence VERSION \([0-9.]*\).*/\1/p' "$src/CMakeLists.txt")
 got=$(in_sys /usr/bin/agefence --version) || fail "/usr/bin/agefence --version: exit $?"

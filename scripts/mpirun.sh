@@ -9,17 +9,16 @@ export OMPI_MCA_btl_vader_single_copy_mechanism=${OMPI_MCA_btl_vader_single_copy
 # of all of a user's mpiruns under one <tmp>/ompi.<host>.<uid>, and the last mpirun to leave
 # removes it: one starting at that moment fails ("A call to mkdir was unable to create the
 # desired directory ... No such file or directory") before any rank runs. The test suite starts
-# many mpiruns at once. The base is named by this shell's pid, which exec hands to mpirun; bases
-# of mpiruns that have ended are removed here.
-if [ -z "${OMPI_MCA_orte_tmpdir_base:-}" ]; then
-  bases=${TMPDIR:-/tmp}/agefence-mpirun.$(id -u)
-  if mkdir -p "$bases/$$" 2>/dev/null; then
-    for d in "$bases"/*; do
-      pid=${d##*/}
-      case "$pid" in '' | *[!0-9]*) continue ;; esac
-      [ "$pid" = $$ ] || kill -0 "$pid" 2>/dev/null || rm -rf "$d"
-    done
-    export OMPI_MCA_orte_tmpdir_base=$bases/$$
-  fi
+# many mpiruns at once. The base is named by this shell's pid, which exec hands to mpirun, inside
+# the base already set (a test's, the user's) or the temporary directory; bases of mpiruns that
+# have ended are removed here.
+bases=${OMPI_MCA_orte_tmpdir_base:-${TMPDIR:-/tmp}}/agefence-mpirun.$(id -u)
+if mkdir -p "$bases/$$" 2>/dev/null; then
+  for d in "$bases"/*; do
+    pid=${d##*/}
+    case "$pid" in '' | *[!0-9]*) continue ;; esac
+    [ "$pid" = $$ ] || kill -0 "$pid" 2>/dev/null || rm -rf "$d"
+  done
+  export OMPI_MCA_orte_tmpdir_base=$bases/$$
 fi
 exec mpirun "$@"

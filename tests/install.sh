@@ -56,11 +56,13 @@ for exe in "$root/bin/agefence" "$root/bin/agefence-report"; do
   done
 done
 
-# Runs a command in the moved tree's world: empty folder, bare environment.
+# Runs a command in the moved tree's world: empty folder, bare environment (but for the test's
+# own Open MPI session-directory base, tests/CMakeLists.txt says why).
 mkdir -p "$tmp/cwd"
 in_tree() {
   (cd "$tmp/cwd" && env -i HOME="$tmp/cwd" PATH="$root/bin:/usr/bin:/bin" LANG=C.UTF-8 \
-    OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "$@")
+    OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+    ${OMPI_MCA_orte_tmpdir_base:+OMPI_MCA_orte_tmpdir_base="$OMPI_MCA_orte_tmpdir_base"} "$@")
 }
 
 # 2. agefence from the moved tree.
