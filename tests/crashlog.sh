@@ -183,19 +183,29 @@ kill_rank() {
       "$agefence" run -q -o "$work/k.h5" "${ENDLESS[@]}" >k.out 2>&1 &
     local launcher=$!
     # From start-up (before the log exists) to well into the steps.
-    local delay_ms=$((200 + RANDOM % 1400))
+    local t0_ms delay_ms
+    t0_ms=$(($(date +%s%N) / 1000000))
+    delay_ms=$((200 + RANDOM % 1400))
     sleep "$(printf '%d.%03d' $((delay_ms / 1000)) $((delay_ms % 1000)))"
-    local pid target=""
-    for pid in $(pgrep -P "$launcher"); do
-      if tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null |
-        grep -qx "OMPI_COMM_WORLD_RANK=$rank"; then
-        target=$pid
-      fi
+    # A launch slowed down (a sanitizer build on a loaded machine) may not have started the
+    # rank yet: the moment moves on until it has, for up to 20 s.
+    local pid target="" polls=0
+    while :; do
+      for pid in $(pgrep -P "$launcher"); do
+        if tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null |
+          grep -qx "OMPI_COMM_WORLD_RANK=$rank"; then
+          target=$pid
+        fi
+      done
+      [ -z "$target" ] && [ "$polls" -lt 400 ] && kill -0 "$launcher" 2>/dev/null || break
+      sleep 0.05
+      polls=$((polls + 1))
     done
+    delay_ms=$(($(date +%s%N) / 1000000 - t0_ms))
     if [ -z "$target" ]; then
       kill -9 "$launcher" 2>/dev/null
       wait "$launcher" 2>/dev/null
-      fail "trial $i: no rank $rank found after $delay_ms ms"
+      fail "trial $i: no rank $rank found after $delay_ms ms (the launcher's output: $(head -c 300 k.out))"
       continue
     fi
     kill -9 "$target"
