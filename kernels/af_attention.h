@@ -143,8 +143,8 @@ AF_HD double af_attn_update(double x, double y, double g, af_attn_params_t p)
  *            select: s_j = AF_ATTN_MASKED for j > i (never a multiplication by 0, which lets a
  *            future token's NaN through: NaN * 0 = NaN);
  *   softmax  m = max_{j <= i} s_j, e_j = exp(s_j - m) for j <= i and 0 (by select) beyond,
- *            z = sum_j e_j, r = 1 / z, a_j = e_j r (one division a row: a division per
- *            weight would cost the CPU path a third of its product loops' time);
+ *            z = sum_j e_j, r = 1 / z, a_j = e_j r (one division a row, not one a
+ *            weight);
  *   values   y[k] = sum_j select(j <= i, a_j u_j[k + 1], 0) (the last feature reads feature
  *            0's, negated: a signed rotation of the features);
  *   update   un_i[k] = af_attn_update(u_i[k], y[k], g).

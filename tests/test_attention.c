@@ -342,7 +342,11 @@ static void test_cpu_backend_matches_scalar_rows_bitwise(void **state)
                 harm += rh;
                 ok &= rok;
             }
-            assert_same_values(got, want, n);
+            if (s == 6) { /* NaN in the input: its sign and payload are the compiler's */
+                assert_same_values(got, want, n);
+            } else {
+                assert_memory_equal(got, want, sizeof(double) * (size_t)n);
+            }
             assert_int_equal(k->injected[s], inj);
             assert_int_equal(k->harmful[s], harm);
             assert_int_equal(k->abft[s], !ok);
