@@ -26,7 +26,8 @@ static const char *const NOT_COMPARED[] = {"end_time",
                                            "rss_peak_bytes",
                                            "log_writer_busy_us",
                                            "log_writer_wait_us",
-                                           "log_writer_batches"};
+                                           "log_writer_batches",
+                                           "log_writer_cpu_us"};
 
 /* /steps columns that describe the launch rather than the run: the bytes the ranks sent each
  * other follow where the blocks live, which the number of ranks decides. */

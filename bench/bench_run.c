@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../common/logfile.h"
 #include "../common/af_time.h"
@@ -189,6 +190,13 @@ const af_bench_def_t af_bench_coord = {
 
 /* ---- log ------------------------------------------------------------------------------------- */
 
+/* What the log costs the run, summed over its steps against their step time (rank-max per
+ * step): the step thread's part, log_us (the gather of the rows, their hand-over to rank 0's
+ * writer thread and any wait for it), plus the writer thread's CPU time (/final@
+ * log_writer_cpu_us, its own thread's clock), which it takes from the cores the ranks run on
+ * when they fill them. The target, <= 1%, is on that sum: with a core to spare the writer costs
+ * the ranks less, and the figure is then an upper bound. The writer's wall time (busy, its
+ * waits for the disk included) is printed beside. */
 static af_result_t bench_log(af_bench_ctx_t *b)
 {
     char log[600];
@@ -204,6 +212,38 @@ static af_result_t bench_log(af_bench_ctx_t *b)
     int64_t n2 = 0;
     AF_CHECK(af_bench_phase_max(log, "log_us", &lg, &n));
     af_result_t rc = af_bench_phase_max(log, "step_us", &st, &n2);
+    af_logfile_t lf;
+    char err[600];
+    double busy = 0;
+    double wait = 0;
+    double cpu = -1;
+    int64_t batches = 0;
+    if (rc == AF_OK) {
+        rc = af_logfile_open(&lf, log, err, sizeof err);
+        if (rc != AF_OK) {
+            af_error_set("%s", err);
+        }
+    }
+    if (rc == AF_OK) {
+        af_logfile_attr_f64(&lf, "/final", "log_writer_busy_us", &busy);
+        af_logfile_attr_f64(&lf, "/final", "log_writer_wait_us", &wait);
+        af_logfile_attr_i64(&lf, "/final", "log_writer_batches", &batches);
+        af_logfile_attr_f64(&lf, "/final", "log_writer_cpu_us", &cpu);
+        af_logfile_close(&lf);
+        /* The writer's figures are its own result: present, and its CPU time within its wall
+         * time (one thread; 1% and 100 us for the two clocks' granularity). */
+        if (!(cpu >= 0) || batches <= 0) {
+            af_bench_fail(b,
+                          "%s: no writer thread figures (/final@log_writer_cpu_us %g, %lld "
+                          "batches)",
+                          log, cpu, (long long)batches);
+        } else if (cpu > busy * 1.01 + 100.0) {
+            af_bench_fail(b,
+                          "%s: the writer thread's CPU time %.0f us exceeds its wall time "
+                          "%.0f us",
+                          log, cpu, busy);
+        }
+    }
     if (rc == AF_OK) {
         double sl = 0;
         double ss = 0;
@@ -215,33 +255,27 @@ static af_result_t bench_log(af_bench_ctx_t *b)
         if (rc == AF_OK) {
             rc = af_bench_add(b, "step_us", "us", st, (int)n);
         }
-        af_bench_ratio(b, "log time / step time (sum over the run)", ss > 0 ? sl / ss : 0, 1, 0.01,
-                       0);
-        af_bench_note(b, "rank-max log_us and step_us per step over %lld steps; run log %s",
-                      (long long)n, log);
-        /* Rank 0's writer thread writes and commits the rows off the step's path: its time is
-         * not in log_us (its waits for it are), so it is shown beside, not hidden. */
-        af_logfile_t lf;
-        char err[600];
-        double busy = 0;
-        double wait = 0;
-        int64_t batches = 0;
-        if (rc == AF_OK && af_logfile_open(&lf, log, err, sizeof err) == AF_OK) {
-            af_logfile_attr_f64(&lf, "/final", "log_writer_busy_us", &busy);
-            af_logfile_attr_f64(&lf, "/final", "log_writer_wait_us", &wait);
-            af_logfile_attr_i64(&lf, "/final", "log_writer_batches", &batches);
-            af_logfile_close(&lf);
-            af_bench_ratio(b, "log writer thread busy / step time (off the step path)",
-                           ss > 0 ? busy / ss : 0, 0, 0, 0);
-            af_bench_ratio(b, "(log time + writer busy) / step time", ss > 0 ? (sl + busy) / ss : 0,
-                           0, 0, 0);
-            af_bench_note(b,
-                          "log writer thread (rank 0): %.0f us busy in %lld batches (%.3f us per "
-                          "step, %.0f us per batch); the step thread waited %.0f us for it (inside "
-                          "log_us)",
-                          busy, (long long)batches, n > 0 ? busy / (double)n : 0.0,
-                          batches > 0 ? busy / (double)batches : 0.0, wait);
+        if (rc == AF_OK) {
+            rc = af_bench_add(b, "writer_cpu_us", "us", &cpu, 1); /* the run's total, kept raw */
         }
+        af_bench_ratio(b, "log cost / step time: (log_us + writer CPU) / step_us (sum)",
+                       ss > 0 ? (sl + cpu) / ss : 0, 1, 0.01, 0);
+        af_bench_ratio(b, "  the step thread's part: log_us / step_us", ss > 0 ? sl / ss : 0, 0, 0,
+                       0);
+        af_bench_ratio(b, "  the writer's share: writer CPU / step_us", ss > 0 ? cpu / ss : 0, 0, 0,
+                       0);
+        af_bench_ratio(b, "log writer busy (wall, off the step path) / step_us",
+                       ss > 0 ? busy / ss : 0, 0, 0, 0);
+        af_bench_note(b,
+                      "rank-max log_us and step_us per step over %lld steps, %d ranks on %ld "
+                      "cores online; run log %s",
+                      (long long)n, b->world.size, sysconf(_SC_NPROCESSORS_ONLN), log);
+        af_bench_note(b,
+                      "log writer thread (rank 0): %.0f us CPU, %.0f us busy in %lld batches "
+                      "(%.0f us CPU per batch); the step thread waited %.0f us for it (inside "
+                      "log_us)",
+                      cpu, busy, (long long)batches, batches > 0 ? cpu / (double)batches : 0.0,
+                      wait);
     }
     free(lg);
     free(st);
@@ -249,7 +283,8 @@ static af_result_t bench_log(af_bench_ctx_t *b)
 }
 
 const af_bench_def_t af_bench_log = {
-    "log", "HDF5 logging cost per step as a fraction of the step time", bench_log};
+    "log", "what the HDF5 log costs the run (step thread + writer thread CPU) per step time",
+    bench_log};
 
 /* ---- scale ----------------------------------------------------------------------------------- */
 

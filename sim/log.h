@@ -103,6 +103,9 @@ int64_t af_log_rows(const af_log_t *log);
  * batches (its own thread's, off the step's path); wait_us, the time the caller waited for it
  * to finish a batch before it could hand over the next (or stop it); batches, those it wrote. */
 void af_log_writer_stats(af_log_t *log, double *busy_us, double *wait_us, int64_t *batches);
+/* The writer thread's CPU time in those batches so far, in µs (its own thread's clock): what
+ * the log takes from the cores it shares with the ranks, beside busy_us, which is wall time. */
+double af_log_writer_cpu_us(af_log_t *log);
 
 /* Flushes, links /final and /units into the file, closes; sets *log to NULL. */
 af_result_t af_log_close(af_log_t **log);

@@ -785,6 +785,7 @@ static af_result_t write_final(run_t *r, const verdict_t *v)
         AF_CHECK(af_log_attr_f64(log, "/final", "log_writer_busy_us", busy_us));
         AF_CHECK(af_log_attr_f64(log, "/final", "log_writer_wait_us", wait_us));
         AF_CHECK(af_log_attr_i64(log, "/final", "log_writer_batches", batches));
+        AF_CHECK(af_log_attr_f64(log, "/final", "log_writer_cpu_us", af_log_writer_cpu_us(log)));
     }
     /* Over every rank (each row carries the ranks' cumulative counts, summed). */
     AF_CHECK(af_log_attr_i64(log, "/final", "allocs_after_init", r->totals.allocs_after_init));

@@ -48,6 +48,21 @@ if [ "$name" = jitter ]; then
     fail "no plain statement about the 85% reduction"
   [ -s "$work/plots/tradeoff.png" ] || fail "no tradeoff.png"
 fi
+if [ "$name" = log ]; then
+  # The target is on what the log costs the run: the step thread's part and the writer thread's
+  # CPU time, each printed, and the verdict against 1%; the writer's CPU time kept raw.
+  grep -Eq "^  log cost / step time: \(log_us \+ writer CPU\) / step_us \(sum\) +[0-9.e+-]+ +target <= 0.01 +(MET|MISSED)$" \
+    "$work/stdout" || fail "no log cost against its target"
+  grep -Eq "^    the writer's share: writer CPU / step_us +[0-9.e+-]+$" "$work/stdout" ||
+    fail "no writer's share"
+  /usr/bin/python3 - "$out" <<'PY' || fail "no writer CPU time among the raw samples"
+import sys
+import h5py
+with h5py.File(sys.argv[1], "r") as f:
+    cpu = f["series"]["writer_cpu_us"][:]
+    assert cpu.shape == (1,) and cpu[0] > 0, cpu
+PY
+fi
 if [ "$name" = sdc ]; then
   # Every detector measured; abft contains every harmful corruption of the quick fleet and
   # finite none of its finite ones; the report draws containment against overhead.

@@ -35,3 +35,24 @@ af_sdc_mismatch() {
   echo "exit 3 with exit_reason '$reason', bitwise_equal '$eq', sdc_undetected_total '$sdc'"
   return 1
 }
+
+# af_python: the Python of the whole-run tests' recounts: $AGEFENCE_PYTHON, /usr/bin/python3
+# unless set (scripts/setup.sh installs h5py and numpy for it).
+# af_h5py: returns 0 when that Python imports h5py and numpy; else prints the one line that
+# says which Python lacks them and what installs them, and returns 1. A missing h5py is a
+# broken environment, not a reason to skip (exit 77) or to pass: a script runs what needs no
+# Python in any case and ends with that line and exit 1,
+#   py=$(af_python); no_h5py=$(af_h5py)
+#   ... [ -z "$no_h5py" ] && "$py" ... (the recounts)
+#   [ -z "$no_h5py" ] || { echo "$no_h5py"; exit 1; }
+af_python() {
+  echo "${AGEFENCE_PYTHON:-/usr/bin/python3}"
+}
+af_h5py() {
+  local py
+  py=$(af_python)
+  "$py" -c "import h5py, numpy" >/dev/null 2>&1 && return 0
+  echo "FAIL: h5py (or numpy) is missing for $py: scripts/setup.sh installs it" \
+    "(AGEFENCE_PYTHON names another Python)"
+  return 1
+}

@@ -1,6 +1,10 @@
 #!/usr/bin/env python3
-"""Recomputes the figures of `agefence-report --json LOG` independently with h5py and numpy
-and fails on any difference. Exit 77 (SKIP) when h5py or numpy is missing.
+"""Checks the figures of `agefence-report --json LOG` against recounts of the raw log with h5py
+and numpy (events counted by kind from /events, counters summed from /steps, interruptions
+counted from /interruptions, statistics by numpy's own percentiles) and fails on any
+difference. Where a figure comes from a model (the goodput), the model's formulas are checked
+on hand-computed cases in tests/test_report.c, and here only what the raw log says without them.
+Exit 77 (SKIP) when h5py or numpy is missing.
     report_verify.py REPORT LOG [REPORT OPTIONS...]"""
 import json
 import math
@@ -173,7 +177,8 @@ for row in ev:
         seen.add(key)
         derived.append(key)
 groups = derived
-# The run's own table (schema 5) is the same, with each row's hours those of its step.
+# The run's own table (schema 5) is the same, with each row's hours those of its step: a check
+# of the table against /events. The report's counts are then recounted from the table itself.
 if "interruptions" in f:
     table = f["interruptions"][:]
     names = f["interruptions"].attrs["cause_names"]
@@ -191,6 +196,7 @@ if "interruptions" in f:
             failures.append(f"/interruptions: step {int(r['step'])} sim_hours {r['sim_hours']}")
             break
     same("interruptions.source", get("interruptions.source"), "table")
+    groups = rows
 same("interruptions.total", get("interruptions.total"), len(groups))
 for cause in CAUSES:
     same("interruptions.by_cause." + cause, get("interruptions.by_cause." + cause),
@@ -198,57 +204,58 @@ for cause in CAUSES:
 hours = float(steps["sim_hours"][-1]) if n else float("nan")
 same("interruptions.mtbi_hours", get("interruptions.mtbi_hours"),
      hours / len(groups) if groups else None)
-# Goodput (analysis/goodput.h), the [goodput] keys from /@config.
-gp = {"step_seconds": 10.0, "checkpoint_seconds": 60.0, "restart_seconds": 600.0,
-      "shrink_seconds": 2.0, "repartition_seconds": 30.0}
+# Goodput (analysis/goodput.h). Its formulas are checked on cases computed by hand in
+# tests/test_report.c (test_goodput_formulas_match_hand_computed_cases, and the synthetic log's
+# three ratios); here only what the raw log says without them: the parameters are the [goodput]
+# keys of /@config, and what each policy's ratio must be given the recounts above.
 section = None
+gp = {}
 for line in config.splitlines():
     if line.startswith("["):
         section = line.strip("[]")
     elif section == "goodput" and " = " in line:
         k, v = line.split(" = ")
         gp[k] = float(v)
-useful = hours * 3600.0
-nint = len(groups)
-rs, rb, rbs = steps["replayed_steps"], steps["replayed_blocks"], steps["replayed_block_steps"]
-lost = float(rs.sum()) + float(np.sum(np.where(rb > 0, rbs / np.maximum(rb, 1), 0.0)))
-row = ranks["step_us"].max(axis=1)
-moved = (steps["moves_drain"] + steps["moves_restore"] + steps["moves_retry"]
-         + steps["rollbacks"]) > 0
-if (~moved).any():
-    med = float(np.percentile(row[~moved], 50))
-    if med > 0:
-        extra = row[moved] - med
-        lost += float(np.sum(extra[extra > 0]) / med)
-same("goodput.remap.lost_steps", get("goodput.remap.lost_steps"), lost)
-if useful <= 0:
-    # No service time (aging off): no ratio is defined.
-    for key in ("goodput.remap.ettr", "goodput.shrink_rebuild.ettr",
-                "goodput.checkpoint_restart.ettr"):
-        same(key, get(key), None)
-else:
-    # remap and shrink_rebuild recover hardware losses in place and keep checkpoints, at
-    # Young's interval, for the job-level interruptions alone; checkpoint_restart for all.
-    def ckpt(k):
-        """Checkpoints' cost for k interruptions, and their interval."""
-        if k == 0:
-            return 0.0, 0.0
-        tau = math.sqrt(2.0 * gp["checkpoint_seconds"] * useful / k)
-        cost = (useful * gp["checkpoint_seconds"] / tau if tau > 0 else 0.0) \
-            + k * (tau / 2.0 + gp["restart_seconds"])
-        return cost, tau
-    njob = sum(1 for g in groups if g[1] in JOB)
-    jcost, jtau = ckpt(njob)
-    same("goodput.job_checkpoint_interval_s", get("goodput.job_checkpoint_interval_s"), jtau)
-    same("goodput.remap.ettr", get("goodput.remap.ettr"),
-         useful / (useful + lost * gp["step_seconds"] + jcost))
-    same("goodput.shrink_rebuild.ettr", get("goodput.shrink_rebuild.ettr"),
-         useful / (useful + (nint - njob) * (gp["shrink_seconds"] + gp["repartition_seconds"]
-                                             + gp["step_seconds"]) + jcost))
-    cost, tau = ckpt(nint)
-    same("goodput.checkpoint_restart.interval_s", get("goodput.checkpoint_restart.interval_s"), tau)
-    same("goodput.checkpoint_restart.ettr", get("goodput.checkpoint_restart.ettr"),
-         useful / (useful + cost))
+for k, v in gp.items():
+    same("goodput.params." + k, get("goodput.params." + k), v)
+njob = sum(1 for g in groups if g[1] in JOB)
+rs, rb = steps["replayed_steps"], steps["replayed_blocks"]
+replayed_rows = int((rb > 0).sum())
+lost = get("goodput.remap.lost_steps")
+quiet = not ((steps["moves_drain"] > 0) | (steps["moves_restore"] > 0)
+             | (steps["moves_retry"] > 0) | (steps["rollbacks"] > 0) | (rs > 0) | (rb > 0)).any()
+# Every step the fleet replayed is lost, and a step that replayed blocks alone lost at least
+# one step (each of its blocks replayed one or more); a run with no move, rollback or replay
+# lost nothing.
+if quiet:
+    same("goodput.remap.lost_steps (nothing moved or replayed)", lost, 0.0, 0)
+elif lost is None or lost < int(rs.sum()) + replayed_rows:
+    failures.append(f"goodput.remap.lost_steps: {lost!r}, below the {int(rs.sum())} steps "
+                    f"replayed and {replayed_rows} steps of blocks replayed alone")
+for key in ("goodput.remap.ettr", "goodput.shrink_rebuild.ettr",
+            "goodput.checkpoint_restart.ettr"):
+    e = get(key)
+    if not hours > 0:
+        same(key + " (no service time)", e, None)  # aging off: no ratio is defined
+    elif e is None or not 0 < e <= 1:
+        failures.append(f"{key}: {e!r}, not in (0, 1]")
+if hours > 0 and all(v > 0 for v in gp.values()):
+    # A policy with nothing to pay has the ratio 1; one with a loss is below it (every cost
+    # positive).
+    for key, free in (("goodput.remap.ettr", lost == 0 and njob == 0),
+                      ("goodput.shrink_rebuild.ettr", not groups),
+                      ("goodput.checkpoint_restart.ettr", not groups)):
+        e = get(key)
+        if e is not None and (e == 1.0) != free:
+            failures.append(f"{key}: {e!r} with {len(groups)} interruptions ({njob} job-level)"
+                            f" and {lost!r} steps lost")
+    # Checkpoints only where interruptions call for them: remap's and shrink_rebuild's for the
+    # job-level ones, checkpoint_restart's for all.
+    for key, k in (("goodput.job_checkpoint_interval_s", njob),
+                   ("goodput.checkpoint_restart.interval_s", len(groups))):
+        iv = get(key)
+        if iv is None or (iv > 0) != (k > 0) or iv < 0:
+            failures.append(f"{key}: {iv!r} for {k} interruptions")
 # The record beside the run (analysis/record.h): its counts scaled to the run's hours, the run's
 # counts and their exact Garwood 95% intervals (scipy's chi-square quantiles, when scipy is here).
 RECORDS = {"llama3-405b": (1296.0, {"sudden": 19, "device": 171, "node": 46, "software": 54,

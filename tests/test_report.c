@@ -612,15 +612,30 @@ static void test_figures_of_a_known_log(void **state)
     assert_int_equal(s->intr_by_cause[AF_INTR_sdc], 1);
     assert_int_equal(s->intr_job, 2);
     NEAR(s->mtbi_hours, 200.0 / 7.0);
-    /* goodput: shrink_rebuild pays its shrink for the 5 hardware losses and checkpoints for
-     * the 2 job-level ones (analysis/goodput.h) */
-    {
-        af_goodput_params_t p;
-        af_goodput_defaults(&p);
-        double jt = 0;
-        NEAR(s->ettr_shrink, af_goodput_shrink(200.0 * 3600.0, 5, 2, &p, &jt));
-        NEAR(s->job_interval_s, sqrt(2.0 * 60.0 * 200.0 * 3600.0 / 2.0));
-    }
+    /* goodput (analysis/goodput.h, the default [goodput] keys: step 10 s, checkpoint 60 s,
+     * restart 600 s, shrink 2 s, repartition 30 s), by hand. Useful time T = 200 h = 720,000 s.
+     * The 2 job-level interruptions: tau = sqrt(2 x 60 x 720,000 / 2) = sqrt(43,200,000) =
+     * 6,572.6707 s; checkpoints 720,000 x 60 / 6,572.6707 = 6,572.6707 s, and per interruption
+     * half an interval and a restart, 2 x (3,286.3353 + 600) = 7,772.6707 s: 14,345.3414 s.
+     * shrink_rebuild: the 5 hardware losses x (2 + 30 + 10) = 210 s, so
+     *   ETTR = 720,000 / (720,000 + 210 + 14,345.3414) = 720,000 / 734,555.3414 = 0.98018483.
+     * remap: lost steps = the 2 steps the rollback replayed (no block replayed alone) plus the
+     * steps with moves (rows 3, 10, 15) above the quiet rows' median: the quiet rows' maxima
+     * over ranks are rank 1's 200 + r for the 17 rows r not in {3, 10, 15}, whose median (the
+     * 9th) is r = 9's 209 us; row 3 (203) is under it, row 10 (210) is 1 us over, row 15 (rank
+     * 0's 5000) 4,791 us over: 2 + (1 + 4,791) / 209 = 24.928230 steps of 10 s, so
+     *   ETTR = 720,000 / (720,000 + 249.28230 + 14,345.3414) = 720,000 / 734,594.6237.
+     * checkpoint_restart, all 7 alike: tau = sqrt(2 x 60 x 720,000 / 7) = 3,513.2403 s; the
+     * checkpoints cost 720,000 x 60 / tau = 7 tau / 2 and the losses 7 (tau / 2 + 600), so
+     *   wall = 720,000 + 7 x 3,513.2403 + 4,200 = 748,792.6818 s, ETTR = 0.96154786. */
+    NEAR(s->job_interval_s, 6572.670690061994);
+    NEAR(s->ettr_shrink, 720000.0 / 734555.341380124);
+    assert_true(fabs(s->ettr_shrink - 0.98018483) < 1e-8);
+    NEAR(s->remap_lost_steps, 24.928229665071772);
+    NEAR(s->ettr_remap, 720000.0 / 734594.6236767747);
+    NEAR(s->checkpoint_interval_s, 3513.2402626147195);
+    NEAR(s->ettr_checkpoint, 720000.0 / 748792.681838303);
+    assert_true(fabs(s->ettr_checkpoint - 0.96154786) < 1e-8);
     assert_int_equal(s->allocs_after_init, 0);
     /* latency: bands 0-10% (rows 0-4), 10-20% (5-9), 50-60% (10-14), >=85% (15-19) */
     const int64_t band_steps[AF_NBANDS] = {5, 5, 0, 0, 0, 5, 0, 0, 0, 5};
@@ -1446,9 +1461,10 @@ static void test_goodput_formulas_match_hand_computed_cases(void **state)
     assert_true(fabs(e - 3.6e6 / (3.6e6 + 500.0 + ck)) < 1e-12);
     e = af_goodput_shrink(3.6e6, 75, 25, &p, &jt);
     assert_true(fabs(e - 3.6e6 / (3.6e6 + 75.0 * 42.0 + ck)) < 1e-12);
-    /* ... and those alone cost shrink_rebuild what they cost checkpoint_restart. */
-    assert_true(fabs(af_goodput_shrink(3.6e6, 0, 25, &p, &jt) -
-                     af_goodput_checkpoint(3.6e6, 25, &p, &tau)) < 1e-15);
+    /* ... and those alone cost shrink_rebuild what they cost checkpoint_restart: 3.6e6 /
+     * (3.6e6 + 51,961.52 + 66,961.52) = 3.6e6 / 3,718,923.05 = 0.96802218. */
+    assert_true(fabs(af_goodput_shrink(3.6e6, 0, 25, &p, &jt) - 0.9680221809097216) < 1e-15);
+    assert_true(fabs(af_goodput_checkpoint(3.6e6, 25, &p, &tau) - 0.9680221809097216) < 1e-15);
     /* No interruption: no checkpoint needed, nothing lost. */
     assert_true(af_goodput_checkpoint(3.6e6, 0, &p, &tau) == 1.0 && tau == 0.0);
     assert_true(af_goodput_shrink(3.6e6, 0, 0, &p, &jt) == 1.0 && jt == 0.0);
