@@ -200,13 +200,9 @@ static void cap_advance(cap_t *c, double t)
 static double cap_next(const cap_t *c)
 {
     const af_replay_timeline_t *tl = c->tl;
-    double next = INFINITY;
-    for (int64_t i = c->i_loss; i < tl->n_intr; ++i) {
-        if (tl->intr[i].kind == AF_REPLAY_HARDWARE) {
-            next = tl->intr[i].t_s;
-            break;
-        }
-    }
+    /* cap_advance leaves the loss cursor on the next hardware loss (it steps over job-level
+     * interruptions), so this is O(1). */
+    double next = c->i_loss < tl->n_intr ? tl->intr[c->i_loss].t_s : INFINITY;
     /* The return cursor waits at a loss with a spare (cap_advance stops only there); losses it
      * has not reached yet come later. */
     if (c->i_back < c->i_loss) {

@@ -224,6 +224,30 @@ static void test_interrupted_write_and_restart(void **state)
     EQ(r.checkpointed_s, 800.0);
 }
 
+/* remap and shrink_rebuild, a job-level interruption at 100 and a hardware loss at 120, in the
+ * restart (100-150, R = 50): the restart starts again and ends at 170, not 150; no replica, no
+ * checkpoint, 4 devices, no spare. Work 0-100 lost; from 170 at 3/4 to 300: 97.5 (capacity
+ * 32.5); restarts 20 + 50; 97.5 + 100 + 32.5 + 70 = 300. */
+static void test_hardware_loss_during_a_restart_restarts_it(void **state)
+{
+    (void)state;
+    af_replay_intr_t x[2] = {{100.0, AF_REPLAY_JOB, 0, -1}, {120.0, AF_REPLAY_HARDWARE, 1, 0}};
+    af_replay_timeline_t tl = timeline(300.0, 4, x, 2);
+    af_replay_params_t p;
+    af_replay_defaults(&p);
+    p.restart_s = 50.0;
+    p.tau_s = INFINITY;
+    p.rho_s = INFINITY;
+    for (int pol = AF_REPLAY_REMAP; pol <= AF_REPLAY_SHRINK_REBUILD; ++pol) {
+        af_replay_result_t r = run(&tl, &p, (af_replay_policy_t)pol);
+        EQ(r.useful_s, 97.5);
+        EQ(r.lost_s, 100.0);
+        EQ(r.restart_time_s, 70.0);
+        EQ(r.capacity_loss_s, 32.5);
+        EQ(r.recover_time_s, 0.0);
+    }
+}
+
 /* One history, the three policies worked by hand. W = 1000, 4 devices, 2 a node, one spare node
  * (2 devices) that takes a lost device's place after 100 s. delta = 10, R = 50, tau = 200;
  * replicas of 5 s every 50 s of work (remap); detect 2 + remap 8; shrink 4 + repartition 16;
@@ -566,6 +590,7 @@ int main(void)
         cmocka_unit_test(test_daly_ratio_2),
         cmocka_unit_test(test_no_interruption),
         cmocka_unit_test(test_interrupted_write_and_restart),
+        cmocka_unit_test(test_hardware_loss_during_a_restart_restarts_it),
         cmocka_unit_test(test_scripted_history_by_hand),
         cmocka_unit_test(test_capacity_pace_and_spares),
         cmocka_unit_test(test_search_beats_young_and_daly),
