@@ -131,18 +131,18 @@ static af_result_t validate(const af_replay_timeline_t *tl, const af_replay_para
 }
 
 /* The capacity of the fleet over time, the same for every policy: two cursors over the hardware
- * losses (one applies each loss at its time, one gives back the spares it drew replace_s later)
- * and one over the pace series. It only moves forward; every change costs O(1). */
+ * losses (one takes each loss's devices out at its time; one gives back, replace_s later, the
+ * spares that loss drew: the losses draw in their order, so that cursor counts the draws itself)
+ * and one over the pace series. It only moves forward; each change costs O(1) amortised. */
 typedef struct cap {
     const af_replay_timeline_t *tl;
     double replace_s;
-    int64_t i_loss;      /* the next interruption the loss cursor looks at */
-    int64_t i_back;      /* the next interruption the return cursor looks at */
-    int64_t spares_loss; /* spare devices left, as the loss cursor has drawn them */
-    int64_t spares_back; /* the same count, replayed by the return cursor to know each draw */
-    int64_t out;         /* devices out of service now */
-    int returned;        /* a spare has come back: the run's placement no longer applies */
-    int64_t i_pace;      /* the next pace point */
+    int64_t i_loss; /* the next interruption the loss cursor looks at */
+    int64_t i_back; /* the next interruption the return cursor looks at */
+    int64_t spares; /* spare devices not drawn yet by the losses the return cursor passed */
+    int64_t out;    /* devices out of service now */
+    int returned;   /* a spare has come back: the run's placement no longer applies */
+    int64_t i_pace; /* the next pace point */
     double pace;
 } cap_t;
 
@@ -151,8 +151,7 @@ static void cap_init(cap_t *c, const af_replay_timeline_t *tl, const af_replay_p
     memset(c, 0, sizeof *c);
     c->tl = tl;
     c->replace_s = p->replace_s;
-    c->spares_loss = p->spare_nodes * p->devices_per_node;
-    c->spares_back = c->spares_loss;
+    c->spares = p->spare_nodes * p->devices_per_node;
     c->pace = 1.0;
 }
 
@@ -172,7 +171,6 @@ static void cap_advance(cap_t *c, double t)
             if (x->t_s > t) {
                 break;
             }
-            c->spares_loss -= spare_draw(x->devices_lost, c->spares_loss);
             c->out += x->devices_lost;
         }
         c->i_loss++;
@@ -180,11 +178,11 @@ static void cap_advance(cap_t *c, double t)
     while (c->i_back < c->i_loss) {
         const af_replay_intr_t *x = &tl->intr[c->i_back];
         if (x->kind == AF_REPLAY_HARDWARE) {
-            int64_t s = spare_draw(x->devices_lost, c->spares_back);
+            int64_t s = spare_draw(x->devices_lost, c->spares);
             if (s > 0 && x->t_s + c->replace_s > t) {
                 break;
             }
-            c->spares_back -= s;
+            c->spares -= s;
             c->out -= s;
             c->returned |= s > 0;
         }

@@ -334,10 +334,10 @@ static void test_scripted_history_by_hand(void **state)
 }
 
 /* Capacity: remap follows the run's pace series while no spare has come back; shrink keeps the
- * devices-left ratio; a spare that comes back restores throughput 1. W = 300, 4 devices, a loss
- * of one at 120; replicas of 0 s every 50 s of work, no checkpoint; the pace falls to 1/2 at 120.
- *   remap, no spare: at 120 back to the replica of 100 (20 lost), recover 10 to 130; at 1/2 the
- *     50 s of work to the next replica take 100 s (230), 70 s more give 35: useful 185.
+ * devices-left ratio; a spare that comes back restores throughput 1; spares run out. W = 300, 4
+ * devices, a loss of one at 120; replicas of 0 s every 50 s of work, no checkpoint; the pace falls
+ * to 1/2 at 120. remap, no spare: at 120 back to the replica of 100 (20 lost), recover 10 to 130;
+ * at 1/2 the 50 s of work to the next replica take 100 s (230), 70 s more give 35: useful 185.
  *   shrink, no spare: 6 lost (P = 114), recover 20 to 140, 160 s at 3/4 give 120: useful 234.
  *   remap, a spare after 50 s (back at 170): 40 s at 1/2 give 20 (P = 120), then at 1 the 30
  *     to the replica by 200 and 100 more: useful 250. */
@@ -373,6 +373,18 @@ static void test_capacity_pace_and_spares(void **state)
     r = run(&tl, &p, AF_REPLAY_REMAP);
     EQ(r.useful_s, 250.0);
     EQ(r.capacity_loss_s, 20.0);
+
+    /* Spares run out: one spare, losses of one device at 120 and 200, W = 400, shrink. At 120
+     * the step in flight (6) is lost, P = 114, recover to 140; at 3/4 to 170 (the spare is
+     * back): 22.5; at 1 to 200: 30, P = 166.5; at 200 6 lost, recover to 220, and no spare is
+     * left: 180 s at 3/4 give 135: useful 295.5, capacity 7.5 + 45. */
+    af_replay_intr_t y[2] = {{120.0, AF_REPLAY_HARDWARE, 1, 0}, {200.0, AF_REPLAY_HARDWARE, 1, 1}};
+    af_replay_timeline_t tl2 = timeline(400.0, 4, y, 2);
+    r = run(&tl2, &p, AF_REPLAY_SHRINK_REBUILD);
+    EQ(r.useful_s, 295.5);
+    EQ(r.lost_s, 12.0);
+    EQ(r.capacity_loss_s, 52.5);
+    EQ(r.recover_time_s, 40.0);
 }
 
 /* The searched interval is never worse than Young's or Daly's on the same history, for the
