@@ -36,11 +36,11 @@ void af_jobintr_init(af_jobintr_t *j, const af_config_t *cfg, int64_t devices)
     memset(j, 0, sizeof *j);
     j->seed = (uint64_t)cfg->seed;
     j->devices_per_node = cfg->devices_per_node > 0 ? cfg->devices_per_node : 1;
+    /* Nodes: the last one may hold fewer devices (ceil). */
+    const int64_t nodes = (devices + j->devices_per_node - 1) / j->devices_per_node;
     for (int i = 0; i < AF_JOBINTR_NDRAWN; ++i) {
         int g = af_intr_grain[AF_INTR_FIRST_JOB + i];
-        j->members[i] = g == AF_GRAIN_DEVICE ? devices
-                        : g == AF_GRAIN_NODE ? devices / j->devices_per_node
-                                             : 1;
+        j->members[i] = g == AF_GRAIN_DEVICE ? devices : g == AF_GRAIN_NODE ? nodes : 1;
         j->next_h[i] = next_time(j, cfg, i, 0.0);
         j->any |= isfinite(j->next_h[i]);
     }

@@ -14,6 +14,10 @@
  * Step s takes every interruption with t_k <= hours(s) = s x sim_hours_per_step (the clock of
  * the aging model) not taken before, after the scripted interrupt events of s in their order.
  *
+ * The members are the job (1), the nodes, ceil(devices / devices_per_node) of them (a trailing
+ * node of fewer devices is a node all the same: the rates are per node-hour, so it is struck as
+ * often as a full one), or the devices.
+ *
  * Device memory (HBM) errors, cause hbm (aging.hbm_rate_per_hour per device-hour, and the
  * scripted reset_device events), are drawn here the same way, after the job-level causes: an
  * HBM error recurs on a device that lives on, so it is a Poisson process like them, not a

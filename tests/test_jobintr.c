@@ -1,6 +1,6 @@
 /* Unit tests of sim/jobintr: job-level interruptions drawn from the seed as Poisson processes
- * at their grain (the job, a node, a device), the scripted ones at their step, and the step's
- * fixed buffer. */
+ * at their grain (the job, a node, a device; a trailing node of fewer devices among them), the
+ * scripted ones at their step, and the step's fixed buffer. */
 #include "sim/jobintr.h"
 
 #include <stdarg.h>
@@ -18,7 +18,11 @@ static af_jobintr_hit_t hits[AF_JOBINTR_MAX_STEP];
 
 static void load(const char *const *sets, int n)
 {
-    assert_int_equal(af_config_load(&cfg, NULL, sets, n, err, sizeof err), AF_OK);
+    af_result_t rc = af_config_load(&cfg, NULL, sets, n, err, sizeof err);
+    if (rc != AF_OK) {
+        print_error("%s\n", err);
+    }
+    assert_int_equal(rc, AF_OK);
 }
 
 /* The default scenario has none: every step is empty, however long the run. */
@@ -85,6 +89,67 @@ static void test_counts_follow_the_rates_and_spread_over_the_grain(void **state)
     assert_int_equal(count[AF_INTR_network] + count[AF_INTR_nccl_watchdog] +
                          count[AF_INTR_dependency] + count[AF_INTR_hbm],
                      0);
+}
+
+/* A fleet whose devices do not divide by devices_per_node: its last node, of fewer devices, is
+ * a node all the same (ceil(devices / devices_per_node) of them). The node-grain rates are per
+ * node-hour, so it is struck as often as a full node; the device-grain ones are per
+ * device-hour, so each of its devices is struck as often as any other, and the node takes its
+ * devices' share of them (2 of 10 here). Counts within 5 standard deviations of their means. */
+static void test_a_trailing_partial_node_is_struck_like_a_full_one(void **state)
+{
+    (void)state;
+    const char *sets[] = {
+        "scenario.devices_per_node=4",          "aging.sim_hours_per_step=1",
+        "interrupt.network_per_node_hour=0.01", "interrupt.nic_per_node_hour=0.005",
+        "interrupt.sdc_per_device_hour=0.002",  "aging.hbm_rate_per_hour=0.002"};
+    load(sets, 6);
+    const int64_t D = 10; /* nodes 0 and 1 of 4 devices, node 2 of 2 */
+    const int64_t steps = 200000;
+    af_jobintr_t j;
+    af_jobintr_init(&j, &cfg, D);
+    int64_t count[AF_NINTR] = {0};
+    int64_t per_node[AF_NINTR][3] = {{0}};
+    int64_t per_device[AF_NINTR][10] = {{0}};
+    for (int64_t s = 1; s <= steps; ++s) {
+        int n = af_jobintr_step(&j, &cfg, s, hits, AF_JOBINTR_MAX_STEP);
+        for (int i = 0; i < n; ++i) {
+            const af_jobintr_hit_t *x = &hits[i];
+            assert_true(x->node >= 0 && x->node < 3);
+            count[x->cause]++;
+            per_node[x->cause][x->node]++;
+            if (af_intr_grain[x->cause] == AF_GRAIN_NODE) {
+                assert_int_equal(x->device, -1);
+            } else {
+                assert_true(x->device >= 0 && x->device < D);
+                assert_int_equal(x->node, x->device / 4);
+                per_device[x->cause][x->device]++;
+            }
+        }
+    }
+    const int node_causes[] = {AF_INTR_network, AF_INTR_nic};
+    const double node_rates[] = {0.01, 0.005};
+    for (int k = 0; k < 2; ++k) {
+        int c = node_causes[k];
+        double want = node_rates[k] * 3.0 * (double)steps;
+        assert_true(fabs((double)count[c] - want) < 5.0 * sqrt(want));
+        double share = (double)count[c] / 3.0;
+        for (int node = 0; node < 3; ++node) {
+            assert_true(fabs((double)per_node[c][node] - share) < 5.0 * sqrt(share));
+        }
+    }
+    const int device_causes[] = {AF_INTR_sdc, AF_INTR_hbm};
+    for (int k = 0; k < 2; ++k) {
+        int c = device_causes[k];
+        double want = 0.002 * (double)D * (double)steps;
+        assert_true(fabs((double)count[c] - want) < 5.0 * sqrt(want));
+        double share = (double)count[c] / (double)D;
+        for (int d = 0; d < D; ++d) {
+            assert_true(fabs((double)per_device[c][d] - share) < 5.0 * sqrt(share));
+        }
+        double last = (double)count[c] * 2.0 / (double)D;
+        assert_true(fabs((double)per_node[c][2] - last) < 5.0 * sqrt(last));
+    }
 }
 
 /* The history is the seed's alone: a second model gives the same interruptions, and the
@@ -306,6 +371,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_no_rate_and_no_event_makes_no_interruption),
         cmocka_unit_test(test_counts_follow_the_rates_and_spread_over_the_grain),
+        cmocka_unit_test(test_a_trailing_partial_node_is_struck_like_a_full_one),
         cmocka_unit_test(test_the_same_seed_gives_the_same_history_at_any_step_length),
         cmocka_unit_test(test_scripted_interruptions_come_first_at_their_step),
         cmocka_unit_test(test_a_full_step_defers_the_rest_to_the_next_steps),
