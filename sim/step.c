@@ -768,12 +768,14 @@ static void plan(af_run_state_t *r, int64_t n_model)
         nc = stragglers(r, nc);
     }
     nc = declare_suspects(r, nc);
-    /* The step's interruptions, drawn alike on every rank. A memory reset (cause hbm) restores
-     * every block of its device in place, first in the plan, so that a drain of such a block
-     * later in the list reads its restored state, and a block a restore or drain brings to the
-     * device this step keeps what it brings. A device reset twice in a step is restored once. */
-    r->n_hits =
-        af_jobintr_step(&r->jobintr, &r->cfg, r->tick, r->jobintr_hits, AF_JOBINTR_MAX_STEP);
+    /* The step's interruptions, drawn alike on every rank, over the members that live after
+     * the step's changes (unit_state is the fleet's, the same on every rank): dead hardware
+     * interrupts nothing. A memory reset (cause hbm) restores every block of its device in
+     * place, first in the plan, so that a drain of such a block later in the list reads its
+     * restored state, and a block a restore or drain brings to the device this step keeps what
+     * it brings. A device reset twice in a step is restored once. */
+    r->n_hits = af_jobintr_step(&r->jobintr, &r->cfg, r->tick, r->unit_state, r->U, r->jobintr_hits,
+                                AF_JOBINTR_MAX_STEP);
     int64_t nr = 0;
     for (int i = 0; i < r->n_hits; ++i) {
         const af_jobintr_hit_t *x = &r->jobintr_hits[i];

@@ -6,6 +6,8 @@
 # no block moved by them, the scripted ones at their step, cause and place, and the report's
 # counts by cause equal to a recount of /events (tests/report_verify.py; without h5py the script
 # fails, after the rest).
+# Then a node and a device killed under high node and device rates: no interruption on them
+# after their death, the same on 1 and 3 ranks.
 # A bad rate is one line naming its key, exit 2 (run as a singleton, so that only agefence
 # speaks).
 set -uo pipefail
@@ -69,6 +71,52 @@ assert len(rows) > 8, len(rows)
 PY
   "$py" "$here/report_verify.py" "$report" "$log" || fail "figures differ from numpy"
 fi
+# Dead hardware interrupts nothing (sim/jobintr.h): node 1 (devices 2 and 3) killed at step 10
+# and device 6 at step 20, then every node- and device-grain cause at rates that strike the
+# dead ones often (a third of the draws), and scripted interrupts at step 30 on dead device 6
+# and dead node 1 (dropped) and on live device 7 (kept); on 1 and 3 ranks: the same log, and in
+# /interruptions (read with h5dump, no h5py needed) the kills' rows, no job-level or hbm row on
+# a dead member from its death on, some on live ones after it, and the report's count equal to
+# the table's.
+dead=(-c "$fixture" --set scenario.steps=80 --set scenario.devices_per_node=2
+      --set aging.sim_hours_per_step=10 --set interrupt.software_per_hour=0.01
+      --set interrupt.network_per_node_hour=0.01 --set interrupt.nic_per_node_hour=0.01
+      --set interrupt.sdc_per_device_hour=0.005 --set aging.hbm_rate_per_hour=0.002
+      --set event.1.step=10 --set event.1.action=kill_node --set event.1.node=1
+      --set event.2.step=20 --set event.2.action=kill_device --set event.2.device=6
+      --set event.3.step=30 --set event.3.action=interrupt --set event.3.cause=sdc
+      --set event.3.device=6 --set event.4.step=30 --set event.4.action=interrupt
+      --set event.4.cause=nic --set event.4.node=1 --set event.5.step=30
+      --set event.5.action=interrupt --set event.5.cause=sdc --set event.5.device=7)
+command -v h5dump >/dev/null || fail "h5dump (hdf5-tools, scripts/setup.sh) is not on PATH"
+for np in 1 3; do
+  "$mpiexec" -n "$np" --oversubscribe "$agefence" run -q -o "$work/dead_np$np.h5" "${dead[@]}" \
+    >"$work/dead_np$np.out" 2>&1 || { cat "$work/dead_np$np.out" >&2; fail "dead, np=$np: exit $?"; }
+  "$report" --check "$work/dead_np$np.h5" >/dev/null || fail "dead, np=$np: the log breaks the schema"
+  why=$(af_clean_run "$report" "$work/dead_np$np.h5") || fail "$why"
+  [ "$("$report" --attr /final bitwise_equal "$work/dead_np$np.h5")" = 1 ] ||
+    fail "dead, np=$np: not bitwise equal to the reference"
+done
+"$report" --same "$work/dead_np1.h5" "$work/dead_np3.h5" || fail "dead: 1 and 3 ranks differ"
+# /interruptions, a row a line: step sim_hours cause device node (h5dump -o writes the data alone).
+h5dump -d /interruptions -y -w 0 -o "$work/dead_rows.txt" "$work/dead_np3.h5" >/dev/null ||
+  fail "h5dump cannot read /interruptions"
+grep -oE -- '-?[0-9][0-9.eE+-]*' "$work/dead_rows.txt" | paste - - - - - >"$work/dead_rows.tsv"
+nrows=$(wc -l <"$work/dead_rows.tsv")
+# The kills' own rows (cause 2, scripted: one per device), and the scripted sdc on device 7.
+for want in "10 2 2 1" "10 2 3 1" "20 2 6 3" "30 9 7 3"; do
+  awk -v w="$want" '$1 " " $3 " " $4 " " $5 == w { n++ } END { exit n != 1 }' \
+    "$work/dead_rows.tsv" || fail "dead: not one /interruptions row (step cause device node) $want"
+done
+on_dead=$(awk '$3 >= 5 && $3 <= 11 && (($5 == 1 && $1 >= 10) || ($4 == 6 && $1 >= 20))' \
+  "$work/dead_rows.tsv")
+[ -z "$on_dead" ] || fail "interruptions on dead hardware (step sim_hours cause device node): $on_dead"
+on_live=$(awk '$3 >= 5 && $3 <= 11 && $1 > 30 && ($4 >= 0 || $5 >= 0)' "$work/dead_rows.tsv" |
+  wc -l)
+[ "$on_live" -ge 10 ] || fail "dead: $on_live node- or device-grain interruptions after step 30"
+"$report" "$work/dead_np3.h5" >"$work/dead_report.txt" || fail "dead: the report"
+grep -q "^  interrupted  $nrows times" "$work/dead_report.txt" ||
+  fail "dead: the report does not count the table's $nrows interruptions"
 # The preset names its record: the report sets the first 3 days beside it, scaled (72 of
 # 1,296 hours), and numpy (and scipy's chi-square, when there) recount it; --record overrides.
 "$mpiexec" -n 2 --oversubscribe "$agefence" run -q -o "$work/preset.h5" \
