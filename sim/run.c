@@ -6,6 +6,7 @@
 #include "run.h"
 
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -438,6 +439,33 @@ static void progress(run_t *r, int64_t step, double t_start)
     double el = (now - t_start) * 1e-6;
     fprintf(stderr, "\ragefence: step %lld/%lld  %.1f s  %.0f steps/s   ", (long long)step,
             (long long)r->cfg.steps, el, el > 0 ? (double)step / el : 0.0);
+    fflush(stderr);
+}
+
+/* Says at once (before the final check, which a launcher's SIGKILL may cut short) what stopped
+ * the run and what comes next. Under Open MPI's ending of the job, says how long it waits
+ * before its SIGKILL: the clean stop has to end within it. */
+static void stop_notice(const run_t *r)
+{
+    int sig = af_stop_signal();
+    const char *what = sig == SIGINT    ? "SIGINT"
+                       : sig == SIGTERM ? "SIGTERM"
+                       : sig == SIGCONT ? "mpirun ending the job"
+                                        : "a signal to another rank";
+    fprintf(stderr,
+            "agefence: stopped by a signal (%s) after step %lld; checking the state "
+            "against the serial reference, then closing the log\n",
+            what, (long long)r->tick);
+    if (sig == SIGCONT) {
+        /* Open MPI passes its MCA settings on to the ranks' environment; 1 s is its default. */
+        const char *t = getenv("OMPI_MCA_odls_base_sigkill_timeout");
+        long grace = t != NULL && t[0] != '\0' ? strtol(t, NULL, 10) : 1;
+        fprintf(stderr,
+                "agefence: mpirun sends SIGKILL %ld s after its SIGCONT (2 x "
+                "odls_base_sigkill_timeout): a longer final check is cut short (mpirun --mca "
+                "odls_base_sigkill_timeout SECONDS gives it more)\n",
+                2 * grace);
+    }
     fflush(stderr);
 }
 
@@ -1077,6 +1105,9 @@ int af_run_in_world(const af_run_opts_t *opts, const af_world_t *world)
     double wall_s = (af_now_us() - t_start) * 1e-6;
     if (r->progress) {
         fprintf(stderr, "\n");
+    }
+    if (r->stop_signal && r->world.rank == 0) {
+        stop_notice(r);
     }
 
     verdict_t v = {"completed", AF_EXIT_OK, 0, 0, 0, 0, 0, 0};
