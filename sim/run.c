@@ -491,9 +491,10 @@ static void progress(run_t *r, int64_t step, double t_start)
     r->progress_shown = 1;
     r->progress_last_us = now;
     double pct = r->cfg.steps > 0 ? 100.0 * (double)step / (double)r->cfg.steps : 100.0;
-    fprintf(stderr, "%sagefence: step %lld/%lld (%.1f%%)  %.1f s  %.0f steps/s  ETA %s%s",
+    /* A slow run's rate keeps its digits: "0.35 steps/s", not "0 steps/s". */
+    fprintf(stderr, "%sagefence: step %lld/%lld (%.1f%%)  %.1f s  %.*f steps/s  ETA %s%s",
             r->progress == AF_PROGRESS_REPAINT ? "\r" : "", (long long)step,
-            (long long)r->cfg.steps, pct, el, rate, t_eta,
+            (long long)r->cfg.steps, pct, el, rate >= 10 ? 0 : 2, rate, t_eta,
             r->progress == AF_PROGRESS_REPAINT ? "   " : "\n");
     fflush(stderr);
 }

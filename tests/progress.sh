@@ -17,7 +17,7 @@ rm -rf "$work" && mkdir -p "$work"
 cd "$work" || exit 1
 fail() { echo "FAIL: $*" >&2; exit 1; }
 steps=400
-line_re="^agefence: step [0-9]+/$steps \([0-9.]+%\)  [0-9.]+ s  [0-9]+ steps/s  ETA [0-9.]+ (s|min|h)\$"
+line_re="^agefence: step [0-9]+/$steps \([0-9.]+%\)  [0-9.]+ s  [0-9.]+ steps/s  ETA [0-9.]+ (s|min|h)\$"
 run() { # run NAME ARGS...: two ranks of the default scenario, $steps steps
   local name=$1
   shift
