@@ -95,8 +95,10 @@ for sig in INT TERM; do
     fail "SIG$sig to mpirun: the ranks did not take mpirun's ending of the job as the stop request"
   grep -q "the log is complete up to it" "$work/mpirun-$sig.err" ||
     fail "SIG$sig to mpirun: the stop did not finish (killed before the log was closed?)"
-  grep -q "^  exit reason    signal$" "$work/mpirun-$sig.out" && grep -q "^  verdict" "$work/mpirun-$sig.out" ||
-    fail "SIG$sig to mpirun: no summary on stdout"
+  grep -q "^  exit reason    signal$" "$work/mpirun-$sig.out" ||
+    fail "SIG$sig to mpirun: no summary on stdout (or not exit reason signal)"
+  grep -q "^  verdict        FAIL$" "$work/mpirun-$sig.out" ||
+    fail "SIG$sig to mpirun: the summary has no verdict line"
   "$report" --check "$mlog" || fail "SIG$sig to mpirun: the log is not valid"
   [ "$("$report" --attr /final exit_reason "$mlog")" = signal ] || fail "SIG$sig to mpirun: exit_reason is not signal"
   [ "$("$report" --attr /final exit_code "$mlog")" = 5 ] || fail "SIG$sig to mpirun: /final@exit_code is not 5"
