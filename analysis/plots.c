@@ -80,6 +80,29 @@ int af_plots_check_env(FILE *msg)
     return 0;
 }
 
+int af_plots_check_dir(const char *dir, FILE *msg)
+{
+    struct stat st;
+    const char *why = NULL;
+    if (stat(dir, &st) != 0) {
+        if (errno != ENOENT) {
+            why = strerror(errno);
+        } else if (mkdir(dir, 0777) != 0) {
+            why = errno == ENOENT ? "cannot create it: its parent folder does not exist"
+                                  : strerror(errno);
+        }
+    } else if (!S_ISDIR(st.st_mode)) {
+        why = "not a folder";
+    } else if (access(dir, W_OK | X_OK) != 0) {
+        why = "the folder is not writable";
+    }
+    if (why == NULL) {
+        return 0;
+    }
+    fprintf(msg, "agefence-report: --plots %s: %s\n", dir, why);
+    return -1;
+}
+
 /* The script into out: $AGEFENCE_PLOTS_PY, else plots.py beside the executable (a build tree:
  * the build copies it there), else AF_PLOTS_REL from the executable's directory (an
  * installation, wherever its prefix was moved). Returns 1, or 0 with the reason in why. */

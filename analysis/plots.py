@@ -322,7 +322,7 @@ def jitter_rows(f):
 
 
 def tradeoff(path, out, written):
-    f = h5py.File(path, "r")
+    f = open_log(path)
     rows = jitter_rows(f)
     if not rows or rows[0][0] != "off":
         skip("tradeoff.png", "no samples of pacing off")
@@ -368,7 +368,7 @@ def tradeoff(path, out, written):
 
 def sdc_tradeoff(path, out, written):
     """Harmful corruptions contained against step overhead, one point per detector."""
-    f = h5py.File(path, "r")
+    f = open_log(path)
     ratios = f["ratios"].attrs
     points = []
     for key in ratios:
@@ -402,7 +402,7 @@ def main(argv):
         return 2
     path, out = argv[1], argv[2]
     try:
-        with h5py.File(path, "r") as f:
+        with open_log(path) as f:
             kind = f.attrs.get("kind", b"")
             bench = f.attrs.get("benchmark", b"")
     except OSError as e:

@@ -322,7 +322,8 @@ int main(int argc, char **argv)
                 "agefence-report: --check, --attr and --same go alone (agefence-report --help)\n");
         return AF_EXIT_USAGE;
     }
-    if (plots != NULL && af_plots_check_env(stderr) != 0) {
+    if (plots != NULL &&
+        (af_plots_check_env(stderr) != 0 || af_plots_check_dir(plots, stderr) != 0)) {
         return AF_EXIT_USAGE;
     }
     if (same != NULL) {

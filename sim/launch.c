@@ -2,9 +2,11 @@
 #include "launch.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* The variable's value, or NULL when it is unset or empty. */
 static const char *env(const char *name)
@@ -243,4 +245,23 @@ void af_launch_describe(char *out, size_t n)
     if (len >= 0 && (size_t)len >= n && n > 4) {
         memcpy(out + n - 4, "...", 4);
     }
+}
+
+int af_launch_stderr_terminal(void)
+{
+    if (isatty(STDERR_FILENO)) {
+        return 1;
+    }
+    if (env("OMPI_COMM_WORLD_SIZE") == NULL) {
+        return 0;
+    }
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%ld/fd/2", (long)getppid());
+    int fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) {
+        return 0;
+    }
+    int tty = isatty(fd);
+    close(fd);
+    return tty;
 }

@@ -46,6 +46,14 @@ typedef struct af_launch_info {
     char launcher[16];        /* "srun", "mpirun", or "" (no launcher, or one not recognised) */
 } af_launch_info_t;
 
+/* 1 when progress belongs on this process's stderr: it is a terminal, or Open MPI's mpirun
+ * started this process on its own node (OMPI_COMM_WORLD_SIZE set, mpirun the parent) and
+ * mpirun's stderr is a terminal. Open MPI gives its ranks a pipe as stderr and copies what
+ * they write to its own, so isatty(2) alone never sees the user's terminal under mpirun; the
+ * parent's stderr is read through /proc/PPID/fd/2 (opened write-only, never as a controlling
+ * terminal, and closed at once). 0 otherwise: srun, Hydra, a rank on another node. */
+int af_launch_stderr_terminal(void);
+
 /* Fills *info from the environment. */
 void af_launch_info(af_launch_info_t *info);
 

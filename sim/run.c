@@ -6,6 +6,7 @@
 #include "run.h"
 
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -427,17 +428,101 @@ static void metrics_write(run_t *r, int finished, int exit_code)
     af_metrics_write(&r->metrics, &v);
 }
 
+/* Seconds as "0.4 s", "42 s", "3.5 min" or "2.1 h". */
+static void fmt_secs(char *out, size_t n, double s)
+{
+    if (!(s >= 0) || s > 1e9) {
+        snprintf(out, n, "?");
+    } else if (s < 10) {
+        snprintf(out, n, "%.1f s", s);
+    } else if (s < 120) {
+        snprintf(out, n, "%.0f s", s);
+    } else if (s < 7200) {
+        snprintf(out, n, "%.1f min", s / 60);
+    } else {
+        snprintf(out, n, "%.1f h", s / 3600);
+    }
+}
+
+/* Rank 0, before the first step unless -q: the size of the work, so that a long run says what
+ * it is about to do before it does it. */
+static void start_notice(const run_t *r)
+{
+    char shape[96];
+    af_wl_config_t wc = af_config_workload(&r->cfg);
+    r->wl->shape(&wc, shape, sizeof shape);
+    fprintf(stderr,
+            "agefence: %lld steps x %lld blocks x %s (%s) on %d rank%s, %.3g cell-steps; the "
+            "time it takes follows its first steps\n",
+            (long long)r->cfg.steps, (long long)r->B, shape, r->wl->name, r->world.size,
+            r->world.size == 1 ? "" : "s", (double)r->cfg.steps * (double)r->B * (double)r->T);
+    fflush(stderr);
+}
+
+/* Rank 0 after every step (step: the state's step). Once the first steps are done (10 of them,
+ * or 1 s), unless -q: the estimated time of the rest. And the progress line: repainted every
+ * 0.2 s on a terminal, or a plain line then, every AF_PROGRESS_LINE_S seconds and at the last
+ * step. */
 static void progress(run_t *r, int64_t step, double t_start)
 {
-    static double last;
     double now = af_now_us();
-    if (!r->progress || (now - last < 2e5 && step != r->cfg.steps)) {
+    double el = (now - t_start) * 1e-6;
+    int last = step >= r->cfg.steps;
+    int warm = step >= 10 || el >= 1.0;
+    double rate = el > 0 ? (double)step / el : 0.0;
+    double eta = rate > 0 ? (double)(r->cfg.steps - step) / rate : -1.0;
+    char t_eta[32];
+    fmt_secs(t_eta, sizeof t_eta, eta);
+    if (!r->quiet && !r->progress_estimated && warm && !last) {
+        r->progress_estimated = 1;
+        char t_el[32];
+        fmt_secs(t_el, sizeof t_el, el);
+        fprintf(stderr, "agefence: %lld steps in %s: about %s more for the other %lld\n",
+                (long long)step, t_el, t_eta, (long long)(r->cfg.steps - step));
+        fflush(stderr);
+    }
+    if (r->progress == AF_PROGRESS_OFF) {
         return;
     }
-    last = now;
-    double el = (now - t_start) * 1e-6;
-    fprintf(stderr, "\ragefence: step %lld/%lld  %.1f s  %.0f steps/s   ", (long long)step,
-            (long long)r->cfg.steps, el, el > 0 ? (double)step / el : 0.0);
+    double every_us = r->progress == AF_PROGRESS_REPAINT ? 2e5 : AF_PROGRESS_LINE_S * 1e6;
+    if (!last && (r->progress_shown ? now - r->progress_last_us < every_us : !warm)) {
+        return;
+    }
+    r->progress_shown = 1;
+    r->progress_last_us = now;
+    double pct = r->cfg.steps > 0 ? 100.0 * (double)step / (double)r->cfg.steps : 100.0;
+    /* A slow run's rate keeps its digits: "0.35 steps/s", not "0 steps/s". */
+    fprintf(stderr, "%sagefence: step %lld/%lld (%.1f%%)  %.1f s  %.*f steps/s  ETA %s%s",
+            r->progress == AF_PROGRESS_REPAINT ? "\r" : "", (long long)step,
+            (long long)r->cfg.steps, pct, el, rate >= 10 ? 0 : 2, rate, t_eta,
+            r->progress == AF_PROGRESS_REPAINT ? "   " : "\n");
+    fflush(stderr);
+}
+
+/* Says at once (before the final check, which a launcher's SIGKILL may cut short) what stopped
+ * the run and what comes next. Under Open MPI's ending of the job, says how long it waits
+ * before its SIGKILL: the clean stop has to end within it. */
+static void stop_notice(const run_t *r)
+{
+    int sig = af_stop_signal();
+    const char *what = sig == SIGINT    ? "SIGINT"
+                       : sig == SIGTERM ? "SIGTERM"
+                       : sig == SIGCONT ? "mpirun ending the job"
+                                        : "a signal to another rank";
+    fprintf(stderr,
+            "agefence: stopped by a signal (%s) after step %lld; checking the state "
+            "against the serial reference, then closing the log\n",
+            what, (long long)r->tick);
+    if (sig == SIGCONT) {
+        /* Open MPI passes its MCA settings on to the ranks' environment; 1 s is its default. */
+        const char *t = getenv("OMPI_MCA_odls_base_sigkill_timeout");
+        long grace = t != NULL && t[0] != '\0' ? strtol(t, NULL, 10) : 1;
+        fprintf(stderr,
+                "agefence: mpirun sends SIGKILL %ld s after its SIGCONT (2 x "
+                "odls_base_sigkill_timeout): a longer final check is cut short (mpirun --mca "
+                "odls_base_sigkill_timeout SECONDS gives it more)\n",
+                2 * grace);
+    }
     fflush(stderr);
 }
 
@@ -931,6 +1016,7 @@ int af_run_in_world(const af_run_opts_t *opts, const af_world_t *world)
         return AF_EXIT_ERROR;
     }
     r->world = *world;
+    r->quiet = opts->quiet;
     int code = AF_EXIT_ERROR;
     af_result_t rc = AF_OK;
     af_alloc_reset();
@@ -1023,7 +1109,14 @@ int af_run_in_world(const af_run_opts_t *opts, const af_world_t *world)
     if (r->world.rank == 0) {
         /* From here on a SIGKILL at any moment leaves a readable log at the path. */
         AF_CHECK_GOTO(af_log_begin(r->log), rc, fail);
-        r->progress = isatty(STDERR_FILENO);
+        /* On a terminal (the launcher's included) the line is repainted; --progress elsewhere
+         * writes plain lines. */
+        r->progress = af_launch_stderr_terminal() ? AF_PROGRESS_REPAINT
+                      : opts->progress            ? AF_PROGRESS_LINES
+                                                  : AF_PROGRESS_OFF;
+        if (!opts->quiet) {
+            start_notice(r);
+        }
     }
     AF_CHECK_GOTO(r->fab->ops->barrier(r->fab), rc, fail);
 
@@ -1076,8 +1169,11 @@ int af_run_in_world(const af_run_opts_t *opts, const af_world_t *world)
         }
     }
     double wall_s = (af_now_us() - t_start) * 1e-6;
-    if (r->progress) {
+    if (r->progress == AF_PROGRESS_REPAINT && r->progress_shown) {
         fprintf(stderr, "\n");
+    }
+    if (r->stop_signal && r->world.rank == 0) {
+        stop_notice(r);
     }
 
     verdict_t v = {"completed", AF_EXIT_OK, 0, 0, 0, 0, 0, 0};

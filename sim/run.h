@@ -17,7 +17,9 @@ typedef struct af_run_opts {
     const char *sets[AF_MAX_SETS];
     int nsets;
     const char *output;    /* NULL: log.path of the scenario */
-    int quiet;             /* no summary on stdout */
+    int quiet;             /* no summary on stdout, no estimate of the run's time on stderr */
+    int progress;          /* --progress: progress lines on rank 0's stderr even where neither
+                              it nor the launcher's is a terminal */
     char usage_error[300]; /* a bad command line: reported by rank 0, exit 2 */
     af_run_hook_t hook;    /* NULL, or a benchmark's probe */
     void *hook_ctx;

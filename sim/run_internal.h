@@ -280,8 +280,17 @@ typedef struct af_run_state {
     const char *out_path;
     double prev_step_us;
     double prev_log_us;
-    int progress;
+    int progress;            /* rank 0: AF_PROGRESS_* */
+    int quiet;               /* -q: no summary, no estimate of the run's time */
+    int progress_estimated;  /* rank 0: the estimate after the first steps is done */
+    int progress_shown;      /* rank 0: a progress line was written */
+    double progress_last_us; /* rank 0: when the last one was */
 } af_run_state_t;
+
+/* Progress on rank 0's stderr: none, repainted in place on a terminal (\r), or plain lines
+ * every AF_PROGRESS_LINE_S seconds (--progress where stderr is a file or a pipe). */
+enum { AF_PROGRESS_OFF = 0, AF_PROGRESS_REPAINT = 1, AF_PROGRESS_LINES = 2 };
+#define AF_PROGRESS_LINE_S 10.0
 
 /* The injection counter of a compute pass: executed step x 8 + retry round, so a retry (or a
  * replay after a rollback) draws fresh corruption, whatever unit it runs on. */

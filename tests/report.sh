@@ -9,11 +9,13 @@
 #                    simulated time, its goodput_over_time.csv the report's goodput step by step
 #                    (SKIP without h5py/matplotlib)
 #   plots_no_python  --plots without a usable Python: one line, the report, exit 0; with
-#                    AGEFENCE_PLOTS_PY naming no file: one line naming it, exit 2
+#                    AGEFENCE_PLOTS_PY naming no file, or a --plots DIR that is a file or
+#                    cannot be made: one line naming it, exit 2, no report
 #   bad_input        bad files: exit 2 and one line naming the file; partial logs: the report
 #                    says what is missing, --check names it; a killed run reported as such
 #   killed           a run killed with SIGKILL mid-run (LOG is written; FIXTURES is then
-#                    "AGEFENCE MPIEXEC"): --check reports exactly the missing exit reason
+#                    "AGEFENCE MPIEXEC"): --check reports exactly the missing exit reason;
+#                    --plots draws its figures
 # "A && B || fail" below means "fail unless both hold", as intended.
 # shellcheck disable=SC2015
 set -uo pipefail
@@ -135,6 +137,32 @@ mode_verify() {
   ok
 }
 
+# check_pngs PY DIR NAME...: each DIR/NAME.png is a PNG of at least 500 x 300 pixels, over 10 KiB,
+# with more than 8 colours (a figure, not a blank canvas).
+check_pngs() {
+  local py=$1 dir=$2 png
+  shift 2
+  for png in "$@"; do
+    local f=$dir/$png.png
+    [ -f "$f" ] || { fail "no $png.png"; continue; }
+    [ "$(head -c 8 "$f" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ] ||
+      fail "$png.png is not a PNG"
+    local size
+    size=$(stat -c %s "$f")
+    [ "$size" -gt 10240 ] || fail "$png.png is only $size bytes"
+    "$py" - "$f" <<'PY' || fail "$png.png is blank"
+import sys
+import matplotlib.image as mpimg
+import numpy as np
+img = mpimg.imread(sys.argv[1])
+colours = np.unique(img.reshape(-1, img.shape[-1]), axis=0)
+assert img.shape[0] >= 300 and img.shape[1] >= 500, img.shape
+assert len(colours) > 8, f"{len(colours)} distinct colours"
+PY
+    ok
+  done
+}
+
 mode_plots() {
   local py
   py=$(find_python "h5py, matplotlib, numpy") ||
@@ -174,25 +202,8 @@ PY
     grep -q "goodput.png skipped: no simulated time" plots.err || fail "goodput.png: no reason given"
   fi
   grep -q "wrote $want plots" plots.err || fail "--plots did not write $want plots"
-  for png in $pngs; do
-    local f=$work/plots/$png.png
-    [ -f "$f" ] || { fail "no $png.png"; continue; }
-    [ "$(head -c 8 "$f" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ] ||
-      fail "$png.png is not a PNG"
-    local size
-    size=$(stat -c %s "$f")
-    [ "$size" -gt 10240 ] || fail "$png.png is only $size bytes"
-    "$py" - "$f" <<'PY' || fail "$png.png is blank"
-import sys
-import matplotlib.image as mpimg
-import numpy as np
-img = mpimg.imread(sys.argv[1])
-colours = np.unique(img.reshape(-1, img.shape[-1]), axis=0)
-assert img.shape[0] >= 300 and img.shape[1] >= 500, img.shape
-assert len(colours) > 8, f"{len(colours)} distinct colours"
-PY
-    ok
-  done
+  # shellcheck disable=SC2086
+  check_pngs "$py" "$work/plots" $pngs
 }
 
 mode_plots_no_python() {
@@ -213,6 +224,21 @@ mode_plots_no_python() {
   [ "$rc" = 2 ] && [ "$(wc -l <err.txt)" = 1 ] &&
     grep -q "AGEFENCE_PLOTS_PY=/nonexistent/plots.py: No such file" err.txt && [ ! -s out.txt ] ||
     fail "--plots with a missing AGEFENCE_PLOTS_PY: exit $rc: $(cat err.txt)"
+  # A --plots folder that cannot be one is bad input too, said before any report (checked
+  # here, where no Python is needed): a file in its place, a missing parent, a file as parent.
+  # A missing folder in an existing one is made.
+  : >"$work/afile"
+  for dir in "$work/afile" "$work/nothere/plots" "$work/afile/plots"; do
+    "$report" --plots "$dir" "$log" >out.txt 2>err.txt
+    rc=$?
+    [ "$rc" = 2 ] && [ "$(wc -l <err.txt)" = 1 ] && grep -q "^agefence-report: --plots $dir: " err.txt &&
+      [ ! -s out.txt ] || fail "--plots $dir: exit $rc, $(wc -c <out.txt) bytes of report: $(cat err.txt)"
+  done
+  [ -e "$work/nothere" ] && fail "--plots made the missing parent $work/nothere"
+  AGEFENCE_PYTHON=/nonexistent/python3 "$report" --plots "$work/newplots" "$log" >out.txt 2>err.txt
+  rc=$?
+  [ "$rc" = 0 ] && [ -d "$work/newplots" ] || fail "--plots did not make a new folder: exit $rc"
+  ok
   ok
   AGEFENCE_PLOTS_PY=$work "$report" --plots "$work/plots" "$log" >out.txt 2>err.txt
   rc=$?
@@ -365,6 +391,19 @@ mode_killed() {
   "$report" "$log" >summary.txt || fail "summary of a killed run: exit $?"
   grep -q "UNKNOWN: the run did not finish" summary.txt || fail "summary does not say killed"
   ok
+  # --plots reads the killed run's log as the text report does (its file is still marked open
+  # for writing: a SWMR reader), and draws the figures of the steps it holds.
+  local py
+  py=$(find_python "h5py, matplotlib, numpy") || { echo "no python3 with h5py and matplotlib:" \
+    "--plots of the killed run not checked"; return; }
+  "$report" --plots "$work/plots" "$log" >plots.txt 2>plots.err
+  rc=$?
+  cat plots.err
+  [ "$rc" = 0 ] || fail "--plots of a killed run: exit $rc"
+  grep -q "UNKNOWN: the run did not finish" plots.txt || fail "--plots of a killed run: no report"
+  grep -q "wrote 5 plots" plots.err || fail "--plots of a killed run did not write 5 plots"
+  check_pngs "$py" "$work/plots" step_latency latency_cdf unit_health containment \
+    latency_by_blackout
 }
 
 case "$mode" in

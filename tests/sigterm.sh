@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # SIGTERM mid-run: the ranks finish the current step, flush and close the log, and exit with
 # status 5; the log is readable, passes the schema check, says exit_reason = signal, and holds
-# exactly steps_completed rows. Then a SIGTERM to a one-rank run as soon as it catches the signal
-# (MPI still starting): the same exit 5 with a valid log, never a death by the signal.
+# exactly steps_completed rows. Then SIGINT (Ctrl-C) and SIGTERM to mpirun itself: the same
+# clean stop, started by Open MPI's ending of the job. Then a SIGTERM to a one-rank run as soon
+# as it catches the signal (MPI still starting): the same exit 5 with a valid log, never a death
+# by the signal.
 #   sigterm.sh AGEFENCE REPORT MPIEXEC WORKDIR
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -10,6 +12,33 @@ agefence=$1 report=$2 mpiexec=$3 work=$4
 rm -rf "$work" && mkdir -p "$work"
 log=$work/run.h5
 fail() { echo "FAIL: $*" >&2; exit 1; }
+# Every per-step dataset holds exactly steps_completed rows: /steps/* and /ranks/* (steps x
+# ranks), and the commit record agrees.
+rows_match() { # rows_match LOG STEPS
+  /usr/bin/python3 - "$1" "$2" <<'PY'
+import sys
+import h5py
+
+path, done = sys.argv[1], int(sys.argv[2])
+bad = []
+with h5py.File(path, "r") as f:
+    for group in ("steps", "ranks"):
+        names = list(f[group])
+        if not names:
+            bad.append(f"/{group} is empty")
+        for name in names:
+            rows = f[group][name].shape[0]
+            if rows != done:
+                bad.append(f"/{group}/{name} has {rows} rows")
+    committed = [int(x) for x in f["committed"][()]]
+    if committed[0] != done:
+        bad.append(f"/committed counts {committed[0]} rows")
+for b in bad:
+    print(f"FAIL: {b}, steps_completed = {done}")
+print(f"{len(bad)} dataset(s) off")
+sys.exit(1 if bad else 0)
+PY
+}
 "$mpiexec" -n 2 --oversubscribe "$agefence" run -q -o "$log" --set scenario.steps=100000000 \
   --set log.flush_interval=10 --set aging.sim_hours_per_step=0 >"$work/stdout" 2>"$work/stderr" &
 launcher=$!
@@ -35,33 +64,53 @@ reason=$("$report" --attr /final exit_reason "$log")
 done_steps=$("$report" --attr /final steps_completed "$log")
 [ "$done_steps" -gt 0 ] || fail "no step completed"
 why=$(af_clean_run "$report" "$log") || fail "$why"
-# Every per-step dataset holds exactly steps_completed rows: /steps/* and /ranks/* (steps x
-# ranks), and the commit record agrees.
-/usr/bin/python3 - "$log" "$done_steps" <<'PY' || fail "the log's rows do not match steps_completed"
-import sys
-import h5py
-
-path, done = sys.argv[1], int(sys.argv[2])
-bad = []
-with h5py.File(path, "r") as f:
-    for group in ("steps", "ranks"):
-        names = list(f[group])
-        if not names:
-            bad.append(f"/{group} is empty")
-        for name in names:
-            rows = f[group][name].shape[0]
-            if rows != done:
-                bad.append(f"/{group}/{name} has {rows} rows")
-    committed = [int(x) for x in f["committed"][()]]
-    if committed[0] != done:
-        bad.append(f"/committed counts {committed[0]} rows")
-for b in bad:
-    print(f"FAIL: {b}, steps_completed = {done}")
-print(f"{len(bad)} dataset(s) off")
-sys.exit(1 if bad else 0)
-PY
+rows_match "$log" "$done_steps" || fail "the log's rows do not match steps_completed"
 echo "PASS: stopped after $done_steps steps, log valid, exit_reason=signal, every /steps and" \
   "/ranks dataset has $done_steps rows"
+# Ctrl-C on mpirun (SIGINT), and SIGTERM to mpirun: Open MPI ends the job by sending every rank
+# SIGCONT, then SIGTERM odls_base_sigkill_timeout seconds later (1 s, set here as the default
+# is), then SIGKILL as long after that. The ranks take the SIGCONT as the stop request, so the
+# clean stop starts at once and has both intervals; a small grid keeps its final check well
+# inside them. mpirun itself exits 1 after ending a job, whatever the ranks' status: the log's
+# /final@exit_code holds agefence's 5.
+small=$(dirname "$0")/fixtures/small.ini
+for sig in INT TERM; do
+  mlog=$work/mpirun-$sig.h5
+  OMPI_MCA_odls_base_sigkill_timeout=1 "$mpiexec" -n 2 --oversubscribe "$agefence" run \
+    -c "$small" -o "$mlog" --set scenario.steps=100000000 --set aging.sim_hours_per_step=0 \
+    >"$work/mpirun-$sig.out" 2>"$work/mpirun-$sig.err" &
+  launcher=$!
+  for _ in $(seq 1 100); do
+    [ -f "$mlog" ] && [ -n "$(pgrep -P "$launcher" -f "$agefence" || true)" ] && break
+    sleep 0.1
+  done
+  sleep 1.5
+  [ -n "$(pgrep -P "$launcher" -f "$agefence" || true)" ] || fail "SIG$sig: no agefence ranks found"
+  kill -"$sig" "$launcher"
+  wait "$launcher"
+  rc=$?
+  cat "$work/mpirun-$sig.err"
+  [ "$rc" = 1 ] || fail "SIG$sig to mpirun: mpirun exited $rc, expected 1 (Open MPI ended the job)"
+  grep -q "stopped by a signal (mpirun ending the job) after step" "$work/mpirun-$sig.err" ||
+    fail "SIG$sig to mpirun: the ranks did not take mpirun's ending of the job as the stop request"
+  grep -q "the log is complete up to it" "$work/mpirun-$sig.err" ||
+    fail "SIG$sig to mpirun: the stop did not finish (killed before the log was closed?)"
+  grep -q "^  exit reason    signal$" "$work/mpirun-$sig.out" ||
+    fail "SIG$sig to mpirun: no summary on stdout (or not exit reason signal)"
+  grep -q "^  verdict        FAIL$" "$work/mpirun-$sig.out" ||
+    fail "SIG$sig to mpirun: the summary has no verdict line"
+  "$report" --check "$mlog" || fail "SIG$sig to mpirun: the log is not valid"
+  [ "$("$report" --attr /final exit_reason "$mlog")" = signal ] || fail "SIG$sig to mpirun: exit_reason is not signal"
+  [ "$("$report" --attr /final exit_code "$mlog")" = 5 ] || fail "SIG$sig to mpirun: /final@exit_code is not 5"
+  why=$(af_clean_run "$report" "$mlog") || fail "SIG$sig to mpirun: $why"
+  mdone=$("$report" --attr /final steps_completed "$mlog")
+  [ "$mdone" -gt 0 ] || fail "SIG$sig to mpirun: no step completed"
+  rows_match "$mlog" "$mdone" || fail "SIG$sig to mpirun: the log's rows do not match steps_completed"
+  "$report" "$mlog" >"$work/mpirun-$sig.report" || fail "SIG$sig to mpirun: agefence-report cannot read the log"
+  grep -q "signal" "$work/mpirun-$sig.report" || fail "SIG$sig to mpirun: the report does not say signal"
+  echo "PASS: SIG$sig to mpirun: stopped after $mdone steps with the summary, /final (exit_reason" \
+    "signal, exit_code 5), a valid log; mpirun exit 1"
+done
 # A SIGTERM at start-up: the handler is installed before MPI starts, so a signal from then on
 # stops the run at its first step boundary with its log (a batch job cancelled while MPI
 # starts). The test waits until the process catches SIGTERM (its /proc status SigCgt mask; no
