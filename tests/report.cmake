@@ -13,7 +13,8 @@
 #   report_plots_no_python   mpi   --plots without a usable Python: one line, report, exit 0
 #   report_bad_input         mpi   missing, foreign, truncated, future-schema and partial logs
 #   report_killed            mpi   agefence killed with SIGKILL mid-run: --check says exactly so
-# Tests that need Python (json), h5py/numpy (verify) or matplotlib (plots) exit 77: SKIP.
+# Tests that need Python (json), h5py/numpy (verify) or matplotlib (plots) fail without them:
+# scripts/setup.sh installs them, and a missing one is a broken environment, not a skip.
 add_executable(test_report test_report.c)
 target_link_libraries(test_report PRIVATE agefence_core PkgConfig::CMOCKA)
 target_compile_options(test_report PRIVATE ${AF_WARN})

@@ -3,11 +3,11 @@
 #   report.sh MODE REPORT MUTATE LOG WORKDIR [FIXTURES]
 # MODE:
 #   text             summary, --check and --compare with itself (every ratio exactly 1 or —)
-#   json             --json and --compare --json parsed by Python (SKIP without python3)
-#   verify           every figure recomputed from the log with numpy (SKIP without h5py)
+#   json             --json and --compare --json parsed by Python (fails without python3)
+#   verify           every figure recomputed from the log with numpy (fails without h5py)
 #   plots            --plots: five valid, non-trivial PNGs and goodput.png when the run has
 #                    simulated time, its goodput_over_time.csv the report's goodput step by step
-#                    (SKIP without h5py/matplotlib)
+#                    (fails without h5py/matplotlib)
 #   plots_no_python  --plots without a usable Python: one line, the report, exit 0; with
 #                    AGEFENCE_PLOTS_PY naming no file, or a --plots DIR that is a file or
 #                    cannot be made: one line naming it, exit 2, no report
@@ -74,7 +74,7 @@ mode_text() {
 
 mode_json() {
   local py
-  py=$(find_python json) || { echo "SKIP: no python3"; exit 77; }
+  py=$(find_python json) || { fail "no python3 (scripts/setup.sh installs it)"; return; }
   "$report" --json "$log" >run.json || fail "--json: exit $?"
   "$py" -m json.tool run.json >/dev/null || fail "--json is not valid JSON"
   ok
@@ -132,7 +132,8 @@ PY
 
 mode_verify() {
   local py
-  py=$(find_python "h5py, numpy") || { echo "SKIP: no python3 with h5py and numpy"; exit 77; }
+  py=$(find_python "h5py, numpy") ||
+    { fail "no python3 with h5py and numpy (scripts/setup.sh installs them)"; return; }
   "$py" "$here/report_verify.py" "$report" "$log" || fail "figures differ from numpy"
   ok
 }
@@ -166,7 +167,7 @@ PY
 mode_plots() {
   local py
   py=$(find_python "h5py, matplotlib, numpy") ||
-    { echo "SKIP: no python3 with h5py and matplotlib"; exit 77; }
+    { fail "no python3 with h5py, matplotlib and numpy (scripts/setup.sh installs them)"; return; }
   "$report" --plots "$work/plots" "$log" >plots.txt 2>plots.err
   local rc=$?
   cat plots.err

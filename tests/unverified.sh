@@ -13,9 +13,10 @@ here=$(dirname "$0")
 agefence=$1 report=$2 mpiexec=$3 work=$4
 rm -rf "$work" && mkdir -p "$work"
 fail() { echo "FAIL: $*"; exit 1; }
-py=/usr/bin/python3
-"$py" -c "import h5py, numpy" 2>/dev/null || py=python3
-"$py" -c "import h5py, numpy" 2>/dev/null || { echo "SKIP: no h5py/numpy"; exit 77; }
+# The recount of the steps needs h5py (tests/lib.sh): without it the rest runs, and the script
+# then fails saying so.
+py=$(af_python)
+no_h5py=$(af_h5py)
 
 "$mpiexec" -n 3 --oversubscribe "$agefence" run --set scenario.devices=7 -o "$work/d7.h5" \
   >"$work/d7.out" 2>&1
@@ -32,7 +33,8 @@ total=$("$report" --attr /final unverified_commits_total "$work/d7.h5")
 [ "${total:-0}" -gt 0 ] || fail "7 devices: unverified_commits_total = '$total', expected > 0"
 grep -q "^  unverified     $total block results" "$work/d7.out" ||
   fail "the summary does not say $total unverified commits: $(grep unverified "$work/d7.out")"
-"$py" - "$work/d7.h5" <<'PY' || fail "7 devices: finite corruptions outside unverified steps"
+[ -n "$no_h5py" ] ||
+  "$py" - "$work/d7.h5" <<'PY' || fail "7 devices: finite corruptions outside unverified steps"
 import sys
 import h5py
 s = h5py.File(sys.argv[1], "r")["steps"]
@@ -47,5 +49,6 @@ PY
   fail "8 devices: exit $?"
 [ "$("$report" --attr /final unverified_commits_total "$work/d8.h5")" = 0 ] ||
   fail "8 devices: unverified commits with room for twins"
+[ -z "$no_h5py" ] || { echo "$no_h5py"; exit 1; }
 echo "ok   7 devices: $total unverified commits counted, every finite corruption among them;" \
   "8 devices: none"
