@@ -172,7 +172,8 @@ static const key_def_t KEYS[] = {
      "fraction",
      "detect = sampled: share of all blocks twinned each step (every block once in "
      "ceil(1/fraction) steps)"},
-    {"recovery", "quarantine_after", T_INT, OFF(quarantine_after), 0, 0, 1e9, NULL, "3", "fences",
+    {"recovery", "quarantine_after", T_INT, OFF(quarantine_after), 0, 0, AF_QUARANTINE_MAX, NULL,
+     "3", "fences",
      "a unit whose results are fenced this many times by abft or a twin is declared suspect and "
      "drained (0: never)"},
     {"recovery", "drain", T_ENUM, OFF(drain), 0, 0, 0, "off|on", "on", "",

@@ -19,7 +19,10 @@
 #define AF_JOBINTR_MEAN_MAX 4
 #define AF_JOBINTR_MAX_STEP 256
 #define AF_NAME_LEN         64
-#define AF_PATH_LEN         512
+/* recovery.quarantine_after's ceiling: the quarantine counts each unit's fences in 16 bits (two
+ * bytes a unit of the fleet, on every rank), saturating here. */
+#define AF_QUARANTINE_MAX 65535
+#define AF_PATH_LEN       512
 
 /* workload.dt = auto: this fraction of the explicit scheme's stability limit,
  * min(0.5*dx^2/nu, 2*nu/umax^2), for the configured fleet (af_config_dt_limit). */
