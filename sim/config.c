@@ -33,9 +33,12 @@ typedef struct key_def {
  * longer value could not be read back from `agefence config` output. */
 #define AF_MAX_LINE  199
 #define AF_MAX_VALUE 180
-#define BIG          9.0e15
-#define AF_STR_(x)   #x
-#define AF_STR(x)    AF_STR_(x)
+/* scenario.seed's ceiling, 2^63 - 1: the RNG keys take all 64 bits, but the scenario and the
+ * log (the root attribute seed, I64) hold it as a signed 64-bit integer. As a double it rounds
+ * up to 2^63, above every int64_t, so the range check takes every non-negative one. */
+#define SEED_MAX   9223372036854775807.0
+#define AF_STR_(x) #x
+#define AF_STR(x)  AF_STR_(x)
 
 /* Every key of a scenario. Order is the order of `agefence config` output. Each default is the
  * value configs/default.ini gives the key (workload.dt excepted: auto here, 2e-9 there), so a
@@ -44,7 +47,7 @@ typedef struct key_def {
 static const key_def_t KEYS[] = {
     {"scenario", "name", T_STR, OFF(name), AF_NAME_LEN, 0, 0, NULL, "default", "",
      "scenario name, copied into the log"},
-    {"scenario", "seed", T_INT, OFF(seed), 0, 0, BIG, NULL, "20261129", "",
+    {"scenario", "seed", T_INT, OFF(seed), 0, 0, SEED_MAX, NULL, "20261129", "",
      "seed of every random draw (lifetimes, sudden failures, corruption)"},
     {"scenario", "steps", T_INT, OFF(steps), 0, 1, 1e9, NULL, "1850", "steps", "time steps to run"},
     {"scenario", "devices", T_INT, OFF(devices), 0, 0, 1e7, NULL, "8", "devices",
@@ -378,8 +381,8 @@ static int parse_real(const char *v, double *out)
 static void range_text(const key_def_t *k, char *out, size_t n)
 {
     if (k->type == T_INT) {
-        if (k->max >= BIG) {
-            snprintf(out, n, "an integer >= %.0f", k->min);
+        if (k->max >= SEED_MAX) {
+            snprintf(out, n, "an integer in [%.0f, %lld]", k->min, (long long)INT64_MAX);
         } else {
             snprintf(out, n, "an integer in [%.0f, %.0f]", k->min, k->max);
         }
