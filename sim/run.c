@@ -959,13 +959,16 @@ int af_run_in_world(const af_run_opts_t *opts, const af_world_t *world)
         af_result_t lrc =
             af_launch_check(r->world.size, r->world.local_size,
                             cuda ? af_cuda_visible_devices() : -1, cuda, lerr, sizeof lerr);
-        uint64_t any = lrc != AF_OK;
-        uint64_t mine = any;
-        AF_CHECK_GOTO(r->fab->ops->allreduce_max_u64(r->fab, &any, 1), rc, fail);
-        if (any) {
-            if (mine && r->world.rank == 0) {
+        /* Bad input is one line: every rank may meet the same problem (no GPU on any node),
+         * so the lowest rank that met it speaks for all (rank 0 without a "rank N:" prefix).
+         * The maximum of size - rank over the ranks that met it names that rank. */
+        uint64_t first = lrc != AF_OK ? (uint64_t)(r->world.size - r->world.rank) : 0;
+        AF_CHECK_GOTO(r->fab->ops->allreduce_max_u64(r->fab, &first, 1), rc, fail);
+        if (first != 0) {
+            int speaker = r->world.size - (int)first;
+            if (r->world.rank == speaker && speaker == 0) {
                 fprintf(stderr, "agefence: %s\n", lerr);
-            } else if (mine) {
+            } else if (r->world.rank == speaker) {
                 fprintf(stderr, "agefence: rank %d: %s\n", r->world.rank, lerr);
             }
             code = AF_EXIT_USAGE;
