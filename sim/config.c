@@ -1035,7 +1035,13 @@ af_result_t af_config_validate(af_config_t *cfg, int nranks, char *err, size_t e
             const char *dot = strchr(key, '.');
             size_t len = dot != NULL ? (size_t)(dot - key) : 0;
             snprintf(section, sizeof section, "%.*s", (int)len, key);
-            snprintf(err, errlen, "%s: %s", where(cfg, section, dot != NULL ? dot + 1 : key), msg);
+            /* An explicit dt that the grid made unstable (a file's, or the embedded default's
+             * after --set scenario.blocks): say how to get a stable one. */
+            int fixed_dt = strcmp(key, "workload.dt") == 0 && !cfg->dt_auto;
+            snprintf(err, errlen, "%s: %s%s", where(cfg, section, dot != NULL ? dot + 1 : key), msg,
+                     fixed_dt ? "; workload.dt = auto (--set workload.dt=auto) picks " AF_STR(
+                                    AF_DT_AUTO_FRACTION) " x the limit"
+                              : "");
             return AF_ERR_USAGE;
         }
     }
