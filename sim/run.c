@@ -48,6 +48,8 @@ static af_result_t distribute_config(run_t *r, const af_run_opts_t *o)
         if (rc != AF_OK) {
             fprintf(stderr, "agefence: %s\n", err);
             status = 1;
+        } else if (!o->quiet) {
+            af_config_print_notes(&r->cfg, stderr);
         }
     }
     AF_CHECK(r->fab->ops->bcast(r->fab, &status, sizeof status, 0));
@@ -356,10 +358,6 @@ static af_result_t run_init(run_t *r)
     int cuda_device = -1;
     AF_CHECK(select_backends(r, &kops, &use_nccl, &cuda_device));
     AF_CHECK(check_memory(r, kops));
-    if (r->world.rank == 0) {
-        /* Said once the scenario is known to fit: bad input stays one line. */
-        fprintf(stderr, "agefence: backends: %s\n", r->backend_why);
-    }
     AF_CHECK(all_ok(r, af_placement_init(&r->pl, r->D, r->U, r->B, r->cfg.max_blackout,
                                          r->world.size, r->world.rank)));
     r->pl.devices_per_node = r->cfg.devices_per_node;
@@ -1016,6 +1014,11 @@ int af_run_in_world(const af_run_opts_t *opts, const af_world_t *world)
             af_log_discard(&r->log);
         }
         goto out;
+    }
+    if (r->world.rank == 0 && !opts->quiet) {
+        /* Said once start-up has passed: bad input stays one line, and -q prints nothing but
+         * errors. */
+        fprintf(stderr, "agefence: backends: %s\n", r->backend_why);
     }
     if (r->world.rank == 0) {
         AF_CHECK_GOTO(write_root_attrs(r), rc, fail);
