@@ -392,6 +392,7 @@ af_result_t af_summary_compute(af_summary_t *s, const af_run_t *run)
     {
         double useful = isfinite(s->sim_hours) ? s->sim_hours * 3600.0 : NAN;
         s->remap_lost_steps = remap_lost_steps(run, NULL);
+        s->goodput_step_s = run->goodput.step_s;
         /* Hardware losses are what remap and shrink_rebuild recover in place; the job-level
          * interruptions they leave to checkpoints (analysis/goodput.h). */
         int64_t job = s->intr_job > 0 ? s->intr_job : 0;

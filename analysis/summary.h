@@ -109,6 +109,7 @@ typedef struct af_summary {
     double mtbi_hours; /* simulated hours per interruption (NaN with none) */
     /* The goodput of recovery policies on this history (analysis/goodput.h; NaN unknown). */
     double remap_lost_steps; /* replayed and recovery time of the run, in steps */
+    double goodput_step_s;   /* the real job's step those are steps of ([goodput] step_seconds) */
     double ettr_remap, ettr_shrink, ettr_checkpoint, checkpoint_interval_s;
     double job_interval_s; /* remap's and shrink_rebuild's checkpoint interval for the job-level
                               interruptions (0 with none) */

@@ -292,9 +292,11 @@ static void recovery_section(const af_summary_t *s, FILE *out)
         }
         if (isfinite(s->ettr_checkpoint)) {
             fprintf(out,
-                    "; goodput remap %.4f (%.1f steps lost), shrink_rebuild %.4f, "
-                    "checkpoint_restart %.4f",
-                    s->ettr_remap, s->remap_lost_steps, s->ettr_shrink, s->ettr_checkpoint);
+                    "; goodput remap %.4f (%.1f job steps of %g s lost: %.4g hours), "
+                    "shrink_rebuild %.4f, checkpoint_restart %.4f",
+                    s->ettr_remap, s->remap_lost_steps, s->goodput_step_s,
+                    s->remap_lost_steps * s->goodput_step_s / 3600.0, s->ettr_shrink,
+                    s->ettr_checkpoint);
         }
         fprintf(out, "\n");
     }

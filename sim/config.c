@@ -33,9 +33,12 @@ typedef struct key_def {
  * longer value could not be read back from `agefence config` output. */
 #define AF_MAX_LINE  199
 #define AF_MAX_VALUE 180
-#define BIG          9.0e15
-#define AF_STR_(x)   #x
-#define AF_STR(x)    AF_STR_(x)
+/* scenario.seed's ceiling, 2^63 - 1: the RNG keys take all 64 bits, but the scenario and the
+ * log (the root attribute seed, I64) hold it as a signed 64-bit integer. As a double it rounds
+ * up to 2^63, above every int64_t, so the range check takes every non-negative one. */
+#define SEED_MAX   9223372036854775807.0
+#define AF_STR_(x) #x
+#define AF_STR(x)  AF_STR_(x)
 
 /* Every key of a scenario. Order is the order of `agefence config` output. Each default is the
  * value configs/default.ini gives the key (workload.dt excepted: auto here, 2e-9 there), so a
@@ -44,7 +47,7 @@ typedef struct key_def {
 static const key_def_t KEYS[] = {
     {"scenario", "name", T_STR, OFF(name), AF_NAME_LEN, 0, 0, NULL, "default", "",
      "scenario name, copied into the log"},
-    {"scenario", "seed", T_INT, OFF(seed), 0, 0, BIG, NULL, "20261129", "",
+    {"scenario", "seed", T_INT, OFF(seed), 0, 0, SEED_MAX, NULL, "20261129", "",
      "seed of every random draw (lifetimes, sudden failures, corruption)"},
     {"scenario", "steps", T_INT, OFF(steps), 0, 1, 1e9, NULL, "1850", "steps", "time steps to run"},
     {"scenario", "devices", T_INT, OFF(devices), 0, 0, 1e7, NULL, "8", "devices",
@@ -172,7 +175,8 @@ static const key_def_t KEYS[] = {
      "fraction",
      "detect = sampled: share of all blocks twinned each step (every block once in "
      "ceil(1/fraction) steps)"},
-    {"recovery", "quarantine_after", T_INT, OFF(quarantine_after), 0, 0, 1e9, NULL, "3", "fences",
+    {"recovery", "quarantine_after", T_INT, OFF(quarantine_after), 0, 0, AF_QUARANTINE_MAX, NULL,
+     "3", "fences",
      "a unit whose results are fenced this many times by abft or a twin is declared suspect and "
      "drained (0: never)"},
     {"recovery", "drain", T_ENUM, OFF(drain), 0, 0, 0, "off|on", "on", "",
@@ -276,12 +280,42 @@ typedef struct parse_ctx {
     char *err;
     size_t errlen;
     int failed;
+    int n_content; /* section headers and keys read: none is an empty scenario file */
 } parse_ctx_t;
 
 /* The origin of the embedded default scenario's text: "default.ini (embedded):LINE" in where[]. */
 #define EMBEDDED_ORIGIN "default.ini (embedded)"
 
 static void ctx_fail(parse_ctx_t *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void add_note(af_config_t *cfg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Appends one line to cfg->notes; when they are full, the last line says so instead. */
+static void add_note(af_config_t *cfg, const char *fmt, ...)
+{
+    static const char full[] = "(more notes left out)\n";
+    size_t len = strlen(cfg->notes);
+    if (len >= sizeof full - 1 && strcmp(cfg->notes + len - (sizeof full - 1), full) == 0) {
+        return;
+    }
+    char line[640];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (len + strlen(line) + 2 + sizeof full > sizeof cfg->notes) {
+        snprintf(cfg->notes + len, sizeof cfg->notes - len, "%s", full);
+        return;
+    }
+    snprintf(cfg->notes + len, sizeof cfg->notes - len, "%s\n", line);
+}
+
+/* Whether `where` is a place the user wrote (a file or --set): not the built-in default nor
+ * the embedded default scenario's own text. */
+static int user_origin(const char *where)
+{
+    return where[0] != '\0' && strcmp(where, "default") != 0 &&
+           strncmp(where, EMBEDDED_ORIGIN, strlen(EMBEDDED_ORIGIN)) != 0;
+}
 static void ctx_where(const parse_ctx_t *c, char *out, size_t n);
 
 static void ctx_fail(parse_ctx_t *c, const char *fmt, ...)
@@ -377,8 +411,8 @@ static int parse_real(const char *v, double *out)
 static void range_text(const key_def_t *k, char *out, size_t n)
 {
     if (k->type == T_INT) {
-        if (k->max >= BIG) {
-            snprintf(out, n, "an integer >= %.0f", k->min);
+        if (k->max >= SEED_MAX) {
+            snprintf(out, n, "an integer in [%.0f, %lld]", k->min, (long long)INT64_MAX);
         } else {
             snprintf(out, n, "an integer in [%.0f, %.0f]", k->min, k->max);
         }
@@ -498,7 +532,15 @@ static int set_value(parse_ctx_t *c, int ki, const char *value)
         break;
     }
     }
-    ctx_where(c, c->cfg->where[ki], sizeof c->cfg->where[ki]);
+    char *w = c->cfg->where[ki];
+    char prev[sizeof c->cfg->where[ki]];
+    snprintf(prev, sizeof prev, "%s", w);
+    ctx_where(c, w, sizeof c->cfg->where[ki]);
+    if (user_origin(prev)) {
+        /* The later value wins (--set over the file, a file's last line over its earlier). */
+        add_note(c->cfg, "%s.%s is set at %s and again at %s: the later value, '%s', wins",
+                 k->section, k->key, prev, w, value);
+    }
     return 1;
 }
 
@@ -537,7 +579,14 @@ static int set_event(parse_ctx_t *c, int n, const char *key, const char *value)
     }
     for (int k = 0; k < 7; ++k) {
         if (strcmp(key, EVENT_KEYS[k]) == 0) {
+            char prev[sizeof e->where[k]];
+            snprintf(prev, sizeof prev, "%s", e->where[k]);
             ctx_where(c, e->where[k], sizeof e->where[k]);
+            if ((e->set_mask & (1 << k)) && user_origin(prev)) {
+                add_note(c->cfg,
+                         "event.%d.%s is set at %s and again at %s: the later value, '%s', wins", n,
+                         key, prev, e->where[k], value);
+            }
         }
     }
     int64_t x = 0;
@@ -630,6 +679,7 @@ static int handler(void *user, const char *section, const char *name, const char
     if (c->failed) {
         return 0;
     }
+    c->n_content++;
     int n = event_section(section);
     if (n >= 0) {
         return set_event(c, n, name, value);
@@ -673,7 +723,14 @@ static char *reader(char *str, int num, void *stream)
             char sec[96];
             const char *close = strchr(p, ']');
             size_t len = close ? (size_t)(close - p - 1) : 0;
-            if (close && len < sizeof sec) {
+            c->n_content++;
+            if (close == NULL) {
+                /* Said on its own line, with what was written (inih would report the next
+                 * line, or none). */
+                size_t wl = strcspn(p, "\r\n");
+                ctx_fail(c, "unterminated section header '%.*s': expected [section]",
+                         (int)(wl < 80 ? wl : 80), p);
+            } else if (len < sizeof sec) {
                 memcpy(sec, p + 1, len);
                 sec[len] = '\0';
                 if (!section_known(sec) && event_section(sec) < 0) {
@@ -776,11 +833,16 @@ static void resolve_auto(af_config_t *cfg)
     }
 }
 
+/* Parses text over cfg; *n_content (when not NULL) receives the section headers and keys it
+ * read. */
 static af_result_t parse_text(af_config_t *cfg, const char *text, const char *origin, char *err,
-                              size_t errlen)
+                              size_t errlen, int *n_content)
 {
-    parse_ctx_t c = {cfg, origin, text, 0, 0, err, errlen, 0};
+    parse_ctx_t c = {cfg, origin, text, 0, 0, err, errlen, 0, 0};
     int rc = ini_parse_stream(reader, &c, handler, &c);
+    if (n_content != NULL) {
+        *n_content = c.n_content;
+    }
     if (c.failed) {
         return AF_ERR_USAGE;
     }
@@ -796,7 +858,7 @@ static void set_defaults(af_config_t *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
     char err[8];
-    parse_ctx_t c = {cfg, "default", "", 0, 0, err, sizeof err, 0};
+    parse_ctx_t c = {cfg, "default", "", 0, 0, err, sizeof err, 0, 0};
     for (int i = 0; i < NKEYS; ++i) {
         (void)set_value(&c, i, KEYS[i].def);
     }
@@ -806,7 +868,7 @@ af_result_t af_config_parse_text(af_config_t *cfg, const char *text, const char 
                                  size_t errlen)
 {
     set_defaults(cfg);
-    af_result_t rc = parse_text(cfg, text, origin, err, errlen);
+    af_result_t rc = parse_text(cfg, text, origin, err, errlen, NULL);
     if (rc == AF_OK) {
         resolve_auto(cfg);
     }
@@ -874,14 +936,24 @@ af_result_t af_config_load(af_config_t *cfg, const char *file, const char *const
     set_defaults(cfg);
     af_result_t rc;
     if (file == NULL) {
-        rc = parse_text(cfg, af_default_ini, EMBEDDED_ORIGIN, err, errlen);
+        rc = parse_text(cfg, af_default_ini, EMBEDDED_ORIGIN, err, errlen, NULL);
     } else {
         char *text = read_file(file, err, errlen);
         if (text == NULL) {
             return AF_ERR_USAGE;
         }
-        rc = parse_text(cfg, text, file, err, errlen);
+        int n_content = 0;
+        rc = parse_text(cfg, text, file, err, errlen, &n_content);
         free(text);
+        if (rc == AF_OK && n_content == 0) {
+            /* Almost always a mistake (a truncated copy, the wrong file): not a silent run of
+             * the defaults. */
+            snprintf(err, errlen,
+                     "%s: the scenario file is empty (no [section], no key): expected a scenario "
+                     "(without -c, agefence runs the embedded default scenario)",
+                     file);
+            return AF_ERR_USAGE;
+        }
     }
     if (rc != AF_OK) {
         return rc;
@@ -915,7 +987,7 @@ af_result_t af_config_load(af_config_t *cfg, const char *file, const char *const
         section[sl] = '\0';
         memcpy(key, lastdot + 1, kl);
         key[kl] = '\0';
-        parse_ctx_t c = {cfg, "--set", "", 0, 0, err, errlen, 0};
+        parse_ctx_t c = {cfg, "--set", "", 0, 0, err, errlen, 0, 0};
         if (!handler(&c, section, key, eq + 1)) {
             return AF_ERR_USAGE;
         }
@@ -1031,7 +1103,13 @@ af_result_t af_config_validate(af_config_t *cfg, int nranks, char *err, size_t e
             const char *dot = strchr(key, '.');
             size_t len = dot != NULL ? (size_t)(dot - key) : 0;
             snprintf(section, sizeof section, "%.*s", (int)len, key);
-            snprintf(err, errlen, "%s: %s", where(cfg, section, dot != NULL ? dot + 1 : key), msg);
+            /* An explicit dt that the grid made unstable (a file's, or the embedded default's
+             * after --set scenario.blocks): say how to get a stable one. */
+            int fixed_dt = strcmp(key, "workload.dt") == 0 && !cfg->dt_auto;
+            snprintf(err, errlen, "%s: %s%s", where(cfg, section, dot != NULL ? dot + 1 : key), msg,
+                     fixed_dt ? "; workload.dt = auto (--set workload.dt=auto) picks " AF_STR(
+                                    AF_DT_AUTO_FRACTION) " x the limit"
+                              : "");
             return AF_ERR_USAGE;
         }
     }
@@ -1179,11 +1257,11 @@ af_result_t af_config_validate(af_config_t *cfg, int nranks, char *err, size_t e
         for (int i = 0; i < cfg->n_events; ++i) {
             const af_event_cfg_t *e = &cfg->events[i];
             if (skip[i]) {
-                fprintf(stderr,
-                        "agefence: note: %s: event.%d (step %lld) of the embedded default "
-                        "scenario is after the last step (scenario.steps = %lld, %s): skipped\n",
-                        e->where[0], e->index, (long long)e->step, (long long)cfg->steps,
-                        where(cfg, "scenario", "steps"));
+                add_note(cfg,
+                         "%s: event.%d (step %lld) of the embedded default scenario is after "
+                         "the last step (scenario.steps = %lld, %s): skipped",
+                         e->where[0], e->index, (long long)e->step, (long long)cfg->steps,
+                         where(cfg, "scenario", "steps"));
             } else {
                 cfg->events[kept++] = *e;
             }
@@ -1284,6 +1362,16 @@ size_t af_config_format(const af_config_t *cfg, char *out, size_t size)
     }
 #undef EMIT
     return n;
+}
+
+void af_config_print_notes(const af_config_t *cfg, FILE *f)
+{
+    const char *p = cfg->notes;
+    while (*p != '\0') {
+        size_t len = strcspn(p, "\n");
+        fprintf(f, "agefence: note: %.*s\n", (int)len, p);
+        p += len + (p[len] == '\n');
+    }
 }
 
 const char *af_backend_name(int compute)

@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "../common/af_result.h"
 #include "../common/log_schema.h"
@@ -19,7 +20,10 @@
 #define AF_JOBINTR_MEAN_MAX 4
 #define AF_JOBINTR_MAX_STEP 256
 #define AF_NAME_LEN         64
-#define AF_PATH_LEN         512
+/* recovery.quarantine_after's ceiling: the quarantine counts each unit's fences in 16 bits (two
+ * bytes a unit of the fleet, on every rank), saturating here. */
+#define AF_QUARANTINE_MAX 65535
+#define AF_PATH_LEN       512
 
 /* workload.dt = auto: this fraction of the explicit scheme's stability limit,
  * min(0.5*dx^2/nu, 2*nu/umax^2), for the configured fleet (af_config_dt_limit). */
@@ -209,6 +213,10 @@ typedef struct af_config {
     /* Where each key's value came from ("FILE:LINE", "--set", "default"), for error messages;
      * indexed like the key table. */
     char where[96][AF_PATH_LEN + 16];
+    /* Notes for the user, one line each ending in '\n' (a key set twice and the value used, an
+     * event of the embedded default skipped): af_config_load and af_config_validate add them,
+     * the caller prints them (af_config_print_notes) unless told to be quiet. */
+    char notes[2048];
 } af_config_t;
 
 /* The embedded default scenario (configs/default.ini, compiled in). */
@@ -218,7 +226,10 @@ extern const char af_default_ini[];
  * workload.dt = auto and the events), then `file` (or the embedded default scenario when file is
  * NULL), then each "section.key=value" of sets[] in order. Checks each value's type and range on
  * the way, and resolves workload.dt = auto last. On error returns AF_ERR_USAGE with one line in
- * err naming the file, line, key and allowed range. */
+ * err naming the file, line, key and allowed range. A file with no section and no key (empty,
+ * or only blanks and comments) is an error. A key set twice (twice in the file, in the file and
+ * by --set, or twice by --set) takes the later value, and a note names both places; a --set
+ * over the embedded default scenario is no note. */
 af_result_t af_config_load(af_config_t *cfg, const char *file, const char *const *sets, int nsets,
                            char *err, size_t errlen);
 
@@ -231,8 +242,11 @@ af_result_t af_config_parse_text(af_config_t *cfg, const char *text, const char 
  * time step, events inside the fleet and the run. An event after the last step is an error,
  * except an event of the embedded default scenario (its text unchanged by --set): when
  * scenario.steps shortens that scenario, such events are removed from cfg, with one note line
- * on stderr each, once every check has passed. */
+ * each in cfg->notes, once every check has passed. */
 af_result_t af_config_validate(af_config_t *cfg, int nranks, char *err, size_t errlen);
+
+/* Prints cfg's notes to f, each line as "agefence: note: ...". */
+void af_config_print_notes(const af_config_t *cfg, FILE *f);
 
 /* Writes the fully resolved scenario as INI (every key, events last). Returns the length that
  * the whole text needs, like snprintf. */

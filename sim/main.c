@@ -91,6 +91,9 @@ static int cmd_config(int argc, char **argv)
         fprintf(stderr, "agefence: %s\n", err);
         return AF_EXIT_USAGE;
     }
+    if (!o.quiet) {
+        af_config_print_notes(&cfg, stderr);
+    }
     size_t len = af_config_format(&cfg, NULL, 0);
     char *text = malloc(len + 1);
     if (text == NULL) {

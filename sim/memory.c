@@ -128,7 +128,7 @@ void af_memory_estimate(const af_config_t *cfg, int nranks, int rank, const af_k
     }
     if (cfg->quarantine_after > 0) {
         m->aging +=
-            5.0 * units + 4.0 * fmin(7.0 * B, units) + (cfg->straggler_detect ? 0.0 : 4.0 * units);
+            6.0 * units + 4.0 * fmin(7.0 * B, units) + (cfg->straggler_detect ? 0.0 : 4.0 * units);
     }
     if (rank == 0) {
         double log = LOG_STRUCT_BYTES + 8.0 * flush + 8.0 * flush * R +

@@ -49,6 +49,8 @@ static af_result_t distribute_config(run_t *r, const af_run_opts_t *o)
         if (rc != AF_OK) {
             fprintf(stderr, "agefence: %s\n", err);
             status = 1;
+        } else if (!o->quiet) {
+            af_config_print_notes(&r->cfg, stderr);
         }
     }
     AF_CHECK(r->fab->ops->bcast(r->fab, &status, sizeof status, 0));
@@ -357,10 +359,6 @@ static af_result_t run_init(run_t *r)
     int cuda_device = -1;
     AF_CHECK(select_backends(r, &kops, &use_nccl, &cuda_device));
     AF_CHECK(check_memory(r, kops));
-    if (r->world.rank == 0) {
-        /* Said once the scenario is known to fit: bad input stays one line. */
-        fprintf(stderr, "agefence: backends: %s\n", r->backend_why);
-    }
     AF_CHECK(all_ok(r, af_placement_init(&r->pl, r->D, r->U, r->B, r->cfg.max_blackout,
                                          r->world.size, r->world.rank)));
     r->pl.devices_per_node = r->cfg.devices_per_node;
@@ -1046,13 +1044,16 @@ int af_run_in_world(const af_run_opts_t *opts, const af_world_t *world)
         af_result_t lrc =
             af_launch_check(r->world.size, r->world.local_size,
                             cuda ? af_cuda_visible_devices() : -1, cuda, lerr, sizeof lerr);
-        uint64_t any = lrc != AF_OK;
-        uint64_t mine = any;
-        AF_CHECK_GOTO(r->fab->ops->allreduce_max_u64(r->fab, &any, 1), rc, fail);
-        if (any) {
-            if (mine && r->world.rank == 0) {
+        /* Bad input is one line: every rank may meet the same problem (no GPU on any node),
+         * so the lowest rank that met it speaks for all (rank 0 without a "rank N:" prefix).
+         * The maximum of size - rank over the ranks that met it names that rank. */
+        uint64_t first = lrc != AF_OK ? (uint64_t)(r->world.size - r->world.rank) : 0;
+        AF_CHECK_GOTO(r->fab->ops->allreduce_max_u64(r->fab, &first, 1), rc, fail);
+        if (first != 0) {
+            int speaker = r->world.size - (int)first;
+            if (r->world.rank == speaker && speaker == 0) {
                 fprintf(stderr, "agefence: %s\n", lerr);
-            } else if (mine) {
+            } else if (r->world.rank == speaker) {
                 fprintf(stderr, "agefence: rank %d: %s\n", r->world.rank, lerr);
             }
             code = AF_EXIT_USAGE;
@@ -1100,6 +1101,11 @@ int af_run_in_world(const af_run_opts_t *opts, const af_world_t *world)
             af_log_discard(&r->log);
         }
         goto out;
+    }
+    if (r->world.rank == 0 && !opts->quiet) {
+        /* Said once start-up has passed: bad input stays one line, and -q prints nothing but
+         * errors. */
+        fprintf(stderr, "agefence: backends: %s\n", r->backend_why);
     }
     if (r->world.rank == 0) {
         AF_CHECK_GOTO(write_root_attrs(r), rc, fail);

@@ -176,7 +176,8 @@ typedef struct af_run_state {
     int32_t *sample_order; /* sampled: the blocks grouped by their turn (h(b) mod N), ascending
                               within a group */
     int64_t *sample_start; /* sampled: group t is sample_order[sample_start[t], [t + 1]) */
-    uint8_t *fence_count;  /* quarantine: fences of each unit while HEALTHY (saturating) */
+    uint16_t *fence_count; /* quarantine: fences of each unit while HEALTHY (saturating at
+                              AF_QUARANTINE_MAX, recovery.quarantine_after's ceiling) */
     int32_t *suspect_new;  /* quarantine: units that reached the count this step */
     int64_t n_suspect_new;
     int64_t suspect_cap;         /* quarantine: entries of suspect_new */

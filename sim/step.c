@@ -159,7 +159,7 @@ static af_result_t detectors_init(af_run_state_t *r, size_t units)
         r->sample_start[0] = 0;
     }
     if (r->cfg.quarantine_after > 0) {
-        r->fence_count = af_alloc(units > 0 ? units : 1);
+        r->fence_count = af_alloc(sizeof(uint16_t) * (units > 0 ? units : 1));
         /* A unit reaches the count once; a step's fences (each retry round's, and the check
          * before the last) name at most AF_MAX_RETRY_ROUNDS + 1 units per block. */
         size_t most = (size_t)(AF_MAX_RETRY_ROUNDS + 1) * (size_t)r->B;
@@ -174,7 +174,7 @@ static af_result_t detectors_init(af_run_state_t *r, size_t units)
             af_error_set("cannot allocate the quarantine tables of %zu units", units);
             return AF_ERR_NOMEM;
         }
-        memset(r->fence_count, 0, units);
+        memset(r->fence_count, 0, sizeof(uint16_t) * units);
         for (size_t u = 0; u < units; ++u) {
             r->quarantined_step[u] = -1;
         }
@@ -568,7 +568,7 @@ static void count_fences(af_run_state_t *r)
     }
     for (int64_t i = 0; i < r->n_fenced; ++i) {
         int64_t u = af_slot_unit(&r->pl, r->pl.block_slot[r->fenced[i]]);
-        if (r->unit_state[u] != AF_HEALTHY || r->fence_count[u] == UINT8_MAX) {
+        if (r->unit_state[u] != AF_HEALTHY || r->fence_count[u] == AF_QUARANTINE_MAX) {
             continue;
         }
         if (++r->fence_count[u] == (uint64_t)r->cfg.quarantine_after &&

@@ -57,6 +57,9 @@ printf '[scenario]\nsteps = 10\ndevices = 8\nblocks = 4\n' >blocks.ini
 printf '[scenario]\nsteps = 10\n[event.1]\nstep = 3\naction = kill\ndevice = 99\nunits = 0-1\n' >event.ini
 printf '[scenario]\nsteps = 100\n[event.1]\nstep = 300\naction = kill\ndevice = 3\nunits = 0-3\n' >event_after_end.ini
 printf 'this is not ini\n' >garbage.ini
+: >empty.ini
+printf '# a comment, and nothing else\n\n' >comments.ini
+printf '[scenario\nsteps = 10\n' >unterminated.ini
 chmod 000 garbage.ini 2>/dev/null
 printf '[scenario]\nsteps = 10\n' >unreadable.ini
 chmod 000 unreadable.ini
@@ -86,6 +89,18 @@ case_ corruption_share_range "--set: corruption.nonfinite = '1.5' is invalid" \
   --set corruption.nonfinite=1.5
 case_ silent_p_range "--set: corruption.silent_p = '-1' is invalid" --set corruption.silent_p=-1
 case_ missing_file "nosuch.ini: cannot open the scenario file" -c nosuch.ini
+# A file that sets nothing is a mistake, not a run of the defaults; a section header without its
+# ']' is said on its own line.
+case_ empty_file "empty.ini: the scenario file is empty (no \[section\], no key)" -c empty.ini
+case_ comments_only_file "comments.ini: the scenario file is empty" -c comments.ini
+case_ unterminated_section "unterminated.ini:1: unterminated section header '\[scenario'" \
+  -c unterminated.ini
+case_ seed_range "--set: scenario.seed = '18446744073709551615' is invalid: expected an integer in \[0, 9223372036854775807\]" \
+  --set scenario.seed=18446744073709551615
+case_ quarantine_range "--set: recovery.quarantine_after = '65536' is invalid: expected an integer in \[0, 65535\]" \
+  --set recovery.quarantine_after=65536
+case_ default_many_blocks "default.ini (embedded):21: workload.dt = 2e-09 violates the diffusion stability limit: .*; workload.dt = auto (--set workload.dt=auto) picks 0.8 x the limit" \
+  --set scenario.blocks=100000
 if [ "$(id -u)" != 0 ]; then
   case_ unreadable_file "unreadable.ini: cannot open the scenario file" -c unreadable.ini
 fi
@@ -175,6 +190,22 @@ if [ "$rc" = 2 ] && grep -q "/nonexistent-dir/x.h5: cannot create the log file" 
   echo "ok   unwritable_output: $(grep '^agefence' stderr)"
 else
   echo "FAIL unwritable_output: exit $rc"; cat stderr; failed=$((failed + 1))
+fi
+# backend.compute = cuda where no GPU is visible: every rank meets it, one line says it.
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
+  echo "skip cuda_without_gpu: a GPU is visible"
+else
+  n=$((n + 1))
+  "$mpiexec" -n 2 --oversubscribe "$agefence" run -q -o out.h5 --set backend.compute=cuda \
+    >stdout 2>stderr
+  rc=$?
+  if [ "$rc" = 2 ] && [ "$(grep -c '^agefence' stderr)" = 1 ] &&
+     grep -q '^agefence: backend.compute = cuda, but no GPU is visible' stderr && [ ! -e out.h5 ]; then
+    echo "ok   cuda_without_gpu: $(grep '^agefence' stderr)"
+  else
+    echo "FAIL cuda_without_gpu: exit $rc, expected 2 and one line from rank 0"; cat stderr
+    failed=$((failed + 1))
+  fi
 fi
 chmod 644 garbage.ini unreadable.ini 2>/dev/null
 echo "$((n - failed)) passed, $failed failed"

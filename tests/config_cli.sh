@@ -7,9 +7,24 @@
 #                      and steps = 100); `agefence config` exits 0 without printing the event, and
 #                      a run exits 0, bitwise equal, with no scripted death in its log and the
 #                      same results as the printed scenario run from a file
-#   empty_equals_default  an empty scenario file resolves to exactly what the embedded default
-#                      resolves to, key for key, except workload.dt (auto vs the default's 2e-9)
-#                      and the [event.N] sections
+#   empty_equals_default  a scenario file that sets nothing (a bare [scenario]) resolves to
+#                      exactly what the embedded default resolves to, key for key, except
+#                      workload.dt (auto vs the default's 2e-9) and the [event.N] sections
+#   quiet              `run -q` prints nothing at all on a passing run (no backends line, no
+#                      note) on 2 ranks, where the same run without -q prints both
+#   duplicates         a key twice in a file, in the file and by --set, twice by --set, an event
+#                      key twice: the later value wins, and one note line each names both places;
+#                      --set over the embedded default is no note; -q silences the notes
+#   seed_range         seeds up to 2^63 - 1 (the log's signed 64-bit seed) are taken and logged
+#                      as given; 2^63 is refused with that range
+#   default_blocks     the embedded default with --set scenario.blocks=100000: refused with one
+#                      line naming where dt came from, the limit and workload.dt = auto; with
+#                      --set workload.dt=auto it resolves to a dt within the limit
+#   quarantine_300     recovery.quarantine_after = 300 (above the old one-byte count's 255) on a
+#                      fleet whose silent unit has 400 results fenced: that unit, and only it,
+#                      is quarantined, its suspect event counting 300 to 400 fences; at 401 none
+#   goodput_units      agefence-report's goodput line says its lost steps are job steps of
+#                      goodput.step_seconds and gives them in hours
 #   dt_auto            workload.dt = auto (or absent) on a 16,384-device fleet: accepted, the
 #                      printed dt is 0.8 x the stability limit min(0.5*dx^2/nu, 2*nu/umax^2) and
 #                      within it, the printed scenario reads back to the same one, a 2-step run
@@ -44,7 +59,7 @@ default_shortened)
   [ "$(wc -l <config.err)" = 1 ] || { cat config.err; fail "more than the note on stderr"; }
   ok "config: exit 0, no event printed; $note"
 
-  "$mpiexec" -n 2 --oversubscribe "$agefence" run -q --set scenario.steps=100 -o short.h5 \
+  "$mpiexec" -n 2 --oversubscribe "$agefence" run --set scenario.steps=100 -o short.h5 \
     >short.out 2>short.err
   rc=$?
   [ "$rc" = 0 ] || { cat short.err; fail "agefence run --set scenario.steps=100: exit $rc"; }
@@ -65,7 +80,8 @@ default_shortened)
   ok "run: exit 0, one note, no scripted death, the same as the printed scenario without the event"
   ;;
 empty_equals_default)
-  : >empty.ini
+  # A file that sets nothing (an empty one is refused: tests/bad_input.sh).
+  printf '[scenario]\n' >empty.ini
   "$agefence" config -c empty.ini >empty.out 2>empty.err || { cat empty.err; fail "empty.ini"; }
   "$agefence" config >default.out 2>default.err || { cat default.err; fail "embedded default"; }
   keys empty.out | grep -v '^workload\.dt = ' >empty.keys
@@ -76,11 +92,161 @@ empty_equals_default)
   diff default.keys empty.keys >keys.diff ||
     { cat keys.diff; fail "built-in defaults (>) differ from the embedded default scenario (<)"; }
   grep -q '^\[event\.' default.out || fail "the embedded default lost its event"
-  ! grep -q '^\[event\.' empty.out || fail "an empty file has an event"
-  # dt: the embedded default keeps its explicit value; the empty file's is auto's.
+  ! grep -q '^\[event\.' empty.out || fail "a file that sets nothing has an event"
+  # dt: the embedded default keeps its explicit value; the file's is auto's.
   grep -q '^dt = 2.0000000000000001e-09$' default.out || fail "the embedded default's dt changed"
-  grep -q '^# dt = auto: ' empty.out || fail "the empty file's dt does not say auto"
-  ok "$(wc -l <empty.keys) keys of an empty file equal the embedded default's"
+  grep -q '^# dt = auto: ' empty.out || fail "the file's dt does not say auto"
+  ok "$(wc -l <empty.keys) keys of a file that sets nothing equal the embedded default's"
+  ;;
+quiet)
+  "$mpiexec" -n 2 --oversubscribe "$agefence" run --set scenario.steps=100 -o loud.h5 \
+    >loud.out 2>loud.err
+  rc=$?
+  [ "$rc" = 0 ] || { cat loud.err; fail "the run without -q: exit $rc"; }
+  grep -q '^agefence: backends: ' loud.err || { cat loud.err; fail "no backends line without -q"; }
+  grep -q '^agefence: note: .*event.1 (step 300)' loud.err || fail "no note without -q"
+  grep -q '^  verdict        PASS$' loud.out || fail "no summary without -q"
+  "$mpiexec" -n 2 --oversubscribe "$agefence" run -q --set scenario.steps=100 -o quiet.h5 \
+    >quiet.out 2>quiet.err
+  rc=$?
+  [ "$rc" = 0 ] || { cat quiet.err; fail "run -q: exit $rc"; }
+  [ ! -s quiet.out ] || { cat quiet.out; fail "run -q wrote to stdout"; }
+  [ ! -s quiet.err ] || { cat quiet.err; fail "run -q wrote to stderr"; }
+  [ "$("$report" --attr /final bitwise_equal quiet.h5)" = 1 ] || fail "run -q: not bitwise equal"
+  "$agefence" config -q --set scenario.steps=100 >quiet.ini 2>quietc.err ||
+    fail "config -q: exit $?"
+  [ ! -s quietc.err ] || { cat quietc.err; fail "config -q wrote to stderr"; }
+  grep -q '^steps = 100$' quiet.ini || fail "config -q did not print the scenario"
+  ok "run -q: exit 0, nothing on stdout or stderr; without -q: $(wc -l <loud.err) stderr lines"
+  ;;
+duplicates)
+  printf '[scenario]\nsteps = 10\nseed = 5\nsteps = 12\n\n[event.1]\nstep = 2\naction = kill\ndevice = 0\nunits = 0\nstep = 3\n' >dup.ini
+  "$agefence" config -c dup.ini >dup.out 2>dup.err || { cat dup.err; fail "dup.ini refused"; }
+  [ "$(wc -l <dup.err)" = 2 ] || { cat dup.err; fail "not two note lines for two duplicates"; }
+  grep -qx "agefence: note: scenario.steps is set at dup.ini:2 and again at dup.ini:4: the later value, '12', wins" dup.err ||
+    { cat dup.err; fail "no note for steps twice in the file"; }
+  grep -qx "agefence: note: event.1.step is set at dup.ini:7 and again at dup.ini:11: the later value, '3', wins" dup.err ||
+    { cat dup.err; fail "no note for event.1.step twice in the file"; }
+  grep -qx 'steps = 12' dup.out || fail "the later steps did not win"
+  grep -A1 '^\[event.1\]' dup.out | grep -qx 'step = 3' || fail "the later event.1.step did not win"
+  # The file, then --set twice: one note for each later value.
+  "$agefence" config -c dup.ini --set scenario.seed=7 --set scenario.seed=8 >set.out 2>set.err ||
+    { cat set.err; fail "dup.ini with --set refused"; }
+  grep -qx "agefence: note: scenario.seed is set at dup.ini:3 and again at --set: the later value, '7', wins" set.err ||
+    { cat set.err; fail "no note for --set over the file"; }
+  grep -qx "agefence: note: scenario.seed is set at --set and again at --set: the later value, '8', wins" set.err ||
+    { cat set.err; fail "no note for --set twice"; }
+  [ "$(wc -l <set.err)" = 4 ] || { cat set.err; fail "not four note lines"; }
+  grep -qx 'seed = 8' set.out || fail "the last --set did not win"
+  # The same through a run on 2 ranks: the notes once (rank 0), and -q silences them.
+  "$mpiexec" -n 2 --oversubscribe "$agefence" run -c dup.ini --set scenario.seed=7 -o dup.h5 \
+    >run.out 2>run.err || { cat run.err; fail "the run of dup.ini"; }
+  [ "$(grep -c '^agefence: note: ' run.err)" = 3 ] || { cat run.err; fail "run: not three notes"; }
+  "$mpiexec" -n 2 --oversubscribe "$agefence" run -q -c dup.ini -o dupq.h5 >runq.out 2>runq.err ||
+    { cat runq.err; fail "the quiet run of dup.ini"; }
+  [ ! -s runq.err ] || { cat runq.err; fail "run -q printed the notes"; }
+  # --set over the embedded default is what --set is for: no note.
+  "$agefence" config --set scenario.seed=9 >emb.out 2>emb.err || fail "embedded --set refused"
+  [ ! -s emb.err ] || { cat emb.err; fail "a note for --set over the embedded default"; }
+  grep -qx 'seed = 9' emb.out || fail "--set over the embedded default did not win"
+  ok "$(cat dup.err set.err | wc -l) notes, the later values used; none for --set over the embedded default"
+  ;;
+seed_range)
+  for seed in 9000000000000001 9223372036854775807; do
+    "$agefence" config --set scenario.seed=$seed >seed.out 2>seed.err ||
+      { cat seed.err; fail "seed $seed refused"; }
+    grep -qx "seed = $seed" seed.out || fail "seed $seed not printed back"
+  done
+  "$mpiexec" -n 1 "$agefence" run -q --set scenario.seed=9223372036854775807 \
+    --set scenario.steps=2 -o seed.h5 >seedrun.out 2>&1 || { cat seedrun.out; fail "the run"; }
+  [ "$("$report" --attr / seed seed.h5)" = 9223372036854775807 ] || fail "the log's seed differs"
+  "$agefence" config --set scenario.seed=9223372036854775808 >big.out 2>big.err
+  rc=$?
+  [ "$rc" = 2 ] || fail "seed 2^63: exit $rc, expected 2"
+  [ "$(wc -l <big.err)" = 1 ] || { cat big.err; fail "seed 2^63: not one line"; }
+  grep -qx "agefence: --set: scenario.seed = '9223372036854775808' is invalid: expected an integer in \[0, 9223372036854775807\]" big.err ||
+    { cat big.err; fail "seed 2^63: not the range message"; }
+  ok "seeds up to 2^63 - 1 taken and logged; $(cat big.err)"
+  ;;
+default_blocks)
+  "$agefence" config --set scenario.blocks=100000 >big.out 2>big.err
+  rc=$?
+  [ "$rc" = 2 ] || fail "blocks=100000: exit $rc, expected 2"
+  [ "$(wc -l <big.err)" = 1 ] || { cat big.err; fail "not one line"; }
+  for frag in "default.ini (embedded):21: " "workload.dt = 2e-09 " "expected dt <= 1.52588e-14" \
+    "--set workload.dt=auto"; do
+    grep -qF -- "$frag" big.err || { cat big.err; fail "the message lacks '$frag'"; }
+  done
+  "$agefence" config --set scenario.blocks=100000 --set workload.dt=auto >auto.out 2>auto.err ||
+    { cat auto.err; fail "blocks=100000 with workload.dt=auto refused"; }
+  dt=$(sed -n 's/^dt = //p' auto.out)
+  awk -v d="$dt" 'BEGIN { l = 0.5 / (25600000.0 ^ 2) / 0.05; exit !(d > 0 && d <= l) }' ||
+    fail "dt = $dt is not within the limit"
+  ok "$(cat big.err); with workload.dt=auto: dt = $dt"
+  ;;
+quarantine_300)
+  # 4 devices of 1 unit, 400 blocks each; seed 1 makes device 3's unit silent, and at
+  # silent_p = 0.2 most of its 8-cell blocks are corrupted and fenced by abft.
+  set_=(--set recovery.detect=abft --set scenario.devices=4 --set scenario.units_per_device=1
+    --set scenario.blocks=1600 --set scenario.block_len=8 --set workload.dt=auto
+    --set corruption.silent_fraction=0.25 --set corruption.silent_p=0.2
+    --set scenario.steps=20 --set scenario.seed=1)
+  for q in 300 401; do
+    "$mpiexec" -n 2 --oversubscribe "$agefence" run -q -c "$src/tests/fixtures/faultfree.ini" \
+      "${set_[@]}" --set recovery.quarantine_after=$q -o q$q.h5 >q$q.out 2>&1
+    rc=$?
+    # Exit 3: abft lets a few small (benign) corruptions through before the quarantine.
+    [ "$rc" = 0 ] || [ "$rc" = 3 ] || { cat q$q.out; fail "quarantine_after=$q: exit $rc"; }
+    "$report" --check q$q.h5 >q$q.check 2>&1 || { cat q$q.check; fail "q$q.h5: --check"; }
+  done
+  py=/usr/bin/python3
+  "$py" -c "import h5py" 2>/dev/null || py=python3
+  "$py" - q300.h5 q401.h5 <<'PY' || fail "see above"
+import sys
+import h5py
+def look(path):
+    f = h5py.File(path, "r")
+    u = f["units"]
+    silent, qstep = list(u["silent"][:]), list(u["quarantined_step"][:])
+    sus = [(int(e["from_device"]), int(e["detail"])) for e in f["events"][:]
+           if e["kind"] == b"suspect"]
+    fenced = int(f["final"].attrs["fenced_total"])
+    return silent, qstep, sus, fenced
+silent, qstep, sus, fenced = look(sys.argv[1])
+bad = 0
+if silent != [0, 0, 0, 1]:
+    print(f"     silent units {silent}: expected device 3's alone"); bad = 1
+if fenced < 300:
+    print(f"     {fenced} results fenced: the scenario no longer reaches 300"); bad = 1
+if [q >= 0 for q in qstep] != [False, False, False, True]:
+    print(f"     quarantined_step {qstep}: expected device 3's unit alone"); bad = 1
+# Declared at the plan after the count reached 300: the suspect event's detail is the count
+# then, which the rest of that step's fences may have raised.
+if len(sus) != 1 or sus[0][0] != 3 or not 300 <= sus[0][1] <= 400:
+    print(f"     suspect events (device, fences) {sus}: expected one, device 3, 300..400 fences"); bad = 1
+at = sus[0][1] if len(sus) == 1 else None
+# Above what the unit is fenced (400 blocks, each fenced once): never reached, no quarantine.
+silent, qstep, sus, fenced = look(sys.argv[2])
+if sus or any(q >= 0 for q in qstep) or fenced > 400:
+    print(f"     quarantine_after = 401: {sus} suspects, {fenced} fenced: expected none"); bad = 1
+print(f"     quarantine_after = 300: device 3 suspect with {at} fences counted")
+sys.exit(bad)
+PY
+  ok "quarantine_after = 300 quarantines the silent unit; 401 never"
+  ;;
+goodput_units)
+  "$mpiexec" -n 2 --oversubscribe "$agefence" run -q -c "$src/tests/fixtures/faultfree.ini" \
+    --set aging.sim_hours_per_step=10 --set goodput.step_seconds=4 --set event.1.step=20 \
+    --set event.1.action=kill --set event.1.device=2 --set event.1.units=0-1 -o g.h5 >g.out 2>&1 ||
+    { cat g.out; fail "the run"; }
+  "$report" g.h5 >g.txt 2>&1 || { cat g.txt; fail "agefence-report"; }
+  line=$(grep -o 'goodput remap [0-9.]* ([^)]*)' g.txt) || { cat g.txt; fail "no goodput"; }
+  [[ "$line" =~ \(([0-9.]+)\ job\ steps\ of\ 4\ s\ lost:\ ([0-9.e+-]+)\ hours\) ]] ||
+    fail "the goodput line does not say its unit: $line"
+  awk -v n="${BASH_REMATCH[1]}" -v h="${BASH_REMATCH[2]}" \
+    'BEGIN { w = n * 4 / 3600; exit !(n > 0 && h > 0.999 * w - 1e-4 && h < 1.001 * w + 1e-4) }' ||
+    fail "the hours do not follow the steps: $line"
+  ok "$line"
   ;;
 dt_auto)
   # 16,384 devices x 16 units, one 64-cell block per device: dx = 1/1048576, nu = 0.05, so the

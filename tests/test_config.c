@@ -125,6 +125,55 @@ static void test_set_overrides_win_over_the_file_and_later_sets_win(void **state
     assert_int_equal(cfg_a.block_len, 256);
 }
 
+/* Counts the lines of cfg->notes. */
+static int note_lines(const af_config_t *cfg)
+{
+    int n = 0;
+    for (const char *p = cfg->notes; *p; ++p) {
+        n += *p == '\n';
+    }
+    return n;
+}
+
+static void test_a_key_set_twice_takes_the_later_value_with_a_note_naming_both(void **state)
+{
+    (void)state;
+    char path[64];
+    write_temp_ini("[scenario]\nsteps = 10\nseed = 4\nsteps = 12\n"
+                   "[event.1]\nstep = 2\naction = kill\ndevice = 0\nunits = 0\nstep = 3\n",
+                   path, sizeof path);
+    const char *sets[] = {"scenario.seed=5", "scenario.seed=6"};
+    af_result_t rc = af_config_load(&cfg_a, path, sets, 2, err, sizeof err);
+    unlink(path);
+    assert_int_equal(rc, AF_OK);
+    assert_int_equal(cfg_a.steps, 12);
+    assert_int_equal(cfg_a.seed, 6);
+    assert_int_equal(cfg_a.events[0].step, 3);
+    assert_int_equal(note_lines(&cfg_a), 4);
+    char want[4][700];
+    snprintf(want[0], sizeof want[0],
+             "scenario.steps is set at %s:2 and again at %s:4: the later value, '12', wins\n", path,
+             path);
+    snprintf(want[1], sizeof want[1],
+             "event.1.step is set at %s:6 and again at %s:10: the later value, '3', wins\n", path,
+             path);
+    snprintf(want[2], sizeof want[2],
+             "scenario.seed is set at %s:3 and again at --set: the later value, '5', wins\n", path);
+    snprintf(want[3], sizeof want[3],
+             "scenario.seed is set at --set and again at --set: the later value, '6', wins\n");
+    for (int i = 0; i < 4; ++i) {
+        if (strstr(cfg_a.notes, want[i]) == NULL) {
+            print_message("notes \"%s\" lack \"%s\"\n", cfg_a.notes, want[i]);
+            fail();
+        }
+    }
+    /* --set over the embedded default scenario is what --set is for: no note. */
+    const char *over[] = {"scenario.steps=100", "event.1.step=50"};
+    assert_int_equal(af_config_load(&cfg_a, NULL, over, 2, err, sizeof err), AF_OK);
+    assert_int_equal(cfg_a.steps, 100);
+    assert_string_equal(cfg_a.notes, "");
+}
+
 static void test_format_parse_format_round_trip_is_identical(void **state)
 {
     (void)state;
@@ -359,6 +408,33 @@ static void test_unknown_section_names_file_line_and_the_allowed_sections(void *
                          NULL);
 }
 
+static void test_an_empty_or_comment_only_file_is_refused_naming_it(void **state)
+{
+    (void)state;
+    char path[64];
+    const char *texts[] = {"", "\n\n", "# nothing but a comment\n; and another\n"};
+    for (int i = 0; i < 3; ++i) {
+        assert_int_equal(load_text_file(texts[i], path, sizeof path), AF_ERR_USAGE);
+        assert_one_line_with(err, path, "the scenario file is empty", NULL);
+        assert_true(strncmp(err, path, strlen(path)) == 0);
+    }
+    /* A bare section header is a scenario that takes every default: accepted. */
+    assert_int_equal(load_text_file("[scenario]\n", path, sizeof path), AF_OK);
+}
+
+static void test_an_unterminated_section_header_is_an_error_on_its_own_line(void **state)
+{
+    (void)state;
+    char path[64];
+    assert_int_equal(load_text_file("[scenario\nsteps = 10\n", path, sizeof path), AF_ERR_USAGE);
+    assert_one_line_with(err, file_line(path, 1), "unterminated section header '[scenario'", NULL);
+    assert_int_equal(
+        load_text_file("[scenario]\nsteps = 10\n\n  [workload\r\nnu = 0.1\n", path, sizeof path),
+        AF_ERR_USAGE);
+    assert_one_line_with(err, file_line(path, 4), "unterminated section header '[workload'", NULL);
+    assert_null(strchr(err, '\r'));
+}
+
 static void test_unknown_section_without_keys_is_still_an_error(void **state)
 {
     (void)state;
@@ -405,6 +481,33 @@ static void test_real_key_with_incomplete_exponent_names_key_and_range(void **st
     assert_int_equal(load_text_file(text, path, sizeof path), AF_ERR_USAGE);
     assert_one_line_with(err, file_line(path, 4), "workload.nu", "'1e'", "a number in [1e-12, ",
                          NULL);
+}
+
+static void test_seeds_take_every_non_negative_int64_and_say_the_limit(void **state)
+{
+    (void)state;
+    const char *top[] = {"scenario.seed=9223372036854775807"};
+    assert_int_equal(af_config_load(&cfg_a, NULL, top, 1, err, sizeof err), AF_OK);
+    assert_true(cfg_a.seed == INT64_MAX);
+    const char *mid[] = {"scenario.seed=9000000000000001"};
+    assert_int_equal(af_config_load(&cfg_a, NULL, mid, 1, err, sizeof err), AF_OK);
+    assert_true(cfg_a.seed == 9000000000000001LL);
+    const char *over[] = {"scenario.seed=9223372036854775808"};
+    assert_int_equal(af_config_load(&cfg_a, NULL, over, 1, err, sizeof err), AF_ERR_USAGE);
+    assert_one_line_with(err, "--set", "scenario.seed = '9223372036854775808'",
+                         "expected an integer in [0, 9223372036854775807]", NULL);
+}
+
+static void test_quarantine_after_is_held_to_the_fence_counters_range(void **state)
+{
+    (void)state;
+    const char *top[] = {"recovery.quarantine_after=65535"};
+    assert_int_equal(af_config_load(&cfg_a, NULL, top, 1, err, sizeof err), AF_OK);
+    assert_int_equal(cfg_a.quarantine_after, AF_QUARANTINE_MAX);
+    const char *over[] = {"recovery.quarantine_after=65536"};
+    assert_int_equal(af_config_load(&cfg_a, NULL, over, 1, err, sizeof err), AF_ERR_USAGE);
+    assert_one_line_with(err, "--set", "recovery.quarantine_after = '65536'",
+                         "expected an integer in [0, 65535]", NULL);
 }
 
 static void test_block_len_below_minimum_names_key_and_range(void **state)
@@ -741,6 +844,22 @@ static void test_interrupt_events_need_a_cause_and_name_where_at_its_grain(void 
     assert_one_line_with(err, "event.11.node", "0..3", NULL);
 }
 
+static void test_an_unstable_embedded_dt_says_where_it_came_from_and_to_use_auto(void **state)
+{
+    (void)state;
+    const char *sets[] = {"scenario.blocks=100000"};
+    assert_int_equal(af_config_load(&cfg_a, NULL, sets, 1, err, sizeof err), AF_OK);
+    err[0] = '\0';
+    assert_int_equal(af_config_validate(&cfg_a, 1, err, sizeof err), AF_ERR_USAGE);
+    assert_one_line_with(err, "default.ini (embedded):21: ", "workload.dt = 2e-09",
+                         "expected dt <= 1.52588e-14", "--set workload.dt=auto", NULL);
+    /* ... which then resolves to a stable dt. */
+    const char *fixed[] = {"scenario.blocks=100000", "workload.dt=auto"};
+    assert_int_equal(af_config_load(&cfg_a, NULL, fixed, 2, err, sizeof err), AF_OK);
+    assert_int_equal(af_config_validate(&cfg_a, 1, err, sizeof err), AF_OK);
+    assert_true(cfg_a.dt > 0 && cfg_a.dt <= af_config_dt_limit(&cfg_a));
+}
+
 static void test_missing_scenario_file_names_the_path(void **state)
 {
     (void)state;
@@ -770,6 +889,7 @@ int main(void)
         cmocka_unit_test(test_embedded_default_parses_and_validates_for_one_to_four_ranks),
         cmocka_unit_test(test_default_text_equals_loading_without_a_file),
         cmocka_unit_test(test_set_overrides_win_over_the_file_and_later_sets_win),
+        cmocka_unit_test(test_a_key_set_twice_takes_the_later_value_with_a_note_naming_both),
         cmocka_unit_test(test_format_parse_format_round_trip_is_identical),
         cmocka_unit_test(test_format_round_trip_holds_for_the_longest_log_path),
         cmocka_unit_test(test_a_300_character_log_path_is_refused_with_the_limit),
@@ -781,10 +901,14 @@ int main(void)
         cmocka_unit_test(test_text_an_ini_reader_would_strip_is_refused),
         cmocka_unit_test(test_event_with_a_bad_unit_range_is_rejected),
         cmocka_unit_test(test_unknown_section_names_file_line_and_the_allowed_sections),
+        cmocka_unit_test(test_an_empty_or_comment_only_file_is_refused_naming_it),
+        cmocka_unit_test(test_an_unterminated_section_header_is_an_error_on_its_own_line),
         cmocka_unit_test(test_unknown_section_without_keys_is_still_an_error),
         cmocka_unit_test(test_unknown_key_names_file_line_section_and_key),
         cmocka_unit_test(test_integer_key_with_text_value_names_key_and_range),
         cmocka_unit_test(test_real_key_with_incomplete_exponent_names_key_and_range),
+        cmocka_unit_test(test_seeds_take_every_non_negative_int64_and_say_the_limit),
+        cmocka_unit_test(test_quarantine_after_is_held_to_the_fence_counters_range),
         cmocka_unit_test(test_block_len_below_minimum_names_key_and_range),
         cmocka_unit_test(test_max_blackout_outside_zero_to_095_is_rejected_both_ways),
         cmocka_unit_test(test_fewer_devices_than_ranks_fails_validation_with_file_and_line),
@@ -799,6 +923,7 @@ int main(void)
         cmocka_unit_test(test_domain_shapes_default_to_one_and_are_checked),
         cmocka_unit_test(test_interrupt_rate_too_high_for_the_step_names_the_key),
         cmocka_unit_test(test_interrupt_events_need_a_cause_and_name_where_at_its_grain),
+        cmocka_unit_test(test_an_unstable_embedded_dt_says_where_it_came_from_and_to_use_auto),
         cmocka_unit_test(test_missing_scenario_file_names_the_path),
         cmocka_unit_test(test_malformed_set_without_equals_names_set_and_the_argument),
     };
