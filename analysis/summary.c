@@ -306,7 +306,10 @@ af_result_t af_summary_compute(af_summary_t *s, const af_run_t *run)
             s->mass_dev_max = d > s->mass_dev_max || isnan(d) ? d : s->mass_dev_max;
         }
     }
-    s->checksums_match = run->state_checksum[0] && run->reference_checksum[0]
+    /* Unknown (-1) without both checksums, and for a run not verified (bitwise_equal -1: its
+     * reference checksum says "unverified"). */
+    s->checksums_match = run->state_checksum[0] && run->reference_checksum[0] &&
+                                 !(run->bitwise_equal.ok && run->bitwise_equal.v == -1)
                              ? strcmp(run->state_checksum, run->reference_checksum) == 0
                              : -1;
 
@@ -587,7 +590,7 @@ af_result_t af_summary_figures(const af_summary_t *s, af_figs_t *f)
     af_figs_real(f, 0, r->state_bytes_fault_free.v, "run.state_bytes_fault_free");
     af_figs_real(f, 0, s->memory_overhead, "run.memory_overhead");
 
-    if (r->bitwise_equal.ok) {
+    if (r->bitwise_equal.ok && r->bitwise_equal.v >= 0) {
         af_figs_bool(f, 0, r->bitwise_equal.v == 1, "correctness.bitwise_equal");
     } else {
         af_figs_null(f, 0, "correctness.bitwise_equal");

@@ -177,6 +177,9 @@ static void correctness_section(const af_summary_t *s, FILE *out)
     fprintf(out, "\nCORRECTNESS\n");
     if (!r->bitwise_equal.ok) {
         fprintf(out, "  final state  unknown (no /final@bitwise_equal)\n");
+    } else if (r->bitwise_equal.v == -1) {
+        fprintf(out, "  final state  NOT VERIFIED against the serial reference (mpirun ended the "
+                     "job: no reference was computed)\n");
     } else {
         fprintf(out, "  final state  %s the serial fault-free reference\n",
                 r->bitwise_equal.v == 1 ? "BITWISE EQUAL to" : "DIFFERS from");

@@ -65,26 +65,33 @@ done_steps=$("$report" --attr /final steps_completed "$log")
 [ "$done_steps" -gt 0 ] || fail "no step completed"
 why=$(af_clean_run "$report" "$log") || fail "$why"
 rows_match "$log" "$done_steps" || fail "the log's rows do not match steps_completed"
+# A signal to a rank itself keeps the check against the serial reference.
+[ "$("$report" --attr /final bitwise_equal "$log")" = 1 ] ||
+  fail "SIGTERM to a rank: bitwise_equal is not 1 (the final state was not verified)"
 echo "PASS: stopped after $done_steps steps, log valid, exit_reason=signal, every /steps and" \
   "/ranks dataset has $done_steps rows"
 # Ctrl-C on mpirun (SIGINT), and SIGTERM to mpirun: Open MPI ends the job by sending every rank
 # SIGCONT, then SIGTERM odls_base_sigkill_timeout seconds later (1 s, set here as the default
 # is), then SIGKILL as long after that. The ranks take the SIGCONT as the stop request, so the
-# clean stop starts at once and has both intervals; a small grid keeps its final check well
-# inside them. mpirun itself exits 1 after ending a job, whatever the ranks' status: the log's
-# /final@exit_code holds agefence's 5.
+# clean stop starts at once and has both intervals. The serial reference, which recomputes
+# every step, would not fit in them once a run is longer than a few seconds: the state is
+# logged unverified (/final@bitwise_equal = -1, reference_checksum "unverified"). SIGINT stops a
+# small grid after 1.5 s, SIGTERM the default scenario after 8 s (its reference alone takes
+# longer than mpirun's 2 s). mpirun itself exits 1 after ending a job, whatever the ranks'
+# status: the log's /final@exit_code holds agefence's 5.
 small=$(dirname "$0")/fixtures/small.ini
 for sig in INT TERM; do
   mlog=$work/mpirun-$sig.h5
+  if [ "$sig" = INT ]; then scen=(-c "$small") after=1.5; else scen=() after=8; fi
   OMPI_MCA_odls_base_sigkill_timeout=1 "$mpiexec" -n 2 --oversubscribe "$agefence" run \
-    -c "$small" -o "$mlog" --set scenario.steps=100000000 --set aging.sim_hours_per_step=0 \
+    "${scen[@]}" -o "$mlog" --set scenario.steps=100000000 --set aging.sim_hours_per_step=0 \
     >"$work/mpirun-$sig.out" 2>"$work/mpirun-$sig.err" &
   launcher=$!
   for _ in $(seq 1 100); do
     [ -f "$mlog" ] && [ -n "$(pgrep -P "$launcher" -f "$agefence" || true)" ] && break
     sleep 0.1
   done
-  sleep 1.5
+  sleep "$after"
   [ -n "$(pgrep -P "$launcher" -f "$agefence" || true)" ] || fail "SIG$sig: no agefence ranks found"
   kill -"$sig" "$launcher"
   wait "$launcher"
@@ -108,6 +115,13 @@ for sig in INT TERM; do
   rows_match "$mlog" "$mdone" || fail "SIG$sig to mpirun: the log's rows do not match steps_completed"
   "$report" "$mlog" >"$work/mpirun-$sig.report" || fail "SIG$sig to mpirun: agefence-report cannot read the log"
   grep -q "signal" "$work/mpirun-$sig.report" || fail "SIG$sig to mpirun: the report does not say signal"
+  [ "$("$report" --attr /final bitwise_equal "$mlog")" = -1 ] &&
+    [ "$("$report" --attr /final reference_checksum "$mlog")" = unverified ] ||
+    fail "SIG$sig to mpirun: /final does not say the state is not verified"
+  grep -q "^  final state    NOT VERIFIED against the serial reference" "$work/mpirun-$sig.out" ||
+    fail "SIG$sig to mpirun: the summary does not say the state is not verified"
+  grep -q "^  final state  NOT VERIFIED against the serial reference" "$work/mpirun-$sig.report" ||
+    fail "SIG$sig to mpirun: the report does not say the state is not verified"
   echo "PASS: SIG$sig to mpirun: stopped after $mdone steps with the summary, /final (exit_reason" \
     "signal, exit_code 5), a valid log; mpirun exit 1"
 done
