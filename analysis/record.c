@@ -17,6 +17,7 @@ static const af_record_t RECORDS[] = {
      "Llama 3 405B pre-training: 419 unexpected interruptions in 54 days on 16,384 H100 GPUs",
      54.0 * 24.0,
      16384,
+     8, /* Grand Teton hosts of 8 H100s: 2,048 nodes */
      {[AF_INTR_wearout] = -1,
       [AF_INTR_sudden] = 19,
       [AF_INTR_scripted] = -1,

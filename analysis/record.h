@@ -2,8 +2,10 @@
  *
  * A scenario fitted to a record names it (scenario.record; agefence-report --record NAME or
  * none overrides). The report then prints, for each of the run's interruption causes that the
- * record counts, the record's count (scaled to the run's simulated hours when they differ from
- * the record's), the run's count, the exact (Garwood) 95% Poisson interval of the run's mean,
+ * record counts, the record's count scaled to the run by the cause's grain (common/log_schema.h):
+ * a device-grain cause by GPU-hours, a node-grain one by node-hours, a job-grain one by hours
+ * (a fleet twice the record's size sees twice its GPU failures in the same hours, and as many
+ * software bugs), the run's count, the exact (Garwood) 95% Poisson interval of the run's mean,
  * and whether the record's count lies inside it: the question a fitted preset must answer,
  * "is what the record saw a likely outcome of this model?".
  *
@@ -23,6 +25,7 @@ typedef struct af_record {
     const char *title; /* one line: whose record, where published */
     double hours;      /* the hours it covers */
     int64_t gpus;      /* the fleet it covers */
+    int64_t gpus_per_node;
     /* Interruptions by AF_INTR_* cause; -1 where the record has no such cause. */
     int64_t counts[AF_NINTR];
     int64_t total; /* all of them (the causes above and any the record has besides) */

@@ -46,22 +46,44 @@ static void count_interruptions(af_summary_t *s, const af_run_t *run)
 }
 
 /* The run's counts beside the record it names (analysis/record.h), the record's counts scaled
- * to the run's simulated hours. */
+ * to the run by each cause's grain: a device-grain cause by GPU-hours, a node-grain one by
+ * node-hours (nodes of scenario.devices_per_node devices, a trailing partial one counted), a
+ * job-grain one by hours. "all" is the sum of the scaled causes, plus any of the record's total
+ * that no cause holds, scaled by hours. */
 static void set_record(af_summary_t *s, const af_run_t *run)
 {
     s->record = af_record_find(run->record);
     s->record_scale = NAN;
-    if (s->record == NULL || s->interruptions < 0 || !(s->sim_hours > 0)) {
+    if (s->record == NULL || s->interruptions < 0 || !(s->sim_hours > 0) || !run->devices.ok ||
+        run->devices.v < 1) {
         return;
     }
-    s->record_scale = s->sim_hours / s->record->hours;
+    const af_record_t *rec = s->record;
+    int64_t dpn = run->devices_per_node >= 1 ? run->devices_per_node : 1;
+    double nodes = (double)((run->devices.v + dpn - 1) / dpn);
+    double rec_nodes = (double)rec->gpus / (double)rec->gpus_per_node;
+    s->record_scale = s->sim_hours / rec->hours;
+    s->record_grain_scale[AF_GRAIN_JOB] = s->record_scale;
+    s->record_grain_scale[AF_GRAIN_NODE] = s->record_scale * nodes / rec_nodes;
+    s->record_grain_scale[AF_GRAIN_DEVICE] =
+        s->record_scale * (double)run->devices.v / (double)rec->gpus;
+    double all = 0;
+    int64_t held = 0;
+    for (int c = 0; c < AF_NINTR; ++c) {
+        if (rec->counts[c] >= 0) {
+            all += (double)rec->counts[c] * s->record_grain_scale[af_intr_grain[c]];
+            held += rec->counts[c];
+        }
+    }
+    all += (double)(rec->total - held) * s->record_scale;
     for (int c = 0; c <= AF_NINTR; ++c) {
-        int64_t count = c < AF_NINTR ? s->record->counts[c] : s->record->total;
+        int64_t count = c < AF_NINTR ? rec->counts[c] : rec->total;
         if (count < 0) {
             continue;
         }
         s->rec[c].have = 1;
-        s->rec[c].expected = (double)count * s->record_scale;
+        s->rec[c].expected =
+            c < AF_NINTR ? (double)count * s->record_grain_scale[af_intr_grain[c]] : all;
         s->rec[c].measured = c < AF_NINTR ? s->intr_by_cause[c] : s->interruptions;
         af_poisson_interval(s->rec[c].measured, 0.95, &s->rec[c].lo, &s->rec[c].hi);
         s->rec[c].inside = s->rec[c].lo <= s->rec[c].expected && s->rec[c].expected <= s->rec[c].hi;
@@ -686,6 +708,9 @@ af_result_t af_summary_figures(const af_summary_t *s, af_figs_t *f)
         af_figs_str(f, ID, s->record->name, "record.name");
         af_figs_real(f, ID, s->record->hours, "record.hours");
         af_figs_real(f, 0, s->record_scale, "record.scale");
+        af_figs_int(f, 0, s->record->gpus, "record.gpus");
+        af_figs_real(f, 0, s->record_grain_scale[AF_GRAIN_NODE], "record.scale_node_hours");
+        af_figs_real(f, 0, s->record_grain_scale[AF_GRAIN_DEVICE], "record.scale_gpu_hours");
         for (int c = 0; c <= AF_NINTR; ++c) {
             if (!s->rec[c].have) {
                 continue;

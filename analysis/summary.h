@@ -118,10 +118,13 @@ typedef struct af_summary {
      * counts, and at [AF_NINTR] all of them, the record's count scaled to the run's hours, the
      * run's count, its 95% Garwood interval and whether the record lies inside it. */
     const af_record_t *record;
-    double record_scale; /* the run's simulated hours over the record's */
+    double record_scale; /* the run's simulated hours over the record's (a job-grain cause's) */
+    /* A cause's scale by its grain (AF_GRAIN_*): hours, node-hours and GPU-hours of the run over
+     * the record's; [AF_GRAIN_JOB] is record_scale. */
+    double record_grain_scale[3];
     struct {
-        int have; /* the record counts this cause (and the run has interruptions) */
-        double expected;
+        int have;        /* the record counts this cause (and the run has interruptions) */
+        double expected; /* the record's count x the scale of the cause's grain */
         int64_t measured;
         double lo, hi;
         int inside;

@@ -333,11 +333,15 @@ static void record_section(const af_summary_t *s, FILE *out)
     }
     const af_record_t *rec = s->record;
     fprintf(out, "\nTHE RECORD   %s: %s\n", rec->name, rec->title);
-    if (fabs(s->record_scale - 1.0) > 1e-9) {
+    const double *g = s->record_grain_scale;
+    if (fabs(g[AF_GRAIN_JOB] - 1.0) > 1e-9 || fabs(g[AF_GRAIN_NODE] - 1.0) > 1e-9 ||
+        fabs(g[AF_GRAIN_DEVICE] - 1.0) > 1e-9) {
         fprintf(out,
-                "  scaled       to this run's %.6g simulated hours: the record's counts x %.4g "
-                "(it covers %.6g h)\n",
-                s->sim_hours, s->record_scale, rec->hours);
+                "  scaled       to this run's %.6g simulated hours on %lld devices (the record: "
+                "%.6g h on %lld GPUs): by grain, job x %.4g, node-hours x %.4g, GPU-hours "
+                "x %.4g\n",
+                s->sim_hours, (long long)s->run->devices.v, rec->hours, (long long)rec->gpus,
+                g[AF_GRAIN_JOB], g[AF_GRAIN_NODE], g[AF_GRAIN_DEVICE]);
     }
     fprintf(out, "  cause             record  this run  95%% interval (Garwood)  record inside\n");
     for (int c = 0; c <= AF_NINTR; ++c) {

@@ -8,6 +8,7 @@ Exit 77 (SKIP) when h5py or numpy is missing.
     report_verify.py REPORT LOG [REPORT OPTIONS...]"""
 import json
 import math
+import re
 import subprocess
 import sys
 
@@ -256,16 +257,30 @@ if hours > 0 and all(v > 0 for v in gp.values()):
         iv = get(key)
         if iv is None or (iv > 0) != (k > 0) or iv < 0:
             failures.append(f"{key}: {iv!r} for {k} interruptions")
-# The record beside the run (analysis/record.h): its counts scaled to the run's hours, the run's
-# counts and their exact Garwood 95% intervals (scipy's chi-square quantiles, when scipy is here).
-RECORDS = {"llama3-405b": (1296.0, {"sudden": 19, "device": 171, "node": 46, "software": 54,
-                                    "network": 35, "link": 7, "nccl_watchdog": 7, "sdc": 6,
-                                    "dependency": 2, "hbm": 72, "all": 419})}
+# The record beside the run (analysis/record.h): its counts scaled to the run by each cause's
+# grain (a GPU's causes by GPU-hours, a node's by node-hours, the job's by hours; the Llama 3
+# record: 1,296 hours on 16,384 GPUs, 8 a node), the run's counts and their exact Garwood 95%
+# intervals (scipy's chi-square quantiles, when scipy is here).
+RECORDS = {"llama3-405b": (1296.0, 16384, 8,
+                           {"sudden": 19, "device": 171, "node": 46, "software": 54,
+                            "network": 35, "link": 7, "nccl_watchdog": 7, "sdc": 6,
+                            "dependency": 2, "hbm": 72})}
+GRAIN = {"sudden": "device", "device": "device", "node": "node", "software": "job",
+         "network": "node", "link": "device", "nccl_watchdog": "job", "sdc": "device",
+         "dependency": "job", "hbm": "device"}
 rec = fig.get("record", {})
 if rec.get("name") is not None:
-    rhours, counts = RECORDS[rec["name"]]
-    scale = hours / rhours
-    same("record.scale", rec["scale"], scale)
+    rhours, rgpus, rper_node, rcounts = RECORDS[rec["name"]]
+    m = re.search(r"^devices_per_node = (\d+)$", config, re.M)
+    per_node = int(m.group(1)) if m else 1
+    devices = int(root["devices"])
+    by_grain = {"job": hours / rhours,
+                "node": hours / rhours * (-(-devices // per_node)) / (rgpus / rper_node),
+                "device": hours / rhours * devices / rgpus}
+    same("record.scale", rec["scale"], by_grain["job"])
+    counts = {c: n * by_grain[GRAIN[c]] for c, n in rcounts.items()}
+    counts["all"] = sum(counts.values())
+    scale = 1.0
     try:
         from scipy.stats import chi2
     except ImportError:

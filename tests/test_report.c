@@ -1374,9 +1374,10 @@ static void test_poisson_interval_matches_known_values(void **state)
     assert_true(isnan(af_gamma_p(-1.0, 1.0)) && af_gamma_p(3.0, 0.0) == 0.0);
 }
 
-/* The record beside a run: its counts scaled to the run's hours (200 of the Llama 3 record's
- * 1,296), the run's counts with their intervals, and whether each record count is inside. */
-static void test_record_sits_beside_the_run_scaled_to_its_hours(void **state)
+/* The record beside a run: its counts scaled to the run by each cause's grain (200 of the
+ * Llama 3 record's 1,296 hours; 4 devices of one a node against its 16,384 GPUs on 2,048 nodes),
+ * the run's counts with their intervals, and whether each record count is inside. */
+static void test_record_sits_beside_the_run_scaled_by_grain(void **state)
 {
     (void)state;
     assert_null(af_record_find("none"));
@@ -1409,14 +1410,27 @@ static void test_record_sits_beside_the_run_scaled_to_its_hours(void **state)
     NEAR(s->rec[AF_INTR_software].expected, 54.0 * 200.0 / 1296.0);
     assert_int_equal(s->rec[AF_INTR_software].measured, 1);
     assert_false(s->rec[AF_INTR_software].inside);
-    /* sdc: 0.93 expected, 1 seen: inside */
-    assert_true(s->rec[AF_INTR_sdc].inside);
-    /* all: 64.7 expected, 7 seen */
+    /* sdc strikes devices: by GPU-hours, 6 x (200 x 4) / (1296 x 16384) = 2.26e-4 expected
+     * (by hours alone it was 0.93), 1 seen: outside [0.0253, 5.57] */
+    NEAR(s->rec[AF_INTR_sdc].expected, 6.0 * 200.0 * 4.0 / (1296.0 * 16384.0));
+    assert_false(s->rec[AF_INTR_sdc].inside);
+    /* network strikes nodes: by node-hours, 35 x (200 x 4) / (1296 x 2048) */
+    NEAR(s->rec[AF_INTR_network].expected, 35.0 * 200.0 * 4.0 / (1296.0 * 2048.0));
+    NEAR(s->record_grain_scale[AF_GRAIN_DEVICE], 200.0 * 4.0 / (1296.0 * 16384.0));
+    NEAR(s->record_grain_scale[AF_GRAIN_NODE], 200.0 * 4.0 / (1296.0 * 2048.0));
+    /* all: the job-grain causes by hours, (54 + 7 + 2) x 200 / 1296 = 9.722, the node-grain
+     * ones (node 46, network 35) by node-hours, 81 x 800 / (1296 x 2048) = 0.0244, the
+     * device-grain ones (sudden 19, device 171, sdc 6, hbm 72, link 7) by GPU-hours,
+     * 275 x 800 / (1296 x 16384) = 0.0104: 9.757 expected, 7 seen: inside [2.81, 14.42]
+     * (by hours alone it was 64.7, outside) */
+    NEAR(s->rec[AF_NINTR].expected, 63.0 * 200.0 / 1296.0 + 81.0 * 800.0 / (1296.0 * 2048.0) +
+                                        275.0 * 800.0 / (1296.0 * 16384.0));
     assert_int_equal(s->rec[AF_NINTR].measured, 7);
-    assert_false(s->rec[AF_NINTR].inside);
+    assert_true(s->rec[AF_NINTR].inside);
     char *report = text_report(&l.sum);
     assert_non_null(strstr(report, "THE RECORD   llama3-405b: "));
-    assert_non_null(strstr(report, "x 0.1543"));
+    assert_non_null(
+        strstr(report, "by grain, job x 0.1543, node-hours x 0.0003014, GPU-hours x 3.768e-05"));
     free(report);
     af_figs_t f;
     af_figs_init(&f);
@@ -1487,7 +1501,7 @@ int main(void)
         cmocka_unit_test(test_goodput_formulas_match_hand_computed_cases),
         cmocka_unit_test(test_interruptions_come_from_the_table_or_from_the_events),
         cmocka_unit_test(test_poisson_interval_matches_known_values),
-        cmocka_unit_test(test_record_sits_beside_the_run_scaled_to_its_hours),
+        cmocka_unit_test(test_record_sits_beside_the_run_scaled_by_grain),
         cmocka_unit_test(test_stats_summary_of_a_known_sample),
         cmocka_unit_test(test_blackout_bands),
         cmocka_unit_test(test_json_nests_dotted_keys_and_arrays),
