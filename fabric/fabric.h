@@ -30,7 +30,9 @@ typedef struct af_fabric_ops {
     af_mem_t mem;
     /* Exact all-reduce of bit patterns: buf[i] becomes the unsigned maximum over ranks. With
      * non-owners contributing 0, every bit of the owner's value (-0.0, NaN payloads, denormals)
-     * arrives unchanged everywhere. In place, n elements. */
+     * arrives unchanged everywhere. In place, n elements. A backend must not trust its
+     * library's unsigned comparison blindly (the MPI one reduces as signed, with the top bit
+     * flipped: MPICH 4.0.2 compares MPI_UINT64_T as signed). */
     af_result_t (*allreduce_max_u64)(af_fabric_t *f, uint64_t *buf, size_t n);
     /* Integer sum over ranks, in place (counters: exact and order-independent). */
     af_result_t (*allreduce_sum_i64)(af_fabric_t *f, int64_t *buf, size_t n);

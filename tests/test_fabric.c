@@ -105,6 +105,59 @@ static void test_allreduce_max_u64_carries_owner_bit_patterns_exactly(void **sta
     }
 }
 
+/* A true unsigned maximum where several ranks contribute, words with the top bit set among
+ * them: the driver's agreements (the plan digest and its complement, the memory shortfall's
+ * doubles) rely on it. MPICH 4.0.2's MPI_MAX on MPI_UINT64_T compares as signed and gives 1 for
+ * max(0x8000000000000000, 1). */
+static void test_allreduce_max_u64_is_the_unsigned_maximum(void **state)
+{
+    (void)state;
+    enum { N = 5 };
+    const uint64_t r = (uint64_t)fab->rank;
+    const uint64_t top = 0x8000000000000000ULL;
+    uint64_t buf[N] = {
+        fab->rank == 0 ? top : 1,                         /* max: top bit alone (or 1 alone) */
+        top + r,                                          /* max: top + size - 1 */
+        fab->rank == fab->size - 1 ? UINT64_MAX : r,      /* max: all ones */
+        fab->rank % 2 == 0 ? 0x7fffffffffffffffULL : top, /* max: top, on 2 ranks or more */
+        r,                                                /* max: size - 1 */
+    };
+    const uint64_t n = (uint64_t)fab->size;
+    const uint64_t want[N] = {top, top + n - 1, UINT64_MAX,
+                              fab->size > 1 ? top : 0x7fffffffffffffffULL, n - 1};
+    af_result_t rc = fab->ops->allreduce_max_u64(fab, buf, N);
+    assert_int_equal(rc, AF_OK);
+    for (int i = 0; i < N; ++i) {
+        assert_int_equal(buf[i], want[i]);
+    }
+}
+
+/* The plan check's test (sim/step.c check_plan): the maximum of each rank's digest and of its
+ * complement give back the rank's own digest and complement on every rank only when all ranks
+ * hold the same digest. Ranks that differ in any bit (the top one included) see it, every one
+ * of them; ranks that agree see nothing. */
+static void test_digest_and_complement_maxima_catch_any_disagreement(void **state)
+{
+    (void)state;
+    const uint64_t base = 0xcbf29ce484222325ULL;
+    /* Which bit the odd ranks flip: the top, the lowest, one in the middle; none. */
+    const uint64_t flips[] = {0x8000000000000000ULL, 1, 1ULL << 31, 0};
+    enum { T = sizeof flips / sizeof flips[0] };
+    int caught[T];
+    af_result_t rc[T];
+    for (int t = 0; t < T; ++t) {
+        const uint64_t d = fab->rank % 2 == 1 ? base ^ flips[t] : base;
+        uint64_t w[2] = {d, ~d};
+        rc[t] = fab->ops->allreduce_max_u64(fab, w, 2);
+        caught[t] = w[0] != d || w[1] != ~d;
+    }
+    for (int t = 0; t < T; ++t) {
+        assert_int_equal(rc[t], AF_OK);
+        const int differ = fab->size > 1 && flips[t] != 0;
+        assert_int_equal(caught[t], differ);
+    }
+}
+
 static void test_bcast_copies_root_bytes_to_every_rank(void **state)
 {
     (void)state;
@@ -309,6 +362,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_fabric_matches_the_launch),
         cmocka_unit_test(test_communicators_after_start_up_are_counted),
         cmocka_unit_test(test_allreduce_max_u64_carries_owner_bit_patterns_exactly),
+        cmocka_unit_test(test_allreduce_max_u64_is_the_unsigned_maximum),
+        cmocka_unit_test(test_digest_and_complement_maxima_catch_any_disagreement),
         cmocka_unit_test(test_bcast_copies_root_bytes_to_every_rank),
         cmocka_unit_test(test_gather_is_rank_major_on_the_root),
         cmocka_unit_test(test_gatherv_with_unequal_counts_concatenates_in_rank_order),
