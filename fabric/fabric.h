@@ -94,6 +94,10 @@ af_result_t af_world_node_sum_f64(double *v, int n);
 af_result_t af_world_hostnames(const af_world_t *world, char *out);
 /* Library versions as text, for the log. */
 void af_world_versions(char *out, size_t size);
+/* The MPI library's name as its version string starts ("MPICH", "Open MPI", "MVAPICH2"), for
+ * messages; the whole first line where no version word follows a name. Callable before
+ * af_world_init. */
+void af_world_library(char *out, size_t size);
 
 /* Creates the MPI backend over a private duplicate of MPI_COMM_WORLD. Every communicator a
  * fabric creates is reported to af_alloc_note_comm() (counted after start-up). */

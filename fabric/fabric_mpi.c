@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "../common/af_alloc.h"
@@ -446,4 +447,31 @@ void af_world_versions(char *out, size_t size)
     int minor = 0;
     MPI_Get_version(&major, &minor);
     snprintf(out, size, "MPI %d.%d (%s)", major, minor, lib);
+}
+
+void af_world_library(char *out, size_t size)
+{
+    if (size == 0) {
+        return;
+    }
+    char lib[MPI_MAX_LIBRARY_VERSION_STRING];
+    int len = 0;
+    MPI_Get_library_version(lib, &len);
+    lib[strcspn(lib, "\n")] = '\0';
+    /* "MPICH Version:\t4.0.2", "Open MPI v4.1.4, package: ...", "MVAPICH2 Version :\t2.3". */
+    size_t cut = strcspn(lib, ",:\t");
+    for (size_t i = 0; i + 1 < cut; ++i) {
+        if (lib[i] == ' ' && (strncasecmp(lib + i + 1, "version", 7) == 0 ||
+                              (lib[i + 1] == 'v' && lib[i + 2] >= '0' && lib[i + 2] <= '9'))) {
+            cut = i;
+            break;
+        }
+    }
+    while (cut > 0 && lib[cut - 1] == ' ') {
+        --cut;
+    }
+    if (cut <= 3) { /* "MPI VERSION : CRAY MPICH ...": no name before the version word */
+        cut = strlen(lib);
+    }
+    snprintf(out, size, "%.*s", (int)cut, lib);
 }
