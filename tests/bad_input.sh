@@ -14,7 +14,7 @@ case_() {
   shift 2
   n=$((n + 1))
   rm -f out.h5
-  "$mpiexec" -n 3 --oversubscribe "$agefence" run -q -o out.h5 "$@" >stdout 2>stderr
+  "$mpiexec" -n 3 "$agefence" run -q -o out.h5 "$@" >stdout 2>stderr
   local rc=$?
   local lines
   lines=$(grep -c '^agefence' stderr)
@@ -168,7 +168,7 @@ case_ attention_too_big_for_memory "bytes on a node" --set workload.kind=attenti
   --set scenario.devices=64
 # An unwritable output path is refused before the run starts.
 n=$((n + 1))
-"$mpiexec" -n 2 --oversubscribe "$agefence" run -q -o /nonexistent-dir/x.h5 >stdout 2>stderr
+"$mpiexec" -n 2 "$agefence" run -q -o /nonexistent-dir/x.h5 >stdout 2>stderr
 rc=$?
 if [ "$rc" = 2 ] && grep -q "/nonexistent-dir/x.h5: cannot create the log file" stderr &&
    [ "$(grep -c '^agefence' stderr)" = 1 ]; then

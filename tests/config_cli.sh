@@ -44,7 +44,7 @@ default_shortened)
   [ "$(wc -l <config.err)" = 1 ] || { cat config.err; fail "more than the note on stderr"; }
   ok "config: exit 0, no event printed; $note"
 
-  "$mpiexec" -n 2 --oversubscribe "$agefence" run -q --set scenario.steps=100 -o short.h5 \
+  "$mpiexec" -n 2 "$agefence" run -q --set scenario.steps=100 -o short.h5 \
     >short.out 2>short.err
   rc=$?
   [ "$rc" = 0 ] || { cat short.err; fail "agefence run --set scenario.steps=100: exit $rc"; }
@@ -59,7 +59,7 @@ default_shortened)
   grep -Eq '"dead_scripted": *0[,}]' short.json || fail "the log has a scripted death"
   # The run is the printed scenario (no event) run from a file: the same steps, events, units
   # and final state.
-  "$mpiexec" -n 2 --oversubscribe "$agefence" run -q -c resolved.ini -o file.h5 >file.out 2>&1 ||
+  "$mpiexec" -n 2 "$agefence" run -q -c resolved.ini -o file.h5 >file.out 2>&1 ||
     { cat file.out; fail "the printed scenario does not run"; }
   "$report" --same file.h5 short.h5 >same.out 2>&1 || { cat same.out; fail "runs differ"; }
   ok "run: exit 0, one note, no scripted death, the same as the printed scenario without the event"

@@ -10,7 +10,7 @@ agefence=$1 report=$2 mpiexec=$3 work=$4
 rm -rf "$work" && mkdir -p "$work"
 log=$work/run.h5
 fail() { echo "FAIL: $*" >&2; exit 1; }
-"$mpiexec" -n 2 --oversubscribe "$agefence" run -q -o "$log" --set scenario.steps=100000000 \
+"$mpiexec" -n 2 "$agefence" run -q -o "$log" --set scenario.steps=100000000 \
   --set log.flush_interval=10 --set aging.sim_hours_per_step=0 >"$work/stdout" 2>"$work/stderr" &
 launcher=$!
 # Wait until the run is stepping (the log exists and the ranks are up), then signal rank 0.

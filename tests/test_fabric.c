@@ -20,6 +20,9 @@
 
 static af_world_t world;
 static af_fabric_t *fab;
+/* The rank count the test was launched for (its argument), 0 when not given: a launcher of
+ * another MPI starts N one-rank jobs that would each pass every test as "rank 0 of 1". */
+static int expected_size;
 
 static uint64_t bits_of(double x)
 {
@@ -42,6 +45,9 @@ static void test_fabric_matches_the_launch(void **state)
     assert_int_equal(fab->ops->mem, AF_MEM_HOST);
     assert_int_equal(fab->rank, world.rank);
     assert_int_equal(fab->size, world.size);
+    if (expected_size > 0) {
+        assert_int_equal(world.size, expected_size);
+    }
     assert_true(world.size >= 1 && world.rank >= 0 && world.rank < world.size);
     assert_true(world.local_size >= 1 && world.local_rank < world.local_size);
     assert_int_equal(af_alloc_comms_after_seal(), 0);
@@ -356,6 +362,8 @@ int main(int argc, char **argv)
         af_world_abort(1);
         return 1;
     }
+    /* test_fabric [N]: the launch must have N ranks. */
+    expected_size = argc > 1 ? atoi(argv[1]) : 0;
     char name[64];
     snprintf(name, sizeof name, "test_fabric rank %d of %d", world.rank, world.size);
     const struct CMUnitTest tests[] = {

@@ -17,7 +17,7 @@ py=/usr/bin/python3
 "$py" -c "import h5py, numpy" 2>/dev/null || py=python3
 "$py" -c "import h5py, numpy" 2>/dev/null || { echo "SKIP: no h5py/numpy"; exit 77; }
 
-"$mpiexec" -n 3 --oversubscribe "$agefence" run --set scenario.devices=7 -o "$work/d7.h5" \
+"$mpiexec" -n 3 "$agefence" run --set scenario.devices=7 -o "$work/d7.h5" \
   >"$work/d7.out" 2>&1
 rc=$?
 # The unchecked commits carry finite corruptions (the default mix is ~99% finite), and the run
@@ -43,7 +43,7 @@ print(f"     {int(u.sum())} unverified commits in {int((u > 0).sum())} steps; "
       f"{len(bad)} of them in steps without an unverified commit")
 sys.exit(1 if len(bad) else 0)
 PY
-"$mpiexec" -n 2 --oversubscribe "$agefence" run -o "$work/d8.h5" >"$work/d8.out" 2>&1 ||
+"$mpiexec" -n 2 "$agefence" run -o "$work/d8.h5" >"$work/d8.out" 2>&1 ||
   fail "8 devices: exit $?"
 [ "$("$report" --attr /final unverified_commits_total "$work/d8.h5")" = 0 ] ||
   fail "8 devices: unverified commits with room for twins"
