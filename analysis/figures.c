@@ -21,7 +21,9 @@ void af_figs_free(af_figs_t *f)
     memset(f, 0, sizeof *f);
 }
 
-static af_fig_t *append(af_figs_t *f, unsigned flags, const char *fmt, va_list ap)
+/* fmt is the caller's printf format (checked where the callers' prototypes say so). */
+__attribute__((format(printf, 3, 0))) static af_fig_t *append(af_figs_t *f, unsigned flags,
+                                                              const char *fmt, va_list ap)
 {
     if (f->oom) {
         return NULL;

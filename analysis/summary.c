@@ -552,7 +552,10 @@ static void set_figs(af_figs_t *f, const af_phase_set_t *set, const char *prefix
     char key[160];
     af_figs_int(f, 0, set->steps, "%s.steps", prefix);
     for (int p = 0; p < AF_NPHASES; ++p) {
-        snprintf(key, sizeof key, "%s.%s", prefix, af_phase_names[p]);
+        int n = snprintf(key, sizeof key, "%s.%s", prefix, af_phase_names[p]);
+        if (n < 0 || (size_t)n >= sizeof key) {
+            continue; /* the prefixes are this file's short names: never cut */
+        }
         stats_figs(f, p == AF_PHASE_step_us ? 0 : AF_FIG_DETAIL, &set->ph[p], key);
     }
 }

@@ -30,7 +30,9 @@ typedef struct af_fabric_ops {
     af_mem_t mem;
     /* Exact all-reduce of bit patterns: buf[i] becomes the unsigned maximum over ranks. With
      * non-owners contributing 0, every bit of the owner's value (-0.0, NaN payloads, denormals)
-     * arrives unchanged everywhere. In place, n elements. */
+     * arrives unchanged everywhere. In place, n elements. A backend must not trust its
+     * library's unsigned comparison blindly (the MPI one reduces as signed, with the top bit
+     * flipped: MPICH 4.0.2 compares MPI_UINT64_T as signed). */
     af_result_t (*allreduce_max_u64)(af_fabric_t *f, uint64_t *buf, size_t n);
     /* Integer sum over ranks, in place (counters: exact and order-independent). */
     af_result_t (*allreduce_sum_i64)(af_fabric_t *f, int64_t *buf, size_t n);
@@ -92,6 +94,10 @@ af_result_t af_world_node_sum_f64(double *v, int n);
 af_result_t af_world_hostnames(const af_world_t *world, char *out);
 /* Library versions as text, for the log. */
 void af_world_versions(char *out, size_t size);
+/* The MPI library's name as its version string starts ("MPICH", "Open MPI", "MVAPICH2"), for
+ * messages; the whole first line where no version word follows a name. Callable before
+ * af_world_init. */
+void af_world_library(char *out, size_t size);
 
 /* Creates the MPI backend over a private duplicate of MPI_COMM_WORLD. Every communicator a
  * fabric creates is reported to af_alloc_note_comm() (counted after start-up). */

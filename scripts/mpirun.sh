@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Runs mpirun with what this machine needs: Open MPI refuses root without its two opt-in
 # variables, and more ranks than cores need oversubscription. Arguments go to mpirun unchanged.
+# AGEFENCE_MPIRUN names another launcher (mpiexec.mpich for a build with MPICH: the launcher
+# must be the MPI's agefence was built with); the Open MPI variables below do nothing to it.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_rmaps_base_oversubscribe=1
 # Containers often forbid the cross-memory-attach syscalls that vader uses by default.
@@ -21,4 +23,4 @@ if mkdir -p "$bases/$$" 2>/dev/null; then
   done
   export OMPI_MCA_orte_tmpdir_base=$bases/$$
 fi
-exec mpirun "$@"
+exec "${AGEFENCE_MPIRUN:-mpirun}" "$@"

@@ -8,10 +8,14 @@ set -euo pipefail
 
 # clang, libclang-rt-14-dev (libFuzzer and the sanitizer runtimes) and llvm (llvm-symbolizer, for
 # their stack traces): scripts/fuzz.sh. dpkg-dev (dpkg-shlibdeps) and file: the Debian package's
-# library dependencies (cpack -G DEB, scripts/deb-check.sh).
+# library dependencies (cpack -G DEB, scripts/deb-check.sh). mpich, libmpich-dev and
+# libhdf5-mpich-dev: the MPICH build of CI (.ci/run; build-mpich/, mpicc.mpich, h5pcc.mpich,
+# mpiexec.mpich). Open MPI stays the default mpicc, mpirun and h5pcc: Debian's alternatives are
+# in auto mode, where Open MPI's priority (50) beats MPICH's (40) whatever the install order.
 pkgs=(cmake make gcc pkg-config libopenmpi-dev openmpi-bin libhdf5-openmpi-dev hdf5-tools
       libcmocka-dev libinih-dev python3 python3-h5py python3-matplotlib python3-numpy
-      clang-format valgrind prometheus clang libclang-rt-14-dev llvm dpkg-dev file)
+      clang-format valgrind prometheus clang libclang-rt-14-dev llvm dpkg-dev file
+      mpich libmpich-dev libhdf5-mpich-dev)
 for arg in "$@"; do
   case "$arg" in
     # slurm-wlm pulls in slurmctld, slurmd, the client commands and slurm-wlm-basic-plugins,

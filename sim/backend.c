@@ -22,7 +22,7 @@ af_result_t af_backend_decide(int want_compute, int want_fabric, int share_gpu, 
                               int local_size, int cuda_built, int visible_gpus,
                               af_backend_choice_t *out, char *why, size_t whylen)
 {
-    char msg[256];
+    char msg[320]; /* room for the longest message with the longest reason */
     char reason[160] = "";
     if (visible_gpus < 0) {
         visible_gpus = 0;

@@ -130,6 +130,35 @@ static af_result_t check_tasks(int world_size, char *err, size_t errlen)
     return AF_OK;
 }
 
+af_result_t af_launch_check_launcher(int world_size, const char *mpi_library, char *err,
+                                     size_t errlen)
+{
+    if (err != NULL && errlen > 0) {
+        err[0] = '\0';
+    }
+    const char *skip = env("AGEFENCE_LAUNCH_CHECK");
+    if (skip != NULL && strcmp(skip, "0") == 0) {
+        return AF_OK;
+    }
+    /* Open MPI's launcher, then a PMI-1 one: the two a binary of the other family meets. */
+    static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; ++i) {
+        int64_t want = env_count(vars[i]);
+        if (want > 0 && want != world_size) {
+            const char *x =
+                mpi_library != NULL && mpi_library[0] != '\0' ? mpi_library : "another MPI";
+            char msg[600];
+            snprintf(msg, sizeof msg,
+                     "the launcher started %lld ranks (%s=%lld) but the MPI library sees a world "
+                     "of %d: agefence was built with %s's MPI; launch with %s's mpiexec "
+                     "(AGEFENCE_LAUNCH_CHECK=0 skips this check)",
+                     (long long)want, vars[i], (long long)want, world_size, x, x);
+            return usage_error(err, errlen, msg);
+        }
+    }
+    return AF_OK;
+}
+
 /* The GPU check (launch.h). */
 static af_result_t check_gpus(int local_size, int gpus_visible, int cuda_requested, char *err,
                               size_t errlen)

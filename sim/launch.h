@@ -30,6 +30,19 @@
 af_result_t af_launch_check(int world_size, int local_size, int gpus_visible, int cuda_requested,
                             char *err, size_t errlen);
 
+/* Checks that the launcher and the MPI library agree on the size of the launch. Call it on every
+ * rank right after MPI_Init, before anything collective that could be misread (the log's
+ * creation): `world_size` is MPI_COMM_WORLD's size, `mpi_library` the library's name
+ * (af_world_library). The size the launcher started is read from OMPI_COMM_WORLD_SIZE (Open
+ * MPI's mpirun) and PMI_SIZE (MPICH's and Intel MPI's Hydra, srun --mpi=pmi2); when one is set
+ * and differs from world_size, the binary was started by another MPI's launcher, which makes
+ * N one-rank jobs (each its own rank 0, all writing the same log): AF_ERR_USAGE with one line
+ * in err (and af_error_set), "the launcher started N ranks (VAR=N) but the MPI library sees a
+ * world of M: agefence was built with X's MPI; launch with X's mpiexec". Every process sees
+ * the problem alone, so each reports it. AGEFENCE_LAUNCH_CHECK=0 skips it, as the others. */
+af_result_t af_launch_check_launcher(int world_size, const char *mpi_library, char *err,
+                                     size_t errlen);
+
 /* The launch as Slurm describes it, for the log's root attributes. Strings are empty and
  * numbers -1 where Slurm (or the launcher) does not say. */
 typedef struct af_launch_info {

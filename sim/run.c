@@ -1055,13 +1055,18 @@ int af_run_in_world(const af_run_opts_t *opts, const af_world_t *world)
     AF_CHECK_GOTO(rc, rc, fail);
     r->out_path = opts->output != NULL ? opts->output : r->cfg.log_path;
 
-    /* Is the launch what the user meant (Slurm's task count, GPUs per node)? */
+    /* Is the launch what the user meant (the launcher's and MPI's sizes, Slurm's task count,
+     * GPUs per node)? */
     {
-        char lerr[400] = "";
+        char lerr[600] = "";
+        char mpi[128] = "";
+        af_world_library(mpi, sizeof mpi);
         int cuda = r->cfg.compute == AF_BACKEND_CUDA;
-        af_result_t lrc =
-            af_launch_check(r->world.size, r->world.local_size,
-                            cuda ? af_cuda_visible_devices() : -1, cuda, lerr, sizeof lerr);
+        af_result_t lrc = af_launch_check_launcher(r->world.size, mpi, lerr, sizeof lerr);
+        if (lrc == AF_OK) {
+            lrc = af_launch_check(r->world.size, r->world.local_size,
+                                  cuda ? af_cuda_visible_devices() : -1, cuda, lerr, sizeof lerr);
+        }
         /* Bad input is one line: every rank may meet the same problem (no GPU on any node),
          * so the lowest rank that met it speaks for all (rank 0 without a "rank N:" prefix).
          * The maximum of size - rank over the ranks that met it names that rank. */

@@ -17,7 +17,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 checked() {
   local name=$1 rc moves
   shift
-  AGEFENCE_DEBUG=agingloads,coorddir "$mpiexec" -n 2 --oversubscribe "$agefence" run -q "$@" \
+  AGEFENCE_DEBUG=agingloads,coorddir "$mpiexec" -n 2 "$agefence" run -q "$@" \
     -o "$work/$name.h5" >"$work/$name.out" 2>&1
   rc=$?
   if [ "$rc" != 0 ] && [ "$rc" != 4 ]; then

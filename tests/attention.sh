@@ -25,7 +25,7 @@ wide=(--set workload.kind=attention --set scenario.block_len=32 --set workload.d
 run() { # NAME NP ARGS...
   local name=$1 np=$2
   shift 2
-  "$mpiexec" -n "$np" --oversubscribe "$agefence" run -o "$work/$name.h5" "$@" \
+  "$mpiexec" -n "$np" "$agefence" run -o "$work/$name.h5" "$@" \
     >"$work/$name.out" 2>&1 || { cat "$work/$name.out" >&2; fail "$name: exit status $?"; }
   "$report" --check "$work/$name.h5" >/dev/null || fail "$name: the log breaks the schema"
   why=$(af_clean_run "$report" "$work/$name.h5") || fail "$why"
@@ -64,7 +64,7 @@ run abft_dmr_np2 2 "${small[@]}" --set recovery.detect=abft+dmr
 # ABFT alone: it fences the corrupted softmax weights and the outputs pushed out of [-1, 1],
 # with no false alarm, and not an output corruption that stays inside: those are committed,
 # and the run ends in the honest exit 3 (tests/lib.sh af_sdc_mismatch).
-"$mpiexec" -n 2 --oversubscribe "$agefence" run -o "$work/abft_np2.h5" "${small[@]}" \
+"$mpiexec" -n 2 "$agefence" run -o "$work/abft_np2.h5" "${small[@]}" \
   --set recovery.detect=abft >"$work/abft_np2.out" 2>&1
 rc=$?
 [ "$rc" = 3 ] || { cat "$work/abft_np2.out" >&2; fail "abft: exit $rc, expected 3"; }

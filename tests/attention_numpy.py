@@ -77,7 +77,7 @@ def main():
     assert np.all(np.abs(x0) <= 1.0)
     for steps, tol in ((1, 1e-13), (6, 1e-12)):
         log = os.path.join(work, "attention_%d.h5" % steps)
-        cmd = [mpiexec, "-n", "2", "--oversubscribe", agefence, "run", "-q", "-c", fixture,
+        cmd = [mpiexec, "-n", "2", agefence, "run", "-q", "-c", fixture,
                "-o", log, "--set", "workload.kind=attention", "--set", "workload.dim=%d" % dim,
                "--set", "scenario.block_len=%d" % tokens, "--set", "scenario.blocks=%d" % blocks,
                "--set", "scenario.steps=%d" % steps, "--set", "scenario.seed=%d" % seed,

@@ -14,7 +14,7 @@ case_() {
   shift 2
   n=$((n + 1))
   rm -f out.h5
-  "$mpiexec" -n 3 --oversubscribe "$agefence" run -q -o out.h5 "$@" >stdout 2>stderr
+  "$mpiexec" -n 3 "$agefence" run -q -o out.h5 "$@" >stdout 2>stderr
   local rc=$?
   local lines
   lines=$(grep -c '^agefence' stderr)
@@ -183,7 +183,7 @@ case_ attention_too_big_for_memory "bytes on a node" --set workload.kind=attenti
   --set scenario.devices=64
 # An unwritable output path is refused before the run starts.
 n=$((n + 1))
-"$mpiexec" -n 2 --oversubscribe "$agefence" run -q -o /nonexistent-dir/x.h5 >stdout 2>stderr
+"$mpiexec" -n 2 "$agefence" run -q -o /nonexistent-dir/x.h5 >stdout 2>stderr
 rc=$?
 if [ "$rc" = 2 ] && grep -q "/nonexistent-dir/x.h5: cannot create the log file" stderr &&
    [ "$(grep -c '^agefence' stderr)" = 1 ]; then
@@ -196,7 +196,7 @@ if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q 
   echo "skip cuda_without_gpu: a GPU is visible"
 else
   n=$((n + 1))
-  "$mpiexec" -n 2 --oversubscribe "$agefence" run -q -o out.h5 --set backend.compute=cuda \
+  "$mpiexec" -n 2 "$agefence" run -q -o out.h5 --set backend.compute=cuda \
     >stdout 2>stderr
   rc=$?
   if [ "$rc" = 2 ] && [ "$(grep -c '^agefence' stderr)" = 1 ] &&

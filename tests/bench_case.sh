@@ -8,7 +8,7 @@ agefence=$1 mpiexec=$2 work=$3 name=$4
 shift 4
 rm -rf "$work" && mkdir -p "$work"
 out=$work/$name.h5
-"$mpiexec" -n 2 --oversubscribe "$agefence" bench "$name" --quick "$@" -o "$out" >"$work/stdout" 2>&1
+"$mpiexec" -n 2 "$agefence" bench "$name" --quick "$@" -o "$out" >"$work/stdout" 2>&1
 rc=$?
 cat "$work/stdout"
 fail() { echo "FAIL: $*" >&2; exit 1; }

@@ -27,7 +27,7 @@ grep -q "allocs_after_init = 2, expected 0" "$work/alloc.out" ||
 echo "ok   an allocation after start-up: $(grep -m 1 FAIL "$work/alloc.out")"
 
 log=$work/comm.h5
-AGEFENCE_DEBUG=commafter=5 "$mpiexec" -n 2 --oversubscribe "$agefence" run -q "${scen[@]}" \
+AGEFENCE_DEBUG=commafter=5 "$mpiexec" -n 2 "$agefence" run -q "${scen[@]}" \
   -o "$log" >"$work/comm.out" 2>&1 || fail "the run with a communicator after start-up: exit $?"
 [ "$("$report" --attr /final comms_after_init "$log")" = 2 ] ||
   fail "/final@comms_after_init = $("$report" --attr /final comms_after_init "$log"), expected 2"
@@ -46,9 +46,9 @@ grep -q "^  /final/state: [0-9]* of [0-9]* rows differ" "$work/same.out" ||
 "$report" --same "$work/a.h5" "$work/a.h5" >/dev/null || fail "--same: a run differs from itself"
 echo "ok   two different runs: --same exit 1, $(grep -c '^  ' "$work/same.out") differences"
 ev=(-c "$fix/small.ini" --set scenario.steps=60)
-"$mpiexec" -n 2 --oversubscribe "$agefence" run -q "${ev[@]}" -o "$work/ev_ok.h5" \
+"$mpiexec" -n 2 "$agefence" run -q "${ev[@]}" -o "$work/ev_ok.h5" \
   >/dev/null 2>&1 || fail "the run without a lost event: exit $?"
-AGEFENCE_DEBUG=eventfail=2 "$mpiexec" -n 2 --oversubscribe "$agefence" run "${ev[@]}" \
+AGEFENCE_DEBUG=eventfail=2 "$mpiexec" -n 2 "$agefence" run "${ev[@]}" \
   -o "$work/ev.h5" >"$work/ev.out" 2>&1 || fail "the run that lost an event: exit $?"
 grep -q "the log lost an event" "$work/ev.out" || fail "no stderr line for the lost event"
 grep -q "1 events LOST" "$work/ev.out" || fail "the summary does not count the lost event"

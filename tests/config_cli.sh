@@ -59,7 +59,7 @@ default_shortened)
   [ "$(wc -l <config.err)" = 1 ] || { cat config.err; fail "more than the note on stderr"; }
   ok "config: exit 0, no event printed; $note"
 
-  "$mpiexec" -n 2 --oversubscribe "$agefence" run --set scenario.steps=100 -o short.h5 \
+  "$mpiexec" -n 2 "$agefence" run --set scenario.steps=100 -o short.h5 \
     >short.out 2>short.err
   rc=$?
   [ "$rc" = 0 ] || { cat short.err; fail "agefence run --set scenario.steps=100: exit $rc"; }
@@ -74,7 +74,7 @@ default_shortened)
   grep -Eq '"dead_scripted": *0[,}]' short.json || fail "the log has a scripted death"
   # The run is the printed scenario (no event) run from a file: the same steps, events, units
   # and final state.
-  "$mpiexec" -n 2 --oversubscribe "$agefence" run -q -c resolved.ini -o file.h5 >file.out 2>&1 ||
+  "$mpiexec" -n 2 "$agefence" run -q -c resolved.ini -o file.h5 >file.out 2>&1 ||
     { cat file.out; fail "the printed scenario does not run"; }
   "$report" --same file.h5 short.h5 >same.out 2>&1 || { cat same.out; fail "runs differ"; }
   ok "run: exit 0, one note, no scripted death, the same as the printed scenario without the event"
@@ -99,14 +99,14 @@ empty_equals_default)
   ok "$(wc -l <empty.keys) keys of a file that sets nothing equal the embedded default's"
   ;;
 quiet)
-  "$mpiexec" -n 2 --oversubscribe "$agefence" run --set scenario.steps=100 -o loud.h5 \
+  "$mpiexec" -n 2 "$agefence" run --set scenario.steps=100 -o loud.h5 \
     >loud.out 2>loud.err
   rc=$?
   [ "$rc" = 0 ] || { cat loud.err; fail "the run without -q: exit $rc"; }
   grep -q '^agefence: backends: ' loud.err || { cat loud.err; fail "no backends line without -q"; }
   grep -q '^agefence: note: .*event.1 (step 300)' loud.err || fail "no note without -q"
   grep -q '^  verdict        PASS$' loud.out || fail "no summary without -q"
-  "$mpiexec" -n 2 --oversubscribe "$agefence" run -q --set scenario.steps=100 -o quiet.h5 \
+  "$mpiexec" -n 2 "$agefence" run -q --set scenario.steps=100 -o quiet.h5 \
     >quiet.out 2>quiet.err
   rc=$?
   [ "$rc" = 0 ] || { cat quiet.err; fail "run -q: exit $rc"; }
@@ -139,10 +139,10 @@ duplicates)
   [ "$(wc -l <set.err)" = 4 ] || { cat set.err; fail "not four note lines"; }
   grep -qx 'seed = 8' set.out || fail "the last --set did not win"
   # The same through a run on 2 ranks: the notes once (rank 0), and -q silences them.
-  "$mpiexec" -n 2 --oversubscribe "$agefence" run -c dup.ini --set scenario.seed=7 -o dup.h5 \
+  "$mpiexec" -n 2 "$agefence" run -c dup.ini --set scenario.seed=7 -o dup.h5 \
     >run.out 2>run.err || { cat run.err; fail "the run of dup.ini"; }
   [ "$(grep -c '^agefence: note: ' run.err)" = 3 ] || { cat run.err; fail "run: not three notes"; }
-  "$mpiexec" -n 2 --oversubscribe "$agefence" run -q -c dup.ini -o dupq.h5 >runq.out 2>runq.err ||
+  "$mpiexec" -n 2 "$agefence" run -q -c dup.ini -o dupq.h5 >runq.out 2>runq.err ||
     { cat runq.err; fail "the quiet run of dup.ini"; }
   [ ! -s runq.err ] || { cat runq.err; fail "run -q printed the notes"; }
   # --set over the embedded default is what --set is for: no note.
@@ -192,7 +192,7 @@ quarantine_300)
     --set corruption.silent_fraction=0.25 --set corruption.silent_p=0.2
     --set scenario.steps=20 --set scenario.seed=1)
   for q in 300 401; do
-    "$mpiexec" -n 2 --oversubscribe "$agefence" run -q -c "$src/tests/fixtures/faultfree.ini" \
+    "$mpiexec" -n 2 "$agefence" run -q -c "$src/tests/fixtures/faultfree.ini" \
       "${set_[@]}" --set recovery.quarantine_after=$q -o q$q.h5 >q$q.out 2>&1
     rc=$?
     # Exit 3: abft lets a few small (benign) corruptions through before the quarantine.
@@ -235,7 +235,7 @@ PY
   ok "quarantine_after = 300 quarantines the silent unit; 401 never"
   ;;
 goodput_units)
-  "$mpiexec" -n 2 --oversubscribe "$agefence" run -q -c "$src/tests/fixtures/faultfree.ini" \
+  "$mpiexec" -n 2 "$agefence" run -q -c "$src/tests/fixtures/faultfree.ini" \
     --set aging.sim_hours_per_step=10 --set goodput.step_seconds=4 --set event.1.step=20 \
     --set event.1.action=kill --set event.1.device=2 --set event.1.units=0-1 -o g.h5 >g.out 2>&1 ||
     { cat g.out; fail "the run"; }

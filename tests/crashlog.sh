@@ -116,7 +116,7 @@ mode_writes() {
   # The reference: every write of a whole run, with the commits in between.
   rm -f ref.h5 ref.trace
   AF_CRASH_MATCH="$work/ref.h5" AF_CRASH_LOG="$work/ref.trace" AGEFENCE_LOG_TRACE="$work/ref.trace" \
-    "$mpiexec" -n 2 --oversubscribe -x LD_PRELOAD="$shim" -x AF_CRASH_MATCH -x AF_CRASH_LOG \
+    "$mpiexec" -n 2 -x LD_PRELOAD="$shim" -x AF_CRASH_MATCH -x AF_CRASH_LOG \
     -x AGEFENCE_LOG_TRACE "$agefence" run -q -o "$work/ref.h5" "${SHORT[@]}" >ref.out 2>&1 ||
     { cat ref.out; fail "the reference run failed"; return; }
   "$report" --check ref.h5 >/dev/null || fail "the reference run's log is not valid"
@@ -157,7 +157,7 @@ mode_writes() {
   for w in "${at[@]}"; do
     rm -f k.h5 k.h5.tmp k.trace
     AF_CRASH_AT=$w AF_CRASH_MATCH="$work/k.h5" AGEFENCE_LOG_TRACE="$work/k.trace" \
-      "$mpiexec" -n 2 --oversubscribe -x LD_PRELOAD="$shim" -x AF_CRASH_AT -x AF_CRASH_MATCH \
+      "$mpiexec" -n 2 -x LD_PRELOAD="$shim" -x AF_CRASH_AT -x AF_CRASH_MATCH \
       -x AGEFENCE_LOG_TRACE "$agefence" run -q -o "$work/k.h5" "${SHORT[@]}" >k.out 2>&1
     local rc=$?
     touch k.trace
@@ -179,7 +179,7 @@ kill_rank() {
   fi
   for ((i = 1; i <= n; i++)); do
     rm -f k.h5 k.h5.tmp k.trace
-    AGEFENCE_LOG_TRACE="$work/k.trace" "$mpiexec" -n 2 --oversubscribe -x AGEFENCE_LOG_TRACE \
+    AGEFENCE_LOG_TRACE="$work/k.trace" "$mpiexec" -n 2 -x AGEFENCE_LOG_TRACE \
       "$agefence" run -q -o "$work/k.h5" "${ENDLESS[@]}" >k.out 2>&1 &
     local launcher=$!
     # From start-up (before the log exists) to well into the steps.

@@ -27,7 +27,7 @@ attr() { "$report" --attr /final "$1" "$2"; }
 run() {
   local name=$1 np=$2
   shift 2
-  "$mpiexec" -n "$np" --oversubscribe "$agefence" run "$@" -o "$work/$name.h5" \
+  "$mpiexec" -n "$np" "$agefence" run "$@" -o "$work/$name.h5" \
     >"$work/$name.out" 2>&1
   rc=$?
   "$report" --check "$work/$name.h5" >"$work/$name.check" 2>&1 ||

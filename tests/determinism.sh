@@ -19,7 +19,7 @@ across_ranks() {
   local name=$1 np rc why
   shift
   for np in 1 2 3 4; do
-    "$mpiexec" -n "$np" --oversubscribe "$agefence" run -q "$@" -o "$work/$name.n$np.h5" \
+    "$mpiexec" -n "$np" "$agefence" run -q "$@" -o "$work/$name.n$np.h5" \
       >"$work/$name.out$np" 2>&1
     rc=$?
     if [ "$rc" = 3 ]; then

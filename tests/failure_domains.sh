@@ -33,7 +33,7 @@ rate=("${base[@]}" --set aging.sim_hours_per_step=1 --set aging.sudden_rate_per_
 run() { # NAME NP ARGS...
   local name=$1 np=$2
   shift 2
-  "$mpiexec" -n "$np" --oversubscribe "$agefence" run -q -o "$work/$name.h5" "$@" \
+  "$mpiexec" -n "$np" "$agefence" run -q -o "$work/$name.h5" "$@" \
     >"$work/$name.out" 2>&1 || { cat "$work/$name.out" >&2; fail "$name: exit status $?"; }
   "$report" --check "$work/$name.h5" >/dev/null || fail "$name: the log breaks the schema"
   why=$(af_clean_run "$report" "$work/$name.h5") || fail "$why"

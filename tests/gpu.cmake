@@ -20,9 +20,9 @@ target_link_libraries(test_cuda PRIVATE agefence_core PkgConfig::CMOCKA ${MATH_L
 target_compile_options(test_cuda PRIVATE ${AF_WARN})
 add_test(NAME test_cuda COMMAND test_cuda)
 add_test(NAME test_cuda_nccl
-         COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 1 $<TARGET_FILE:test_cuda> nccl)
+         COMMAND ${AF_MPIEXEC} -n 1 $<TARGET_FILE:test_cuda> nccl)
 add_test(NAME test_cuda_shared_gpu
-         COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 2 --oversubscribe
+         COMMAND ${AF_MPIEXEC} -n 2
                  $<TARGET_FILE:test_cuda> shared)
 set_tests_properties(test_cuda test_cuda_nccl test_cuda_shared_gpu PROPERTIES
                      LABELS gpu TIMEOUT 300 SKIP_RETURN_CODE 77 ENVIRONMENT "${AF_MPI_ENV}")
@@ -33,7 +33,7 @@ set_tests_properties(test_cuda test_cuda_nccl test_cuda_shared_gpu PROPERTIES
 add_test(NAME run_cuda_graph
          COMMAND bash -c "\"$1\" probe >/dev/null || exit $?; shift; exec bash \"$@\"" _
                  $<TARGET_FILE:test_cuda> ${AF_RUN_CASE} $<TARGET_FILE:agefence>
-                 $<TARGET_FILE:agefence-report> ${MPIEXEC_EXECUTABLE}
+                 $<TARGET_FILE:agefence-report> ${AF_MPIEXEC}
                  ${CMAKE_CURRENT_BINARY_DIR}/runs/run_cuda_graph
                  check=/final@graph_instantiations=1 min=/final@graph_steps=1000
                  min=/final@max_blackout=0.85 -- --set backend.compute=cuda
@@ -55,7 +55,7 @@ foreach(np 2 3 4)
   add_test(NAME run_cuda_share_np${np}
            COMMAND bash -c "\"$1\" probe >/dev/null || exit $?; shift; exec bash \"$@\"" _
                    $<TARGET_FILE:test_cuda> ${AF_RUN_CASE} $<TARGET_FILE:agefence>
-                   $<TARGET_FILE:agefence-report> ${MPIEXEC_EXECUTABLE}
+                   $<TARGET_FILE:agefence-report> ${AF_MPIEXEC}
                    ${CMAKE_CURRENT_BINARY_DIR}/runs/run_cuda_share_np${np} np=${np}
                    min=/final@max_blackout=0.85 min=/final@moves_restore_total=1 ${graph_check} --
                    --set backend.compute=cuda --set backend.fabric=mpi

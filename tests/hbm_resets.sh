@@ -28,7 +28,7 @@ rate=("${base[@]}" --set aging.sim_hours_per_step=1 --set aging.sudden_rate_per_
 run() { # NAME NP ARGS...
   local name=$1 np=$2
   shift 2
-  "$mpiexec" -n "$np" --oversubscribe "$agefence" run -q -o "$work/$name.h5" "$@" \
+  "$mpiexec" -n "$np" "$agefence" run -q -o "$work/$name.h5" "$@" \
     >"$work/$name.out" 2>&1 || { cat "$work/$name.out" >&2; fail "$name: exit status $?"; }
   "$report" --check "$work/$name.h5" >/dev/null || fail "$name: the log breaks the schema"
   why=$(af_clean_run "$report" "$work/$name.h5") || fail "$why"
@@ -51,7 +51,7 @@ for name in lost_np1 lost_np3 global_np2; do
   np=${name##*_np}
   args=("${lost[@]}")
   [ "$name" = global_np2 ] && args=("${scripted[@]}" --set recovery.replay=global)
-  "$mpiexec" -n "$np" --oversubscribe "$agefence" run -q -o "$work/$name.h5" "${args[@]}" \
+  "$mpiexec" -n "$np" "$agefence" run -q -o "$work/$name.h5" "${args[@]}" \
     >"$work/$name.out" 2>&1 || { cat "$work/$name.out" >&2; fail "$name: exit status $?"; }
   why=$(af_clean_run "$report" "$work/$name.h5") || fail "$why"
   [ "$("$report" --attr /final bitwise_equal "$work/$name.h5")" = 1 ] || fail "$name: not bitwise equal"

@@ -6,6 +6,14 @@ add_test(NAME version
                  ${PROJECT_SOURCE_DIR} ${PROJECT_VERSION} ${CMAKE_CURRENT_BINARY_DIR}/runs/version)
 set_tests_properties(version PROPERTIES LABELS install TIMEOUT 300 SKIP_RETURN_CODE 77)
 
+#   mpi_match     install  tests/mpi_match.sh: configure refuses a parallel HDF5 of another MPI
+#                          and another MPI's mpiexec in one line each, and derives the launcher
+#                          from the MPI (SKIP without both Debian MPIs)
+add_test(NAME mpi_match
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/mpi_match.sh ${PROJECT_SOURCE_DIR}
+                 ${CMAKE_CURRENT_BINARY_DIR}/runs/mpi_match)
+set_tests_properties(mpi_match PROPERTIES LABELS install TIMEOUT 300 SKIP_RETURN_CODE 77)
+
 #   install       install  tests/install.sh: cmake --install into a temporary prefix, moved
 #                          away (mv), run from there in a bare environment: no path of the
 #                          source or build tree in it, a singleton run of the default scenario,

@@ -26,7 +26,7 @@ args=(-c "$fixture" --set scenario.steps=80 --set scenario.devices_per_node=2
       --set event.2.cause=dependency --set event.3.step=30 --set event.3.action=interrupt
       --set event.3.cause=sdc --set event.3.device=7)
 for np in 1 3; do
-  "$mpiexec" -n "$np" --oversubscribe "$agefence" run -q -o "$work/np$np.h5" "${args[@]}" \
+  "$mpiexec" -n "$np" "$agefence" run -q -o "$work/np$np.h5" "${args[@]}" \
     >"$work/np$np.out" 2>&1 || { cat "$work/np$np.out" >&2; fail "np=$np: exit status $?"; }
   "$report" --check "$work/np$np.h5" >/dev/null || fail "np=$np: the log breaks the schema"
   why=$(af_clean_run "$report" "$work/np$np.h5") || fail "$why"
@@ -90,7 +90,7 @@ dead=(-c "$fixture" --set scenario.steps=80 --set scenario.devices_per_node=2
       --set event.5.action=interrupt --set event.5.cause=sdc --set event.5.device=7)
 command -v h5dump >/dev/null || fail "h5dump (hdf5-tools, scripts/setup.sh) is not on PATH"
 for np in 1 3; do
-  "$mpiexec" -n "$np" --oversubscribe "$agefence" run -q -o "$work/dead_np$np.h5" "${dead[@]}" \
+  "$mpiexec" -n "$np" "$agefence" run -q -o "$work/dead_np$np.h5" "${dead[@]}" \
     >"$work/dead_np$np.out" 2>&1 || { cat "$work/dead_np$np.out" >&2; fail "dead, np=$np: exit $?"; }
   "$report" --check "$work/dead_np$np.h5" >/dev/null || fail "dead, np=$np: the log breaks the schema"
   why=$(af_clean_run "$report" "$work/dead_np$np.h5") || fail "$why"
@@ -119,7 +119,7 @@ grep -q "^  interrupted  $nrows times" "$work/dead_report.txt" ||
   fail "dead: the report does not count the table's $nrows interruptions"
 # The preset names its record: the report sets the first 3 days beside it, scaled (72 of
 # 1,296 hours), and numpy (and scipy's chi-square, when there) recount it; --record overrides.
-"$mpiexec" -n 2 --oversubscribe "$agefence" run -q -o "$work/preset.h5" \
+"$mpiexec" -n 2 "$agefence" run -q -o "$work/preset.h5" \
   -c "$here/../configs/presets/llama3-54d.ini" --set scenario.steps=72 >"$work/preset.out" 2>&1 ||
   { cat "$work/preset.out" >&2; fail "the preset's 3 days"; }
 "$report" "$work/preset.h5" >"$work/preset.txt" || fail "the preset's report"

@@ -19,7 +19,7 @@ FI=10
 
 # 1. The writer fails its second commit (the rows of steps 11-20 written, the record not).
 log=$work/fail.h5
-AGEFENCE_DEBUG=logfail=2 AGEFENCE_LOG_TRACE="$work/fail.trace" "$mpiexec" -n 2 --oversubscribe \
+AGEFENCE_DEBUG=logfail=2 AGEFENCE_LOG_TRACE="$work/fail.trace" "$mpiexec" -n 2 \
   -x AGEFENCE_DEBUG -x AGEFENCE_LOG_TRACE "$agefence" run -q -o "$log" \
   --set scenario.steps=100 --set "log.flush_interval=$FI" >"$work/fail.out" 2>&1
 rc=$?
@@ -39,7 +39,7 @@ echo "ok   a failed commit in the writer: exit 1, one line ($lines), the log hol
 
 # 2. SIGTERM while a slow writer is busy.
 log=$work/term.h5
-AGEFENCE_DEBUG=logslow=150 "$mpiexec" -n 2 --oversubscribe -x AGEFENCE_DEBUG "$agefence" run -q \
+AGEFENCE_DEBUG=logslow=150 "$mpiexec" -n 2 -x AGEFENCE_DEBUG "$agefence" run -q \
   -o "$log" --set scenario.steps=100000000 --set "log.flush_interval=$FI" \
   --set aging.sim_hours_per_step=0 >"$work/term.out" 2>&1 &
 launcher=$!

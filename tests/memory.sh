@@ -22,7 +22,7 @@ attr() { "$report" --attr /final "$1" "$2"; }
 # within A B TOL: |A - B| <= TOL * B
 within() { awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= t * b) }'; }
 
-"$mpiexec" -n 2 --oversubscribe "$agefence" run -q -o "$work/default.h5" >"$work/default.out" 2>&1 ||
+"$mpiexec" -n 2 "$agefence" run -q -o "$work/default.h5" >"$work/default.out" 2>&1 ||
   fail "the default scenario: exit $?: $(tail -3 "$work/default.out")"
 budget=$(attr memory_budget_startup_bytes "$work/default.h5")
 held=$(attr alloc_peak_bytes "$work/default.h5")
@@ -33,7 +33,7 @@ big=(--set scenario.devices=100000 --set scenario.units_per_device=8 --set scena
      --set scenario.block_len=8 --set scenario.steps=20 --set workload.dt=1e-13
      --set log.flush_interval=10 --set recovery.replica_interval=10 --set event.1.step=10
      --set aging.sim_hours_per_step=1)
-"$mpiexec" -n 2 --oversubscribe "$agefence" run -q -o "$work/big.h5" "${big[@]}" \
+"$mpiexec" -n 2 "$agefence" run -q -o "$work/big.h5" "${big[@]}" \
   >"$work/big.out" 2>&1 || fail "10^5 devices: exit $?: $(tail -3 "$work/big.out")"
 if [ "$build" = sanitized ]; then
   budget=$(attr memory_budget_startup_bytes "$work/big.h5")
@@ -54,7 +54,7 @@ else
 fi
 
 log=$work/small_node.h5
-AGEFENCE_DEBUG=memavail=1000000 "$mpiexec" -n 2 --oversubscribe "$agefence" run -q -o "$log" \
+AGEFENCE_DEBUG=memavail=1000000 "$mpiexec" -n 2 "$agefence" run -q -o "$log" \
   >"$work/small.out" 2>&1
 rc=$?
 [ "$rc" = 2 ] || fail "a node too small: exit $rc, expected 2: $(cat "$work/small.out")"

@@ -21,7 +21,7 @@ line_re="^agefence: step [0-9]+/$steps \([0-9.]+%\)  [0-9.]+ s  [0-9.]+ steps/s 
 run() { # run NAME ARGS...: two ranks of the default scenario, $steps steps
   local name=$1
   shift
-  "$mpiexec" -n 2 --oversubscribe "$agefence" run -o "$name.h5" --set scenario.steps=$steps "$@" \
+  "$mpiexec" -n 2 "$agefence" run -o "$name.h5" --set scenario.steps=$steps "$@" \
     >"$name.out" 2>"$name.err"
   local rc=$?
   [ "$rc" = 0 ] || { cat "$name.err"; fail "$name: exit $rc"; }
@@ -60,7 +60,7 @@ if ! command -v script >/dev/null 2>&1; then
   echo "script (util-linux) not found: the terminal detection is not checked"
   exit 0
 fi
-cmd="$(printf '%q ' "$mpiexec" -n 2 --oversubscribe "$agefence" run -q -o tty.h5 --set scenario.steps=$steps)"
+cmd="$(printf '%q ' "$mpiexec" -n 2 "$agefence" run -q -o tty.h5 --set scenario.steps=$steps)"
 script -qec "$cmd" /dev/null >tty.out </dev/null || { cat tty.out; fail "the run on a terminal failed"; }
 grep -q $'\ragefence: step ' tty.out || { cat -v tty.out; fail "no progress repainted on mpirun's terminal"; }
 tr '\r' '\n' <tty.out | grep -q "^agefence: step $steps/$steps (100.0%)" ||

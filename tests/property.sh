@@ -23,7 +23,7 @@ for seed in 11 23 37 41; do
       log=$work/s${seed}_n${np}_$shape.h5
       set_fleet=(--set scenario.seed=$seed --set scenario.devices=$devices
                  --set event.1.device=$((devices - 1)))
-      "$mpiexec" -n "$np" --oversubscribe "$agefence" run -q -c "$scenario" -o "$log" \
+      "$mpiexec" -n "$np" "$agefence" run -q -c "$scenario" -o "$log" \
         "${set_fleet[@]}" >"$work/out" 2>&1
       rc=$?
       # The same fleet on one rank, once per fleet: the reference of the comparison below.

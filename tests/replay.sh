@@ -30,7 +30,7 @@ fleet=(--set scenario.devices=32 --set scenario.units_per_device=16 --set scenar
 run() { # NAME NP SETTINGS...: one run that must pass
   local name=$1 np=$2 rc why
   shift 2
-  "$mpiexec" -n "$np" --oversubscribe "$agefence" run -q "${fleet[@]}" "$@" -o "$work/$name.h5" \
+  "$mpiexec" -n "$np" "$agefence" run -q "${fleet[@]}" "$@" -o "$work/$name.h5" \
     >"$work/$name.out" 2>&1
   rc=$?
   [ "$rc" = 0 ] || { cat "$work/$name.out"; fail "$name: exit $rc"; }

@@ -33,13 +33,13 @@ set(AF_REPORT_FIX ${CMAKE_CURRENT_SOURCE_DIR}/fixtures)
 
 # The logs, made by the suite's own runs.
 add_test(NAME report_run_small
-         COMMAND ${MPIEXEC_EXECUTABLE} -n 3 --oversubscribe $<TARGET_FILE:agefence> run -q
+         COMMAND ${AF_MPIEXEC} -n 3 $<TARGET_FILE:agefence> run -q
                  -c ${AF_REPORT_FIX}/small.ini -o ${AF_REPORT_DIR}/small.h5)
 add_test(NAME report_run_faultfree
-         COMMAND ${MPIEXEC_EXECUTABLE} -n 2 --oversubscribe $<TARGET_FILE:agefence> run -q
+         COMMAND ${AF_MPIEXEC} -n 2 $<TARGET_FILE:agefence> run -q
                  -c ${AF_REPORT_FIX}/faultfree.ini -o ${AF_REPORT_DIR}/faultfree.h5)
 add_test(NAME report_run_domains
-         COMMAND ${MPIEXEC_EXECUTABLE} -n 2 --oversubscribe $<TARGET_FILE:agefence> run -q
+         COMMAND ${AF_MPIEXEC} -n 2 $<TARGET_FILE:agefence> run -q
                  --set scenario.steps=900 --set scenario.devices_per_node=2
                  --set aging.device_rate_per_hour=3e-6 --set aging.node_rate_per_hour=1e-6
                  --set interrupt.software_per_hour=1e-4 --set interrupt.network_per_node_hour=1e-5
@@ -86,7 +86,7 @@ endforeach()
 add_test(NAME report_killed
          COMMAND bash ${AF_REPORT_SH} killed $<TARGET_FILE:agefence-report>
                  $<TARGET_FILE:report_mutate> ${AF_REPORT_DIR}/killed.h5 ${AF_REPORT_DIR}/killed
-                 "$<TARGET_FILE:agefence> ${MPIEXEC_EXECUTABLE}")
+                 "$<TARGET_FILE:agefence> ${AF_MPIEXEC}")
 list(APPEND AF_REPORT_TESTS report_killed)
 set_tests_properties(${AF_REPORT_TESTS} PROPERTIES LABELS mpi TIMEOUT 180 SKIP_RETURN_CODE 77
                      ENVIRONMENT "${AF_MPI_ENV}")

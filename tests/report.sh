@@ -364,7 +364,7 @@ mode_killed() {
   local agefence mpiexec
   read -r agefence mpiexec <<<"$fixtures"
   rm -f "$log"
-  "$mpiexec" -n 2 --oversubscribe "$agefence" run -q -o "$log" --set scenario.steps=100000000 \
+  "$mpiexec" -n 2 "$agefence" run -q -o "$log" --set scenario.steps=100000000 \
     --set log.flush_interval=10 --set aging.sim_hours_per_step=0 >run.out 2>&1 &
   local launcher=$!
   # Wait for the log (the writer keeps it locked: poll its existence), let it flush a few

@@ -30,7 +30,7 @@ rm -rf "$work" && mkdir -p "$work"
 log=$work/run.h5
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-"$mpiexec" -n "$np" --oversubscribe "$agefence" run -o "$log" "$@" >"$work/stdout" 2>"$work/stderr"
+"$mpiexec" -n "$np" "$agefence" run -o "$log" "$@" >"$work/stdout" 2>"$work/stderr"
 rc=$?
 cat "$work/stdout"
 [ "$rc" = "$expect" ] || { cat "$work/stderr" >&2; fail "exit status $rc, expected $expect"; }
@@ -38,6 +38,8 @@ cat "$work/stdout"
 "$report" --check "$log" || fail "the log breaks the schema"
 
 attr() { "$report" --attr "$1" "$2" "$log"; }
+# The launch had the ranks asked for (another MPI's launcher makes N one-rank runs).
+[ "$(attr / ranks)" = "$np" ] || fail "the log says $(attr / ranks) ranks, the launch asked for $np"
 why=$(af_clean_run "$report" "$log") || fail "$why"
 if [ "$expect" = 0 ]; then
   checks+=("/final@bitwise_equal=1" "/final@exit_reason=completed")

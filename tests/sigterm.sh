@@ -39,7 +39,7 @@ print(f"{len(bad)} dataset(s) off")
 sys.exit(1 if bad else 0)
 PY
 }
-"$mpiexec" -n 2 --oversubscribe "$agefence" run -q -o "$log" --set scenario.steps=100000000 \
+"$mpiexec" -n 2 "$agefence" run -q -o "$log" --set scenario.steps=100000000 \
   --set log.flush_interval=10 --set aging.sim_hours_per_step=0 >"$work/stdout" 2>"$work/stderr" &
 launcher=$!
 # Wait until the run is stepping (the log exists and the ranks are up), then signal rank 0.
@@ -83,7 +83,7 @@ small=$(dirname "$0")/fixtures/small.ini
 for sig in INT TERM; do
   mlog=$work/mpirun-$sig.h5
   if [ "$sig" = INT ]; then scen=(-c "$small") after=1.5; else scen=() after=8; fi
-  OMPI_MCA_odls_base_sigkill_timeout=1 "$mpiexec" -n 2 --oversubscribe "$agefence" run \
+  OMPI_MCA_odls_base_sigkill_timeout=1 "$mpiexec" -n 2 "$agefence" run \
     "${scen[@]}" -o "$mlog" --set scenario.steps=100000000 --set aging.sim_hours_per_step=0 \
     >"$work/mpirun-$sig.out" 2>"$work/mpirun-$sig.err" &
   launcher=$!

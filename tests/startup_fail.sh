@@ -13,7 +13,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 failures=0
 # One rank runs as a singleton (no launcher): a launcher takes a second or two to end a job
 # whose process exited non-zero, which would make this walk slow.
-launch=("$mpiexec" -n "$np" --oversubscribe)
+launch=("$mpiexec" -n "$np")
 [ "$np" = 1 ] && launch=()
 for n in $(seq 1 400); do
   log=$work/run$n.h5

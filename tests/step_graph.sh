@@ -21,7 +21,7 @@ pair() {
   local -a c=()
   [ "$scen" = default ] || c=(-c "$scen") # default: the embedded scenario
   for g in off on; do
-    "$mpiexec" -n "$np" --oversubscribe "$agefence" run -q "${c[@]}" \
+    "$mpiexec" -n "$np" "$agefence" run -q "${c[@]}" \
       -o "$work/$name.$g.h5" --set backend.graph=$g "$@" >"$work/$name.$g.out" 2>&1
     rc=$?
     if [ "$rc" != 0 ] && [ "$rc" != 4 ]; then
@@ -45,7 +45,7 @@ pair small_dmr_np4_seed3 4 "$small" --set recovery.detect=dmr --set scenario.see
 
 # Under auto, straggler detection keeps the eager path (its per-device times join the
 # exchange after the compute is timed), and so does the cpu backend.
-"$mpiexec" -n 2 --oversubscribe "$agefence" run -q -c "$small" -o "$work/strag.h5" \
+"$mpiexec" -n 2 "$agefence" run -q -c "$small" -o "$work/strag.h5" \
   --set straggler.detect=on >"$work/strag.out" 2>&1
 rc=$?
 [ "$rc" = 0 ] || [ "$rc" = 4 ] || fail "straggler run: exit $rc: $(cat "$work/strag.out")"
@@ -55,7 +55,7 @@ rc=$?
 
 # A rank whose preparation fails turns the graph off on every rank; with graph = on that is
 # an error on every rank, named, before any step, and no log is left.
-AGEFENCE_DEBUG=graphfail=1 "$mpiexec" -n 2 --oversubscribe "$agefence" run -q -c "$small" \
+AGEFENCE_DEBUG=graphfail=1 "$mpiexec" -n 2 "$agefence" run -q -c "$small" \
   -o "$work/gfail.h5" --set backend.graph=on >"$work/gfail.out" 2>&1
 rc=$?
 if [ "$rc" = 0 ] || [ -e "$work/gfail.h5" ] ||

@@ -24,7 +24,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 run() { # run NP OUT.h5 ARGS...: a run that must pass, and keep start-up's promises
   local np=$1 out=$2 why
   shift 2
-  "$mpiexec" -n "$np" --oversubscribe "$agefence" run -q "${scen[@]}" -o "$out" "$@" \
+  "$mpiexec" -n "$np" "$agefence" run -q "${scen[@]}" -o "$out" "$@" \
     >"$out.txt" 2>&1 || { cat "$out.txt"; fail "run $out exited $?"; }
   why=$(af_clean_run "$report" "$out") || fail "$why"
 }

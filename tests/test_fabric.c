@@ -20,6 +20,9 @@
 
 static af_world_t world;
 static af_fabric_t *fab;
+/* The rank count the test was launched for (its argument), 0 when not given: a launcher of
+ * another MPI starts N one-rank jobs that would each pass every test as "rank 0 of 1". */
+static int expected_size;
 
 static uint64_t bits_of(double x)
 {
@@ -42,6 +45,9 @@ static void test_fabric_matches_the_launch(void **state)
     assert_int_equal(fab->ops->mem, AF_MEM_HOST);
     assert_int_equal(fab->rank, world.rank);
     assert_int_equal(fab->size, world.size);
+    if (expected_size > 0) {
+        assert_int_equal(world.size, expected_size);
+    }
     assert_true(world.size >= 1 && world.rank >= 0 && world.rank < world.size);
     assert_true(world.local_size >= 1 && world.local_rank < world.local_size);
     assert_int_equal(af_alloc_comms_after_seal(), 0);
@@ -102,6 +108,59 @@ static void test_allreduce_max_u64_carries_owner_bit_patterns_exactly(void **sta
     assert_memory_equal(buf, want, sizeof want);
     for (int i = 0; i < N; ++i) {
         assert_int_equal(buf2[i], want[i] | 0x8000000000000000ULL);
+    }
+}
+
+/* A true unsigned maximum where several ranks contribute, words with the top bit set among
+ * them: the driver's agreements (the plan digest and its complement, the memory shortfall's
+ * doubles) rely on it. MPICH 4.0.2's MPI_MAX on MPI_UINT64_T compares as signed and gives 1 for
+ * max(0x8000000000000000, 1). */
+static void test_allreduce_max_u64_is_the_unsigned_maximum(void **state)
+{
+    (void)state;
+    enum { N = 5 };
+    const uint64_t r = (uint64_t)fab->rank;
+    const uint64_t top = 0x8000000000000000ULL;
+    uint64_t buf[N] = {
+        fab->rank == 0 ? top : 1,                         /* max: top bit alone (or 1 alone) */
+        top + r,                                          /* max: top + size - 1 */
+        fab->rank == fab->size - 1 ? UINT64_MAX : r,      /* max: all ones */
+        fab->rank % 2 == 0 ? 0x7fffffffffffffffULL : top, /* max: top, on 2 ranks or more */
+        r,                                                /* max: size - 1 */
+    };
+    const uint64_t n = (uint64_t)fab->size;
+    const uint64_t want[N] = {top, top + n - 1, UINT64_MAX,
+                              fab->size > 1 ? top : 0x7fffffffffffffffULL, n - 1};
+    af_result_t rc = fab->ops->allreduce_max_u64(fab, buf, N);
+    assert_int_equal(rc, AF_OK);
+    for (int i = 0; i < N; ++i) {
+        assert_int_equal(buf[i], want[i]);
+    }
+}
+
+/* The plan check's test (sim/step.c check_plan): the maximum of each rank's digest and of its
+ * complement give back the rank's own digest and complement on every rank only when all ranks
+ * hold the same digest. Ranks that differ in any bit (the top one included) see it, every one
+ * of them; ranks that agree see nothing. */
+static void test_digest_and_complement_maxima_catch_any_disagreement(void **state)
+{
+    (void)state;
+    const uint64_t base = 0xcbf29ce484222325ULL;
+    /* Which bit the odd ranks flip: the top, the lowest, one in the middle; none. */
+    const uint64_t flips[] = {0x8000000000000000ULL, 1, 1ULL << 31, 0};
+    enum { T = sizeof flips / sizeof flips[0] };
+    int caught[T];
+    af_result_t rc[T];
+    for (int t = 0; t < T; ++t) {
+        const uint64_t d = fab->rank % 2 == 1 ? base ^ flips[t] : base;
+        uint64_t w[2] = {d, ~d};
+        rc[t] = fab->ops->allreduce_max_u64(fab, w, 2);
+        caught[t] = w[0] != d || w[1] != ~d;
+    }
+    for (int t = 0; t < T; ++t) {
+        assert_int_equal(rc[t], AF_OK);
+        const int differ = fab->size > 1 && flips[t] != 0;
+        assert_int_equal(caught[t], differ);
     }
 }
 
@@ -303,12 +362,16 @@ int main(int argc, char **argv)
         af_world_abort(1);
         return 1;
     }
+    /* test_fabric [N]: the launch must have N ranks. */
+    expected_size = argc > 1 ? atoi(argv[1]) : 0;
     char name[64];
     snprintf(name, sizeof name, "test_fabric rank %d of %d", world.rank, world.size);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fabric_matches_the_launch),
         cmocka_unit_test(test_communicators_after_start_up_are_counted),
         cmocka_unit_test(test_allreduce_max_u64_carries_owner_bit_patterns_exactly),
+        cmocka_unit_test(test_allreduce_max_u64_is_the_unsigned_maximum),
+        cmocka_unit_test(test_digest_and_complement_maxima_catch_any_disagreement),
         cmocka_unit_test(test_bcast_copies_root_bytes_to_every_rank),
         cmocka_unit_test(test_gather_is_rank_major_on_the_root),
         cmocka_unit_test(test_gatherv_with_unequal_counts_concatenates_in_rank_order),

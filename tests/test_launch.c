@@ -14,13 +14,28 @@
 
 /* Every variable launch.c reads; each test starts with none of them set. */
 static const char *const vars[] = {
-    "SLURM_JOB_ID",         "SLURM_JOBID",          "SLURM_JOB_NAME",
-    "SLURM_CLUSTER_NAME",   "SLURM_JOB_PARTITION",  "SLURM_JOB_NODELIST",
-    "SLURM_NODELIST",       "SLURM_NTASKS",         "SLURM_NPROCS",
-    "SLURM_TASKS_PER_NODE", "SLURM_STEP_ID",        "SLURM_STEPID",
-    "SLURM_STEP_NUM_TASKS", "SLURM_STEP_NUM_NODES", "SLURM_STEP_TASKS_PER_NODE",
-    "SLURM_JOB_NUM_NODES",  "SLURM_NNODES",         "SLURM_GPUS_PER_TASK",
-    "OMPI_COMM_WORLD_SIZE", "MPI_LOCALNRANKS",      "AGEFENCE_LAUNCH_CHECK",
+    "SLURM_JOB_ID",
+    "SLURM_JOBID",
+    "SLURM_JOB_NAME",
+    "SLURM_CLUSTER_NAME",
+    "SLURM_JOB_PARTITION",
+    "SLURM_JOB_NODELIST",
+    "SLURM_NODELIST",
+    "SLURM_NTASKS",
+    "SLURM_NPROCS",
+    "SLURM_TASKS_PER_NODE",
+    "SLURM_STEP_ID",
+    "SLURM_STEPID",
+    "SLURM_STEP_NUM_TASKS",
+    "SLURM_STEP_NUM_NODES",
+    "SLURM_STEP_TASKS_PER_NODE",
+    "SLURM_JOB_NUM_NODES",
+    "SLURM_NNODES",
+    "SLURM_GPUS_PER_TASK",
+    "OMPI_COMM_WORLD_SIZE",
+    "MPI_LOCALNRANKS",
+    "AGEFENCE_LAUNCH_CHECK",
+    "PMI_SIZE",
 };
 
 static int clear_env(void **state)
@@ -342,6 +357,52 @@ static void test_long_values_truncated(void **state)
     assert_string_equal(d, "");
 }
 
+/* Open MPI's mpiexec starting an MPICH build: four one-rank jobs, each told the launch has 4. */
+static void test_other_mpis_launcher_is_refused(void **state)
+{
+    (void)state;
+    char err[600] = "x";
+    set("OMPI_COMM_WORLD_SIZE", "4");
+    assert_int_equal(af_launch_check_launcher(1, "MPICH", err, sizeof err), AF_ERR_USAGE);
+    assert_string_equal(err, "the launcher started 4 ranks (OMPI_COMM_WORLD_SIZE=4) but the MPI "
+                             "library sees a world of 1: agefence was built with MPICH's MPI; "
+                             "launch with MPICH's mpiexec (AGEFENCE_LAUNCH_CHECK=0 skips this "
+                             "check)");
+    assert_string_equal(af_error_message(), err);
+    /* Hydra (PMI-1) starting an Open MPI build. */
+    unsetenv("OMPI_COMM_WORLD_SIZE");
+    set("PMI_SIZE", "2");
+    assert_int_equal(af_launch_check_launcher(1, "Open MPI", err, sizeof err), AF_ERR_USAGE);
+    assert_contains(err, "the launcher started 2 ranks (PMI_SIZE=2) but the MPI library sees a "
+                         "world of 1: agefence was built with Open MPI's MPI; launch with Open "
+                         "MPI's mpiexec");
+    assert_null(strchr(err, '\n'));
+    /* A library without a name still gets a line. */
+    assert_int_equal(af_launch_check_launcher(3, NULL, err, sizeof err), AF_ERR_USAGE);
+    assert_contains(err, "sees a world of 3: agefence was built with another MPI's MPI");
+}
+
+static void test_launcher_matching_the_library_passes(void **state)
+{
+    (void)state;
+    char err[600] = "x";
+    assert_int_equal(af_launch_check_launcher(3, "MPICH", err, sizeof err), AF_OK);
+    assert_string_equal(err, "");
+    set("OMPI_COMM_WORLD_SIZE", "3");
+    set("PMI_SIZE", "3");
+    assert_int_equal(af_launch_check_launcher(3, "Open MPI", err, sizeof err), AF_OK);
+    assert_string_equal(err, "");
+    /* A value that is not a count is not checked; the check can be skipped. */
+    set("OMPI_COMM_WORLD_SIZE", "three");
+    set("PMI_SIZE", "");
+    assert_int_equal(af_launch_check_launcher(1, "MPICH", err, sizeof err), AF_OK);
+    set("OMPI_COMM_WORLD_SIZE", "4");
+    set("AGEFENCE_LAUNCH_CHECK", "0");
+    assert_int_equal(af_launch_check_launcher(1, "MPICH", err, sizeof err), AF_OK);
+    unsetenv("AGEFENCE_LAUNCH_CHECK");
+    assert_int_equal(af_launch_check_launcher(1, "MPICH", err, sizeof err), AF_ERR_USAGE);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -352,6 +413,8 @@ int main(void)
         cmocka_unit_test_setup(test_batch_without_launcher, clear_env),
         cmocka_unit_test_setup(test_nprocs_when_no_ntasks, clear_env),
         cmocka_unit_test_setup(test_mpirun_inside_allocation_not_checked, clear_env),
+        cmocka_unit_test_setup(test_other_mpis_launcher_is_refused, clear_env),
+        cmocka_unit_test_setup(test_launcher_matching_the_library_passes, clear_env),
         cmocka_unit_test_setup(test_check_can_be_skipped, clear_env),
         cmocka_unit_test_setup(test_unparsable_counts_are_not_checked, clear_env),
         cmocka_unit_test_setup(test_gpus_only_checked_for_cuda, clear_env),

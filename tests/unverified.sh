@@ -18,7 +18,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 py=$(af_python)
 no_h5py=$(af_h5py)
 
-"$mpiexec" -n 3 --oversubscribe "$agefence" run --set scenario.devices=7 -o "$work/d7.h5" \
+"$mpiexec" -n 3 "$agefence" run --set scenario.devices=7 -o "$work/d7.h5" \
   >"$work/d7.out" 2>&1
 rc=$?
 # The unchecked commits carry finite corruptions (the default mix is ~99% finite), and the run
@@ -45,7 +45,7 @@ print(f"     {int(u.sum())} unverified commits in {int((u > 0).sum())} steps; "
       f"{len(bad)} of them in steps without an unverified commit")
 sys.exit(1 if len(bad) else 0)
 PY
-"$mpiexec" -n 2 --oversubscribe "$agefence" run -o "$work/d8.h5" >"$work/d8.out" 2>&1 ||
+"$mpiexec" -n 2 "$agefence" run -o "$work/d8.h5" >"$work/d8.out" 2>&1 ||
   fail "8 devices: exit $?"
 [ "$("$report" --attr /final unverified_commits_total "$work/d8.h5")" = 0 ] ||
   fail "8 devices: unverified commits with room for twins"
