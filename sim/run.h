@@ -17,6 +17,8 @@ typedef struct af_run_opts {
     const char *sets[AF_MAX_SETS];
     int nsets;
     const char *output;    /* NULL: log.path of the scenario */
+    int force;             /* --force: an agefence log at the output path is replaced, not
+                              kept as "#NAME.N#" (sim/log.h, af_log_claim) */
     int quiet;             /* no summary on stdout */
     char usage_error[300]; /* a bad command line: reported by rank 0, exit 2 */
     af_run_hook_t hook;    /* NULL, or a benchmark's probe */
