@@ -6,7 +6,8 @@
  * Crash consistency (README, "The log"): a SIGKILL at any moment leaves a readable log.
  *  - The file is built under "<path>.tmp" and moved to its path by af_log_begin, once the
  *    part written up front (root attributes, calibration) is complete: from then on the
- *    path holds a readable log (before, nothing: an earlier file there is removed at create).
+ *    path holds a readable log (before, nothing: an earlier log there is moved aside or
+ *    removed by af_log_claim once the run is accepted).
  *  - af_log_begin switches HDF5 to SWMR writing (single writer, multiple readers): HDF5 then
  *    orders its writes so that the file on disk is consistent at every moment. A killed
  *    run's file stays marked as open for SWMR writing: readers open it with SWMR read access
