@@ -42,6 +42,9 @@ af_result_t af_bench_run_scenario_code(af_bench_ctx_t *b, const char *const *ext
         o.nsets++;
     }
     o.output = log_path;
+    /* The benchmark's own scenario logs (af_bench_log_path), rewritten round after round: each
+     * replaces the last rather than leave a #NAME.N# backup of it (sim/log.h, af_log_claim). */
+    o.force = 1;
     o.quiet = 1;
     o.hook = hook;
     o.hook_ctx = ctx;

@@ -81,6 +81,25 @@ af_result_t af_logfile_open(af_logfile_t *lf, const char *path, char *err, size_
     return AF_OK;
 }
 
+int af_logfile_is_log(const char *path)
+{
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) || H5Fis_hdf5(path) <= 0) {
+        return 0;
+    }
+    hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (file < 0) {
+        file = H5Fopen(path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, H5P_DEFAULT);
+    }
+    if (file < 0) {
+        return 0;
+    }
+    int is = H5Aexists_by_name(file, "/", "schema_version", H5P_DEFAULT) > 0;
+    H5Fclose(file);
+    return is;
+}
+
 af_result_t af_logfile_committed(const af_logfile_t *lf, int64_t committed[2])
 {
     if (H5Lexists(lf->file, "/committed", H5P_DEFAULT) > 0) {

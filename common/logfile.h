@@ -30,6 +30,12 @@ typedef struct af_logfile {
 af_result_t af_logfile_open(af_logfile_t *lf, const char *path, char *err, size_t errlen);
 void af_logfile_close(af_logfile_t *lf);
 
+/* Whether path is an agefence log: a regular file that HDF5 opens (with SWMR read access when
+ * a killed writer left it marked) and whose root has the attribute schema_version, of any
+ * version. 0 for anything else (missing, unreadable, another file). The run's writer asks it
+ * before it replaces a file (sim/log.c, af_log_check_path). */
+int af_logfile_is_log(const char *path);
+
 /* The commit record /committed (schema 3; /steps@committed before): {rows of /steps and /ranks,
  * rows of /events} complete at the writer's last flush. AF_ERR_IO when absent (a log written before
  * it existed) or not two integers >= 0. */

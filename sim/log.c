@@ -19,6 +19,7 @@
 
 #include "../common/af_alloc.h"
 #include "../common/af_time.h"
+#include "../common/logfile.h"
 #include "../common/percentile.h"
 
 #define AF_EVENT_BUFFER 4096
@@ -427,6 +428,163 @@ static af_result_t make_commit_record(af_log_t *log)
     return write_commit_record(log);
 }
 
+/* The folder of path ("." when it names none), in dir. */
+static void folder_of(const char *path, char *dir, size_t n)
+{
+    const char *slash = strrchr(path, '/');
+    if (slash == NULL) {
+        snprintf(dir, n, ".");
+    } else if (slash == path) {
+        snprintf(dir, n, "/");
+    } else {
+        snprintf(dir, n, "%.*s", (int)(slash - path), path);
+    }
+}
+
+/* Whether st is the file the scenario was read from (same device and inode: another name of
+ * it, a hard link, a symbolic link to it count). */
+static int is_scenario(const struct stat *st, const char *scenario)
+{
+    struct stat sc;
+    return scenario != NULL && stat(scenario, &sc) == 0 && sc.st_dev == st->st_dev &&
+           sc.st_ino == st->st_ino;
+}
+
+/* What a run may do with a file that is already at `file` (the log's path or its temporary
+ * name `what` says which): AF_OK when nothing is there or an agefence log is; AF_ERR_USAGE
+ * with one line otherwise. */
+static af_result_t may_replace(const char *file, const char *what, const char *scenario)
+{
+    struct stat st;
+    if (stat(file, &st) != 0) {
+        if (errno == ENOENT) {
+            return AF_OK;
+        }
+        af_error_set("%s: cannot create the log file there: %s", file, strerror(errno));
+        return AF_ERR_USAGE;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        af_error_set("%s: is a folder, not a log file (-o takes a file name)", file);
+        return AF_ERR_USAGE;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        af_error_set("%s: not a regular file; agefence writes its log only to a new file or over "
+                     "an agefence log",
+                     file);
+        return AF_ERR_USAGE;
+    }
+    if (is_scenario(&st, scenario)) {
+        af_error_set("%s: is the scenario file being read (-c %s); agefence does not write its "
+                     "log over it",
+                     file, scenario);
+        return AF_ERR_USAGE;
+    }
+    if (!af_logfile_is_log(file)) {
+        af_error_set("%s: %s exists and is not an agefence log; agefence does not overwrite it "
+                     "(remove it or choose another -o)",
+                     file, what);
+        return AF_ERR_USAGE;
+    }
+    return AF_OK;
+}
+
+af_result_t af_log_check_path(const char *path, const char *scenario)
+{
+    if (path[0] == '\0') {
+        af_error_set("the log path is empty (-o '' or log.path = ''): name a file");
+        return AF_ERR_USAGE;
+    }
+    size_t len = strlen(path);
+    if (len + 8 >= sizeof(((af_log_t *)0)->path)) {
+        af_error_set("%.200s...: the log path is too long", path);
+        return AF_ERR_USAGE;
+    }
+    if (path[len - 1] == '/') {
+        af_error_set("%s: names a folder, not a log file (-o takes a file name)", path);
+        return AF_ERR_USAGE;
+    }
+    char dir[4096];
+    folder_of(path, dir, sizeof dir);
+    struct stat st;
+    if (stat(dir, &st) != 0) {
+        af_error_set("%s: cannot create the log file: its folder %s: %s", path, dir,
+                     strerror(errno));
+        return AF_ERR_USAGE;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        af_error_set("%s: cannot create the log file: %s is not a folder", path, dir);
+        return AF_ERR_USAGE;
+    }
+    if (access(dir, W_OK | X_OK) != 0) {
+        af_error_set("%s: cannot create the log file: its folder %s is not writable", path, dir);
+        return AF_ERR_USAGE;
+    }
+    AF_CHECK(may_replace(path, "the file", scenario));
+    char tmp[4112];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    return may_replace(tmp, "the log's temporary file", scenario);
+}
+
+af_result_t af_log_claim(af_log_t *log, int force, char *kept, size_t n)
+{
+    kept[0] = '\0';
+    struct stat st;
+    if (log->plain || lstat(log->path, &st) != 0) {
+        return AF_OK;
+    }
+    if (!af_logfile_is_log(log->path)) {
+        /* Something took the path's place since af_log_check_path: left alone. */
+        af_error_set("%s: exists and is not an agefence log; agefence does not overwrite it "
+                     "(remove it or choose another -o)",
+                     log->path);
+        return AF_ERR_USAGE;
+    }
+    if (force) {
+        if (unlink(log->path) != 0) {
+            af_error_set("%s: cannot remove the earlier log (--force): %s", log->path,
+                         strerror(errno));
+            return AF_ERR_IO;
+        }
+        return AF_OK;
+    }
+    /* "#NAME.N#" beside it, N the first number free (GROMACS's backups). link() never replaces
+     * a file, so a backup made meanwhile by another run is not lost. */
+    const char *slash = strrchr(log->path, '/');
+    const char *name = slash != NULL ? slash + 1 : log->path;
+    for (long i = 1; i < 1000000; ++i) {
+        char backup[8320];
+        snprintf(backup, sizeof backup, "%.*s#%s.%ld#", (int)(name - log->path), log->path, name,
+                 i);
+        if (link(log->path, backup) == 0) {
+            if (unlink(log->path) != 0) {
+                af_error_set("%s: cannot move the earlier log to %s: %s", log->path, backup,
+                             strerror(errno));
+                unlink(backup);
+                return AF_ERR_IO;
+            }
+            snprintf(kept, n, "%s", backup);
+            return AF_OK;
+        }
+        if (errno == EEXIST) {
+            continue;
+        }
+        /* A file system without hard links: a rename, once nothing is at the name. */
+        struct stat b;
+        if (lstat(backup, &b) == 0) {
+            continue;
+        }
+        if (rename(log->path, backup) != 0) {
+            af_error_set("%s: cannot move the earlier log to %s: %s", log->path, backup,
+                         strerror(errno));
+            return AF_ERR_IO;
+        }
+        snprintf(kept, n, "%s", backup);
+        return AF_OK;
+    }
+    af_error_set("%s: too many backups of earlier logs beside it", log->path);
+    return AF_ERR_IO;
+}
+
 af_result_t af_log_create(af_log_t **out, const char *path, int nranks, int64_t flush_interval)
 {
     af_result_t rc = AF_OK;
@@ -496,11 +654,21 @@ af_result_t af_log_create(af_log_t **out, const char *path, int nranks, int64_t 
         rc = AF_ERR_IO;
         goto fail;
     }
-    /* No earlier log stays at the path to be mistaken for this run's. */
-    if (unlink(path) != 0 && errno != ENOENT) {
-        af_error_set("%s: cannot replace the file there: %s", path, strerror(errno));
-        rc = AF_ERR_IO;
-        goto fail;
+    /* The temporary file is an agefence log from the first: a run killed before its root
+     * attributes leaves at "<path>.tmp" a file the next run may replace (af_log_check_path).
+     * The file at the path is left alone until af_log_claim. */
+    {
+        int64_t version = AF_SCHEMA_VERSION;
+        hid_t sp = H5Screate(H5S_SCALAR);
+        hid_t a =
+            H5Acreate2(log->file, "schema_version", H5T_STD_I64LE, sp, H5P_DEFAULT, H5P_DEFAULT);
+        herr_t w = a < 0 ? -1 : H5Awrite(a, H5T_NATIVE_INT64, &version);
+        if (a >= 0) {
+            H5Aclose(a);
+        }
+        H5Sclose(sp);
+        AF_REQUIRE_GOTO(w >= 0 && H5Fflush(log->file, H5F_SCOPE_GLOBAL) >= 0, AF_ERR_HDF5, rc,
+                        fail);
     }
     hsize_t chunk = (hsize_t)(flush_interval < 64     ? 64
                               : flush_interval > 4096 ? 4096

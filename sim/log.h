@@ -6,7 +6,8 @@
  * Crash consistency (README, "The log"): a SIGKILL at any moment leaves a readable log.
  *  - The file is built under "<path>.tmp" and moved to its path by af_log_begin, once the
  *    part written up front (root attributes, calibration) is complete: from then on the
- *    path holds a readable log (before, nothing: an earlier file there is removed at create).
+ *    path holds a readable log (before, nothing: an earlier log there is moved aside or
+ *    removed by af_log_claim once the run is accepted).
  *  - af_log_begin switches HDF5 to SWMR writing (single writer, multiple readers): HDF5 then
  *    orders its writes so that the file on disk is consistent at every moment. A killed
  *    run's file stays marked as open for SWMR writing: readers open it with SWMR read access
@@ -48,16 +49,32 @@
 
 typedef struct af_log af_log_t;
 
-/* Creates the log under "<path>.tmp" with every group and extendible dataset, and removes any
- * file at path. With AGEFENCE_LOG_TRACE=FILE in the environment, FILE gets one line per step
- * of the log's life, each written once that step is on disk: "begin PATH", "commit ROWS
- * EVENTS", "steps closed" (the steps' file closed, before the end is written), "final" (the end
- * moved to the path), "closed" (a testing aid: tests/crashlog.sh). With AGEFENCE_DEBUG=
- * eventfail=N the N-th call of af_log_event fails (tests/checks_fail.sh); with logfail=N the
- * N-th commit after af_log_begin fails between its two flushes (its rows written, the record
- * not); with logslow=MS the writer thread takes MS milliseconds more for each batch
- * (tests/logwriter.sh). */
+/* Whether a run may write its log to path, touching nothing: AF_OK, or AF_ERR_USAGE with one
+ * line (af_error_message) when path is empty, names a folder, lies in a folder that is missing,
+ * not a folder or not writable, or when a file is at path or at "<path>.tmp" that is not an
+ * agefence log (common/logfile.h, af_logfile_is_log), a folder, or the scenario file being read
+ * (scenario, NULL for none; compared by device and inode). An agefence log at either name is
+ * allowed: af_log_claim keeps or removes the one at path; the one at "<path>.tmp" is a killed
+ * run's leftover, replaced by af_log_create. */
+af_result_t af_log_check_path(const char *path, const char *scenario);
+
+/* Creates the log under "<path>.tmp" (replacing a killed run's leftover there) with every group
+ * and extendible dataset; the file at path is not touched (af_log_claim). With
+ * AGEFENCE_LOG_TRACE=FILE in the environment, FILE gets one line per step of the log's life, each
+ * written once that step is on disk: "begin PATH", "commit ROWS EVENTS", "steps closed" (the steps'
+ * file closed, before the end is written), "final" (the end moved to the path), "closed" (a testing
+ * aid: tests/crashlog.sh). With AGEFENCE_DEBUG= eventfail=N the N-th call of af_log_event fails
+ * (tests/checks_fail.sh); with logfail=N the N-th commit after af_log_begin fails between its two
+ * flushes (its rows written, the record not); with logslow=MS the writer thread takes MS
+ * milliseconds more for each batch (tests/logwriter.sh). */
 af_result_t af_log_create(af_log_t **out, const char *path, int nranks, int64_t flush_interval);
+
+/* Clears the log's path once the run is accepted (every check of the scenario, the launch and
+ * the memory passed), before the first write that can land there: an agefence log at path is
+ * kept as "#NAME.N#" in its folder, N the first number free, whose name goes to kept (empty
+ * when nothing was there); with force it is removed instead. A file there that is not an
+ * agefence log is left alone: AF_ERR_USAGE. AF_ERR_IO when it cannot be moved or removed. */
+af_result_t af_log_claim(af_log_t *log, int force, char *kept, size_t n);
 
 /* Everything written so far is what a killed run keeps besides its rows: starts crash-
  * consistent (SWMR) writing and moves the file to its path. Call it once, before the first

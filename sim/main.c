@@ -11,8 +11,8 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: agefence run [-c FILE] [--set section.key=value]... [-o FILE.h5] [-q]\n"
-               "                    [--progress]\n"
+    fprintf(f, "usage: agefence run [-c FILE] [--set section.key=value]... [-o FILE.h5 [--force]]\n"
+               "                    [-q] [--progress]\n"
                "       agefence config [-c FILE] [--set section.key=value]... [--keys]\n"
                "       agefence bench NAME [options] (agefence bench --list)\n"
                "       agefence --help | --version\n"
@@ -21,6 +21,8 @@ static void usage(FILE *f)
                "           logs it to HDF5 and checks the final state bit for bit against the\n"
                "           serial fault-free reference. Progress on stderr where it (or\n"
                "           mpirun's) is a terminal; --progress: plain lines elsewhere too.\n"
+               "           An agefence log already at FILE.h5 is kept as #FILE.h5.N#\n"
+               "           (--force: replaced); any other file there is refused.\n"
                "  config   prints the fully resolved scenario as INI (save it, run it again);\n"
                "           --keys lists every key with its unit, default and allowed range.\n"
                "\n"
@@ -60,6 +62,8 @@ static int parse_common(int argc, char **argv, int first, af_run_opts_t *o, int 
             o->quiet = 1;
         } else if (keys == NULL && strcmp(a, "--progress") == 0) {
             o->progress = 1;
+        } else if (keys == NULL && strcmp(a, "--force") == 0) {
+            o->force = 1;
         } else if (keys != NULL && strcmp(a, "--keys") == 0) {
             *keys = 1;
         } else {

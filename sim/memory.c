@@ -76,12 +76,15 @@ void af_memory_estimate(const af_config_t *cfg, int nranks, int rank, const af_k
     m->blocks += 2.0 * 32.0 * most + 8.0 * most + 4.0 * B +
                  (3.0 * 8.0 + sizeof(af_p2p_t) * 2.0) * R + 8.0 * (2.0 * AF_RSUM_WORDS + 3.0);
 
-    /* The shard: the backend's host memory for its slots, the DMR marks and the commit marks. */
+    /* The shard: the backend's host memory for its slots, the DMR marks and the commit marks.
+     * A slot holds a block's doubles of state, af_config_cells (block_len x dim for attention),
+     * as run_init's descriptor says, not block_len. */
     af_shard_desc_t desc;
     memset(&desc, 0, sizeof desc);
     desc.n_slots = (int)(ldev * U * C);
-    desc.block_len = (int)cfg->block_len;
+    desc.block_len = (int)af_config_cells(cfg);
     desc.blocks = (int)cfg->blocks;
+    desc.workload = af_config_wl(cfg)->kind;
     m->shard = (double)kops->host_bytes(&desc) + 2.0 * (double)desc.n_slots;
 
     /* The replicas this rank keeps: those of the blocks that start on the rank whose buddy it

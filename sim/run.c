@@ -1087,7 +1087,11 @@ int af_run_in_world(const af_run_opts_t *opts, const af_world_t *world)
     /* The log first: an unwritable path stops the run before any work. */
     int bad = 0;
     if (r->world.rank == 0) {
-        af_result_t lrc = af_log_create(&r->log, r->out_path, r->world.size, r->cfg.flush_interval);
+        /* Nothing is created before the path is known to be one a log may take. */
+        af_result_t lrc = af_log_check_path(r->out_path, opts->config_file);
+        if (lrc == AF_OK) {
+            lrc = af_log_create(&r->log, r->out_path, r->world.size, r->cfg.flush_interval);
+        }
         if (lrc == AF_ERR_USAGE || lrc == AF_ERR_IO) {
             /* The path: bad input. */
             fprintf(stderr, "agefence: %s\n", af_error_text(lrc));
@@ -1120,9 +1124,29 @@ int af_run_in_world(const af_run_opts_t *opts, const af_world_t *world)
         }
         code = init_bad;
         if (r->log != NULL) {
-            /* Nothing ran: leave no half-made log behind. */
+            /* Nothing ran: leave no half-made log behind (and the file at the path as it was). */
             af_log_discard(&r->log);
         }
+        goto out;
+    }
+    /* The run is accepted: only now is the file at the log's path moved aside (or, with
+     * --force, removed), before anything can land there. */
+    bad = 0;
+    if (r->world.rank == 0) {
+        char kept[4200];
+        af_result_t crc = af_log_claim(r->log, opts->force, kept, sizeof kept);
+        if (crc != AF_OK) {
+            fprintf(stderr, "agefence: %s\n", af_error_text(crc));
+            af_log_discard(&r->log);
+            bad = AF_EXIT_USAGE;
+        } else if (kept[0] != '\0' && !opts->quiet) {
+            fprintf(stderr, "agefence: %s: the earlier log there is kept as %s\n", r->out_path,
+                    kept);
+        }
+    }
+    bad = agree(r, bad);
+    if (bad) {
+        code = bad;
         goto out;
     }
     if (r->world.rank == 0 && !opts->quiet) {

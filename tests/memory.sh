@@ -11,7 +11,11 @@
 #      start-up budget is compared with the allocator's peak instead, within 2%; the resident
 #      comparison is made by the uninstrumented build of the same suite (scripts/test.sh).
 #   3. a node with less memory than the budget (AGEFENCE_DEBUG=memavail=BYTES) refuses the run
-#      before allocating: exit 2, one line with the bytes needed and available, no log.
+#      before allocating: exit 2, one line with the bytes needed and available, no log;
+#   4. attention (64 tokens x 128 features a block, the doubles of a slot block_len x dim) on
+#      2 ranks: the start-up budget is the allocator's peak within 2%, and a node with less
+#      memory than the run's true peak (but more than a budget that counted block_len doubles a
+#      slot: 0.19 GB for the node against 0.72 GB) refuses it.
 #   memory.sh AGEFENCE REPORT MPIEXEC WORKDIR BUILD    (BUILD: plain | sanitized)
 set -uo pipefail
 agefence=$1 report=$2 mpiexec=$3 work=$4 build=$5
@@ -64,4 +68,30 @@ grep -q "^agefence: the scenario needs .* bytes on a node .* but the node has 1e
   "$work/small.out" || fail "a node too small: $(cat "$work/small.out")"
 [ ! -e "$log" ] && [ ! -e "$log.tmp" ] || fail "a node too small: a log was left behind"
 echo "ok   a node too small is refused: $(grep 'scenario needs' "$work/small.out" | cut -c1-150)..."
+
+attn=(--set workload.kind=attention --set scenario.block_len=64 --set workload.dim=128
+      --set scenario.steps=2 --set event.1.step=1)
+"$mpiexec" -n 2 "$agefence" run -q -o "$work/attention.h5" "${attn[@]}" \
+  >"$work/attention.out" 2>&1 || fail "attention: exit $?: $(tail -3 "$work/attention.out")"
+budget=$(attr memory_budget_startup_bytes "$work/attention.h5")
+held=$(attr alloc_peak_bytes "$work/attention.h5")
+within "$budget" "$held" 0.02 ||
+  fail "attention 64 x 128: start-up budget $budget bytes, allocator peak $held"
+peak=$(attr memory_budget_peak_bytes "$work/attention.h5")
+echo "ok   attention 64 tokens x 128 features: start-up budget $budget bytes, allocator peak" \
+  "$held bytes (whole run: $peak bytes a rank)"
+# The node of 2 ranks needs 2 x the peak; 400 MB is less than that but more than a budget of
+# block_len doubles a slot would say.
+log=$work/attention_small_node.h5
+AGEFENCE_DEBUG=memavail=400000000 "$mpiexec" -n 2 "$agefence" run -q -o "$log" \
+  "${attn[@]}" >"$work/attention_small.out" 2>&1
+rc=$?
+[ "$rc" = 2 ] ||
+  fail "attention on a node too small: exit $rc, expected 2: $(tail -3 "$work/attention_small.out")"
+[ "$(grep -c '^agefence: ' "$work/attention_small.out")" = 1 ] ||
+  fail "attention on a node too small: not one line: $(cat "$work/attention_small.out")"
+grep -q "^agefence: the scenario needs .* bytes on a node .* but the node has 4e+08 bytes available" \
+  "$work/attention_small.out" || fail "attention on a node too small: $(cat "$work/attention_small.out")"
+[ ! -e "$log" ] && [ ! -e "$log.tmp" ] || fail "attention on a node too small: a log was left behind"
+echo "ok   attention on a node too small is refused: $(cut -c1-110 "$work/attention_small.out")..."
 echo "PASS: the memory budget holds"

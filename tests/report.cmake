@@ -31,15 +31,16 @@ file(MAKE_DIRECTORY ${AF_REPORT_DIR})
 set(AF_REPORT_SH ${CMAKE_CURRENT_SOURCE_DIR}/report.sh)
 set(AF_REPORT_FIX ${CMAKE_CURRENT_SOURCE_DIR}/fixtures)
 
-# The logs, made by the suite's own runs.
+# The logs, made by the suite's own runs (--force: each run of the suite replaces them rather than
+# keep the last ones beside them as #NAME.N#).
 add_test(NAME report_run_small
-         COMMAND ${AF_MPIEXEC} -n 3 $<TARGET_FILE:agefence> run -q
+         COMMAND ${AF_MPIEXEC} -n 3 $<TARGET_FILE:agefence> run -q --force
                  -c ${AF_REPORT_FIX}/small.ini -o ${AF_REPORT_DIR}/small.h5)
 add_test(NAME report_run_faultfree
-         COMMAND ${AF_MPIEXEC} -n 2 $<TARGET_FILE:agefence> run -q
+         COMMAND ${AF_MPIEXEC} -n 2 $<TARGET_FILE:agefence> run -q --force
                  -c ${AF_REPORT_FIX}/faultfree.ini -o ${AF_REPORT_DIR}/faultfree.h5)
 add_test(NAME report_run_domains
-         COMMAND ${AF_MPIEXEC} -n 2 $<TARGET_FILE:agefence> run -q
+         COMMAND ${AF_MPIEXEC} -n 2 $<TARGET_FILE:agefence> run -q --force
                  --set scenario.steps=900 --set scenario.devices_per_node=2
                  --set aging.device_rate_per_hour=3e-6 --set aging.node_rate_per_hour=1e-6
                  --set interrupt.software_per_hour=1e-4 --set interrupt.network_per_node_hour=1e-5
