@@ -327,16 +327,15 @@ int af_bench_main(int argc, char **argv)
         af_world_finalize();
         return AF_EXIT_USAGE;
     }
-    /* The output must be writable before any work. */
+    /* The output must be writable before any work, and what is at its path must be an
+     * agefence file (an earlier result, replaced at the end) or nothing: a folder, the empty
+     * name, a folder that is not there or any other file is refused, and left as it is (the
+     * rules of agefence run's -o, sim/log.h). */
     int bad = 0;
     if (b->world.rank == 0) {
-        FILE *f = fopen(b->out, "wb");
-        if (f == NULL) {
-            fprintf(stderr, "agefence: %s: cannot create the results file\n", b->out);
+        if (af_log_check_path(b->out, NULL) != AF_OK) {
+            fprintf(stderr, "agefence: %s\n", af_error_message());
             bad = 1;
-        } else {
-            fclose(f);
-            remove(b->out);
         }
         b->progress = isatty(STDERR_FILENO);
     }

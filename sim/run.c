@@ -1139,7 +1139,8 @@ int af_run_in_world(const af_run_opts_t *opts, const af_world_t *world)
             fprintf(stderr, "agefence: %s\n", af_error_text(crc));
             af_log_discard(&r->log);
             bad = AF_EXIT_USAGE;
-        } else if (kept[0] != '\0' && !opts->quiet) {
+        } else if (kept[0] != '\0') {
+            /* Said even with -q: a file the user had at -o has moved. */
             fprintf(stderr, "agefence: %s: the earlier log there is kept as %s\n", r->out_path,
                     kept);
         }

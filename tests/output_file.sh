@@ -9,7 +9,8 @@
 #     it was: exit 2, no backup, no FILE.tmp;
 #   - a run into an agefence log keeps it as "#FILE.N#" (N = 1, 2, ...: the next free one),
 #     says so in one line, and the new log is at FILE;
-#   - --force replaces the agefence log at FILE and keeps no backup.
+#   - --force replaces the agefence log at FILE and keeps no backup;
+#   - `agefence bench -o` refuses the same paths and files before any work.
 #   output_file.sh AGEFENCE REPORT MPIEXEC WORKDIR FIXTURES NP
 set -uo pipefail
 agefence=$1 report=$2 mpiexec=$3 work=$4 fixtures=$5 np=$6
@@ -71,6 +72,13 @@ refused "-o the scenario by a symbolic link" "s_symlink.h5: is the scenario file
   -c s.ini -o s_symlink.h5 "${steps[@]}"
 refused "-o whose temporary name holds a text file" \
   "x.h5.tmp: the log's temporary file exists and is not an agefence log" -c s.ini -o x.h5 "${steps[@]}"
+# agefence bench -o: the same rules, before any work (it wrote an empty file there and removed
+# it, whatever the file was).
+run() { "$mpiexec" -n "$np" "$agefence" bench coord --quick "$@" >../stdout 2>../stderr; }
+refused "bench -o a text file" "notes.txt: the file exists and is not an agefence log" -o notes.txt
+refused "bench -o a folder" "sub: is a folder, not a log file" -o sub
+refused "bench -o the empty name" "the log path is empty" -o ''
+run() { "$mpiexec" -n "$np" "$agefence" run -q "$@" >../stdout 2>../stderr; }
 
 # A first log, then a node too small for the next run into it: refused, the log untouched.
 run -c s.ini -o run.h5 "${steps[@]}" || fail "the first run: exit $?: $(cat ../stderr)"
