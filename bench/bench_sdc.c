@@ -7,7 +7,8 @@
  * run each of finite, abft and dmr with every corruption non-finite gives the detectors' step
  * overhead over whole runs (whole_runs). Each run checks itself: no NaN/Inf committed, and an
  * exit status that says what the run committed (0 or 4 with nothing undetected, 3 with a
- * committed corruption). */
+ * committed corruption). A detector's containment is a share of the harmful corruptions
+ * injected: with none injected it is "not measured", and the bench's result is invalid. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -286,10 +287,22 @@ static af_result_t bench_sdc(af_bench_ctx_t *b)
                 rc = af_bench_add(b, name, "steps", a->latency, a->n_latency);
             }
             int is_abft = strcmp(DETECTORS[d], "abft") == 0;
-            double contained =
-                a->harmful > 0 ? 1.0 - (double)a->harmful_committed / (double)a->harmful : 1.0;
-            snprintf(name, sizeof name, "%s: harmful contained", DETECTORS[d]);
-            af_bench_ratio(b, name, contained, is_abft, 0.99, 1);
+            if (a->harmful > 0) {
+                double contained = 1.0 - (double)a->harmful_committed / (double)a->harmful;
+                snprintf(name, sizeof name, "%s: harmful contained", DETECTORS[d]);
+                af_bench_ratio(b, name, contained, is_abft, 0.99, 1);
+            } else {
+                /* Nothing harmful injected: no containment to report, and no verdict on it
+                 * (a 1.0 here once read as MET). The bench's subject is missing: invalid. */
+                af_bench_note(b,
+                              "%s: harmful contained: not measured (no harmful corruption "
+                              "injected; %d runs)",
+                              DETECTORS[d], a->runs);
+                af_bench_fail(b,
+                              "harmful contained not measured: no harmful corruption was "
+                              "injected (%s; %d runs)",
+                              DETECTORS[d], a->runs);
+            }
             snprintf(name, sizeof name, "%s: harmful committed per run", DETECTORS[d]);
             af_bench_ratio(b, name, (double)a->harmful_committed / (double)a->runs, 0, 0, 0);
             snprintf(name, sizeof name, "%s: benign committed per run", DETECTORS[d]);

@@ -117,6 +117,24 @@ AF_HD int af_attn_row_ok(double rowsum, int tokens)
     return dev <= af_attn_row_bound(tokens);
 }
 
+/* The output checksum of a row: `produced`, the sum over the features k = 0 .. d-1 (from 0.0,
+ * in increasing k) of the values the update computed, taken as they leave the update, and
+ * `stored`, the same sum of the row as it was written to the new state. Both are the same
+ * additions of the same operands in the same order, so on a clean row they are equal bit for
+ * bit: the rounding bound is 0 and the check cannot raise a false alarm. A value changed between
+ * the update and the state it commits (where a corrupting unit's output corruption lands:
+ * af_inject after af_attn_update) changes `stored` unless its change is lost in rounding (a
+ * change below about an ulp of the row's partial sums, 2^-52 of the sum of the row's
+ * magnitudes: a harmful relative error of 1e-6 hides only in a value some 1e-10 times smaller
+ * than that sum; bench sdc measures how often). It does not see an error inside the
+ * update's own arithmetic, which enters both sums alike; and a NaN sum fails it (the non-finite
+ * test contains those anyway). The products and the softmax before the update are checked by
+ * af_attn_row_ok and the range. Returns 1 when the row checks out. */
+AF_HD int af_attn_sum_ok(double produced, double stored)
+{
+    return af_bits(produced) == af_bits(stored) && produced == produced;
+}
+
 /* The largest finite double: the clamp below leaves infinities alone. */
 #define AF_ATTN_DBL_MAX 1.7976931348623157e308
 
@@ -153,8 +171,10 @@ AF_HD double af_attn_update(double x, double y, double g, af_attn_params_t p)
  * af_inject keyed by (seed, key, block, counter); *inj and *harm count what was injected (a
  * corrupted weight is harmful when not finite or moved by more than mix.harm_rel in absolute terms:
  * the weights of a row sum to 1). *rowsum_ok is the row's ABFT verdict: its weights sum to 1 within
- * the bound (af_attn_row_ok, after the injection into the weights) and each of its outputs lies in
- * [-1, 1], the update's range (after the injection into the outputs). srow: scratch of p.tokens
+ * the bound (af_attn_row_ok, after the injection into the weights), each of its outputs lies in
+ * [-1, 1], the update's range (after the injection into the outputs), and the row's output
+ * checksum holds (af_attn_sum_ok: the sum over k of the values the update produced, before the
+ * injection, against the sum of the row as stored, after it). srow: scratch of p.tokens
  * doubles. */
 AF_HD void af_attn_row(const double *u, double *un, int i, double g, af_attn_params_t p,
                        double prob, uint64_t seed, uint64_t key, uint64_t block,
@@ -208,6 +228,7 @@ AF_HD void af_attn_row(const double *u, double *un, int i, double g, af_attn_par
         rs = rs + a;
     }
     int ok = af_attn_row_ok(rs, T);
+    double produced = 0.0; /* the row's output checksum, as the update produces the values */
     for (int k = 0; k < d; ++k) {
         const int ks = k + 1 < d ? k + 1 : 0;
         double y = 0.0;
@@ -216,6 +237,7 @@ AF_HD void af_attn_row(const double *u, double *un, int i, double g, af_attn_par
         }
         y = k + 1 < d ? y : -y;
         double x = af_attn_update(u[k * T + i], y, g, p);
+        produced = produced + x;
         if (prob > 0.0) {
             int kind = AF_CORRUPT_NONE;
             int h = 0;
@@ -228,6 +250,11 @@ AF_HD void af_attn_row(const double *u, double *un, int i, double g, af_attn_par
         ok = ok && x >= -1.0 && x <= 1.0;
         un[k * T + i] = x;
     }
+    double stored = 0.0;
+    for (int k = 0; k < d; ++k) {
+        stored = stored + un[k * T + i];
+    }
+    ok = ok && af_attn_sum_ok(produced, stored);
     *inj = ninj;
     *harm = nharm;
     *rowsum_ok = ok;

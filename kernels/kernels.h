@@ -138,7 +138,8 @@ typedef struct af_kernels_ops {
      * step, block, element), SHADOW slots with slot_p > 0 by (seed, step ^ AF_TWIN_SALT, block,
      * element); per-slot counts of non-finite outputs, injected corruptions and harmful ones,
      * and with desc.abft the workload's ABFT verdict (burgers: the mass balance; attention:
-     * every softmax row sums to 1), go to the result arrays. Nothing is committed. */
+     * every softmax row sums to 1, every output lies in [-1, 1] and every row's output
+     * checksum holds), go to the result arrays. Nothing is committed. */
     af_result_t (*compute)(af_kernels_t *k, uint64_t step, const uint64_t *xchg, int flags);
     /* Makes the result arrays (nonfinite, injected) readable through the host views. Blocking. */
     af_result_t (*download_results)(af_kernels_t *k);

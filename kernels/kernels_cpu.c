@@ -488,9 +488,12 @@ AF_V4_INLINE af_v4d v4_exp(af_v4d x)
  * multiplies and adds. Tokens beyond i0 + 7 are masked for all eight rows: their scores are
  * never read and their weights are exactly 0, which af_attn_row adds as +0.0 to sums that are
  * never -0.0 (a no-op), so they are skipped. *ok is cleared when a row's weights do not sum to
- * 1 within the bound or an output leaves [-1, 1]. */
+ * 1 within the bound or an output leaves [-1, 1], and, with check, when a row's output checksum
+ * fails (af_attn_sum_ok: the lanes are rows, so each row's two sums run over k from 0.0 in
+ * increasing k, as af_attn_row's do). */
 AF_HOT static void cpu_attn_rows8(const double *restrict u, double *restrict un, int i0, double g,
-                                  const af_attn_params_t *pp, double *restrict st, int *ok)
+                                  const af_attn_params_t *pp, double *restrict st, int check,
+                                  int *ok)
 {
     const int T = pp->tokens;
     const int d = pp->dim;
@@ -585,6 +588,8 @@ AF_HOT static void cpu_attn_rows8(const double *restrict u, double *restrict un,
     const af_v4d half = AF_V4_SET1(0.5);
     const af_v4d three_halves = AF_V4_SET1(1.5);
     const af_v4d big = AF_V4_SET1(AF_ATTN_DBL_MAX);
+    af_v4d made0 = zero; /* the eight rows' output checksums, as the update produces them */
+    af_v4d made1 = zero;
     for (int k0 = 0; k0 < d; k0 += 4) {
         const int nf = d - k0 < 4 ? d - k0 : 4;
         const double *src[4];
@@ -647,15 +652,43 @@ AF_HOT static void cpu_attn_rows8(const double *restrict u, double *restrict un,
             memcpy(un + at, &o0, sizeof o0);
             memcpy(un + at + 4, &o1, sizeof o1);
             good &= (o0 >= -one) & (o0 <= one) & (o1 >= -one) & (o1 <= one);
+            if (check) {
+                made0 = made0 + o0;
+                made1 = made1 + o1;
+            }
         }
+    }
+    if (check) { /* the same sums of the rows as stored; equal bit for bit, NaN excluded */
+        af_v4d kept0 = zero;
+        af_v4d kept1 = zero;
+        for (int k = 0; k < d; ++k) {
+            af_v4d s0;
+            af_v4d s1;
+            memcpy(&s0, un + (size_t)k * (size_t)T + (size_t)i0, sizeof s0);
+            memcpy(&s1, un + (size_t)k * (size_t)T + (size_t)i0 + 4, sizeof s1);
+            kept0 = kept0 + s0;
+            kept1 = kept1 + s1;
+        }
+        af_v4l made0b;
+        af_v4l made1b;
+        af_v4l kept0b;
+        af_v4l kept1b;
+        memcpy(&made0b, &made0, sizeof made0b);
+        memcpy(&made1b, &made1, sizeof made1b);
+        memcpy(&kept0b, &kept0, sizeof kept0b);
+        memcpy(&kept1b, &kept1, sizeof kept1b);
+        good &= (made0b == kept0b) & (made1b == kept1b) & (made0 == made0) & (made1 == made1);
     }
     for (int l = 0; l < 4; ++l) {
         *ok &= good[l] != 0;
     }
 }
 
-void af_attn_block_update(const double *u, double *un, const af_attn_params_t *p, double g,
-                          int *abft_ok)
+/* af_attn_block_update, the output checksum computed only with check (the driver's step
+ * without abft skips it, so bench sdc's overhead of abft over finite includes its cost); the
+ * rows of a block of other than a multiple of 8 tokens (af_attn_block) always compute it. */
+static void cpu_attn_block_vec(const double *u, double *un, const af_attn_params_t *p, double g,
+                               int check, int *abft_ok)
 {
     if (p->tokens % 8 != 0) {
         af_attn_block(u, un, p, g, abft_ok);
@@ -664,9 +697,15 @@ void af_attn_block_update(const double *u, double *un, const af_attn_params_t *p
     double st[8 * AF_ATTN_MAX_TOKENS];
     int ok = 1;
     for (int i0 = 0; i0 < p->tokens; i0 += 8) {
-        cpu_attn_rows8(u, un, i0, g, p, st, &ok);
+        cpu_attn_rows8(u, un, i0, g, p, st, check, &ok);
     }
     *abft_ok = ok;
+}
+
+void af_attn_block_update(const double *u, double *un, const af_attn_params_t *p, double g,
+                          int *abft_ok)
+{
+    cpu_attn_block_vec(u, un, p, g, 1, abft_ok);
 }
 
 /* The multiply-add peak (kernels.h): twelve independent chains keep both multipliers and both
@@ -695,19 +734,20 @@ double af_cpu_muladd_peak(int64_t iters, double *out)
     return 2.0 * 4.0 * (double)AF_CPU_PEAK_CHAINS * (double)iters;
 }
 
-/* One attention block's step: af_attn_block_update without injection (the vector path for
- * blocks of a multiple of 8 tokens), else af_attn_row row by row (with injection keyed as every
- * backend keys it).
- * Returns the ABFT verdict (1: every row's weights sum to 1). */
+/* One attention block's step: without injection the vector path for blocks of a multiple of 8
+ * tokens (its output checksum only with check: desc.abft), else af_attn_row row by row (with
+ * injection keyed as every backend keys it).
+ * Returns the ABFT verdict (1: every row's weights sum to 1, its outputs lie in [-1, 1] and, on
+ * the row path or with check, its output checksum holds). */
 static int cpu_attn_block(af_cpu_t *c, const double *u, double *un, const af_attn_params_t *p,
-                          double g, double prob, uint64_t seed, uint64_t key, uint64_t block,
-                          af_corrupt_mix_t mix, int *inj, int *harm)
+                          double g, int check, double prob, uint64_t seed, uint64_t key,
+                          uint64_t block, af_corrupt_mix_t mix, int *inj, int *harm)
 {
     int ok = 1;
     *inj = 0;
     *harm = 0;
     if (prob <= 0.0) {
-        af_attn_block_update(u, un, p, g, &ok);
+        cpu_attn_block_vec(u, un, p, g, check, &ok);
         return ok;
     }
     for (int i = 0; i < p->tokens; ++i) {
@@ -769,8 +809,9 @@ static af_result_t cpu_compute(af_kernels_t *k, uint64_t step, const uint64_t *x
             uint64_t key = mode == AF_MODE_SHADOW ? step ^ AF_TWIN_SALT : step;
             int inj = 0;
             int harm = 0;
-            int ok = cpu_attn_block(c, u, un, &k->desc.attn, ul, inject ? k->slot_p[s] : 0.0,
-                                    k->desc.seed, key, (uint64_t)b, k->desc.mix, &inj, &harm);
+            int ok = cpu_attn_block(c, u, un, &k->desc.attn, ul, k->desc.abft,
+                                    inject ? k->slot_p[s] : 0.0, k->desc.seed, key, (uint64_t)b,
+                                    k->desc.mix, &inj, &harm);
             cpu_fill_diag(un, T, d);
             if (!unmasked) {
                 k->injected[s] = inj;

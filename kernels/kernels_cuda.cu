@@ -349,7 +349,7 @@ __global__ void __launch_bounds__(AF_CUDA_BLOCK) inject_kernel(step_args_t a)
  * SHADOW twins keyed by step ^ AF_TWIN_SALT) corrupts its softmax weights and outputs inside
  * the row, as the CPU's scalar path does. Then the warp sums the counts, and warp_block_diag
  * gives the new buffer's diagnostics in the CPU's lane order; the ABFT verdict (every row sums
- * to 1, every output in [-1, 1]) needs every lane's. */
+ * to 1, every output in [-1, 1], every row's output checksum holds) needs every lane's. */
 template <bool kMasked> __global__ void __launch_bounds__(AF_CUDA_BLOCK) attn_kernel(step_args_t a)
 {
     const int lane = (int)(threadIdx.x % AF_LANES);

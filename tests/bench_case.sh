@@ -2,16 +2,41 @@
 # One benchmark in its --quick configuration on 2 ranks: it must exit 0 (its own result is
 # valid), print its table, and leave a results file with /host and the raw samples. Options
 # after NAME go to the benchmark (--set ..., --samples N).
-#   bench_case.sh AGEFENCE MPIEXEC WORKDIR NAME [OPTION]...
+#   bench_case.sh AGEFENCE MPIEXEC WORKDIR [--expect-not-measured] NAME [OPTION]...
+# With --expect-not-measured (bench sdc on a fleet that injects nothing harmful) the bench must
+# instead say that containment was not measured and fail its self-check (exit 3).
 set -uo pipefail
-agefence=$1 mpiexec=$2 work=$3 name=$4
-shift 4
+agefence=$1 mpiexec=$2 work=$3
+shift 3
+expect_unmeasured=0
+if [ "${1:-}" = --expect-not-measured ]; then
+  expect_unmeasured=1
+  shift
+fi
+name=$1
+shift
 rm -rf "$work" && mkdir -p "$work"
 out=$work/$name.h5
 "$mpiexec" -n 2 "$agefence" bench "$name" --quick "$@" -o "$out" >"$work/stdout" 2>&1
 rc=$?
 cat "$work/stdout"
 fail() { echo "FAIL: $*" >&2; exit 1; }
+if [ "$expect_unmeasured" = 1 ]; then
+  # Nothing harmful injected: no containment figure, no MET, a note that says "not measured"
+  # for every detector, and the self-check's verdict with exit status 3 (result wrong).
+  [ "$rc" = 3 ] || fail "exit status $rc with nothing harmful injected, expected 3"
+  for d in finite abft sampled dmr abft+sampled; do
+    grep -q "^  note: $d: harmful contained: not measured (no harmful corruption injected; " \
+      "$work/stdout" || fail "no 'not measured' note for $d"
+    if grep -q "^  $d: harmful contained " "$work/stdout"; then
+      fail "a containment figure for $d with nothing harmful injected"
+    fi
+  done
+  grep -q "^  result: WRONG - harmful contained not measured: no harmful corruption was injected" \
+    "$work/stdout" || fail "the result does not say that containment was not measured"
+  echo "PASS: bench $name: containment not measured, exit 3"
+  exit 0
+fi
 [ "$rc" = 0 ] || fail "exit status $rc"
 grep -q "result: valid" "$work/stdout" || fail "no valid result in the table"
 [ -f "$out" ] || fail "no results file"
@@ -76,6 +101,16 @@ if [ "$name" = sdc ]; then
     grep -q "^  note: .*workload attention, " "$work/stdout" || fail "not the attention workload"
     grep -q "^  abft: step overhead vs finite, whole runs" "$work/stdout" ||
       fail "no whole-run abft overhead"
+    # abft contains at least 0.99 of the harmful corruptions, with its verdict MET, and says
+    # so from a count of harmful ones injected that is not zero.
+    line=$(grep -E "^  abft: harmful contained +[0-9.e+-]+ +target >= 0.99 +(MET|MISSED)$" \
+      "$work/stdout") || fail "no abft containment line with its target and verdict"
+    awk -v l="$line" 'BEGIN { n = split(l, f, " "); v = f[4] + 0;
+      exit !(v >= 0.99 && f[n] == "MET") }' || fail "abft containment below 0.99: $line"
+    grep -Eq "^  note: abft: [0-9]+ runs, [0-9]+ corruptions injected \([1-9][0-9]* harmful\)" \
+      "$work/stdout" || fail "abft: no harmful corruption injected to contain"
+    grep -Eq "^  abft: step overhead vs finite +[0-9.e+-]+ +target <= 0.05 +(MET|MISSED)$" \
+      "$work/stdout" || fail "no abft overhead line with its target and verdict"
   else
     grep -Eq "^  abft: harmful contained +1 " "$work/stdout" || fail "abft let a harmful one through"
     grep -Eq "^  finite: harmful contained +0( |$)" "$work/stdout" ||

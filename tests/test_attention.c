@@ -257,6 +257,70 @@ static void test_abft_row_sums_clean_and_corrupted(void **state)
     assert_true(rows_failed > 0);
 }
 
+/* The output checksum: a harmful finite corruption of an output that stays in [-1, 1] (which
+ * the range check cannot see) fails its row; clean rows pass (also
+ * test_abft_row_sums_clean_and_corrupted). Bit flips of the default mix's finite kinds, over
+ * shapes and seeds, a few per row; rows whose weights were corrupted too are left out (two
+ * harmful weight errors that cancel in the row's sum pass the weights' check and enter the
+ * outputs before their checksum: the scheme's blind spot, rare at the rates the fleet sees). */
+static void test_abft_output_checksum_sees_in_range_corruptions(void **state)
+{
+    (void)state;
+    const int shapes[][2] = {{16, 8}, {32, 32}, {10, 3}, {64, 16}};
+    static double u[64 * 32];
+    static double un[64 * 32];
+    static double clean[64 * 32];
+    double srow[AF_ATTN_MAX_TOKENS];
+    af_corrupt_mix_t none;
+    memset(&none, 0, sizeof none);
+    af_corrupt_mix_t flips = {0.0, 0.4, 0.9, 1e-6}; /* single, multi-mantissa, multi-exponent */
+    int harmful_rows = 0;
+    int in_range_rows = 0; /* harmful rows whose every output lies in [-1, 1] */
+    for (size_t c = 0; c < sizeof shapes / sizeof shapes[0]; ++c) {
+        af_attn_params_t p = params(shapes[c][0], shapes[c][1]);
+        const int T = p.tokens;
+        const int d = p.dim;
+        for (uint64_t seed = 0; seed < 40; ++seed) {
+            random_block(u, T * d, 500 + seed, -1.0, 1.0);
+            for (int i = 0; i < T; ++i) {
+                int inj = 0;
+                int harm = 0;
+                int ok = 1;
+                af_attn_row(u, clean, i, 0.2, p, 0.0, 0, 0, 0, none, srow, &inj, &harm, &ok);
+                assert_int_equal(ok, 1);
+                af_attn_row(u, un, i, 0.2, p, 2.0 / (double)d, seed, 5, (uint64_t)c, flips, srow,
+                            &inj, &harm, &ok);
+                int weights_hit = 0;
+                for (int j = 0; j <= i; ++j) { /* the weights' counters, as af_attn_row keys them */
+                    int kind = AF_CORRUPT_NONE;
+                    int h = 0;
+                    (void)af_inject(0.5, 2.0 / (double)d, seed, 5, (uint64_t)c,
+                                    (uint64_t)(T * d + i * T + j), flips, &kind, &h);
+                    weights_hit |= kind != AF_CORRUPT_NONE;
+                }
+                if (harm == 0 || weights_hit) {
+                    continue;
+                }
+                harmful_rows++;
+                int in_range = 1;
+                for (int k = 0; k < d; ++k) {
+                    in_range &= un[k * T + i] >= -1.0 && un[k * T + i] <= 1.0;
+                }
+                in_range_rows += in_range;
+                if (ok) {
+                    fail_msg("shape %d x %d, seed %llu, row %d: %d harmful of %d injected, "
+                             "every output in [-1, 1]: %d, and the row passed",
+                             T, d, (unsigned long long)seed, i, harm, inj, in_range);
+                }
+            }
+        }
+    }
+    print_message("%d rows with a harmful output corruption, %d of them inside [-1, 1]: all "
+                  "failed\n",
+                  harmful_rows, in_range_rows);
+    assert_true(in_range_rows > 100);
+}
+
 /* A shard of `slots` attention slots on the cpu backend, each holding block s. */
 static af_kernels_t *attn_shard(int slots, int tokens, int dim, int abft)
 {
@@ -457,6 +521,7 @@ int main(void)
         cmocka_unit_test(test_uniform_and_fully_masked_rows),
         cmocka_unit_test(test_mask_by_select_stops_a_future_nan_multiplication_does_not),
         cmocka_unit_test(test_abft_row_sums_clean_and_corrupted),
+        cmocka_unit_test(test_abft_output_checksum_sees_in_range_corruptions),
         cmocka_unit_test(test_cpu_backend_matches_scalar_rows_bitwise),
         cmocka_unit_test(test_attention_config_checks),
         cmocka_unit_test(test_reference_couples_blocks_by_the_exact_mean),
