@@ -67,6 +67,7 @@ int af_jobintr_step(af_jobintr_t *j, const af_config_t *cfg, int64_t step, af_jo
         out[n].cause = reset ? AF_INTR_hbm : ev->cause;
         out[n].device = ev->device;
         out[n].node = ev->device >= 0 ? ev->device / j->devices_per_node : ev->node;
+        out[n].time_h = hours;
         n++;
     }
     for (int i = 0; i < AF_JOBINTR_NDRAWN; ++i) {
@@ -81,6 +82,7 @@ int af_jobintr_step(af_jobintr_t *j, const af_config_t *cfg, int64_t step, af_jo
             out[n].node = g == AF_GRAIN_NODE     ? who
                           : g == AF_GRAIN_DEVICE ? who / j->devices_per_node
                                                  : -1;
+            out[n].time_h = j->next_h[i];
             n++;
             j->k[i]++;
             j->next_h[i] = next_time(j, cfg, i, j->next_h[i]);

@@ -66,6 +66,19 @@ for i, n in enumerate(names):
     assert by[n] == sum(1 for r in rows if int(r["detail"]) == i), n
 # Drawn ones too, beyond the 3 scripted: rates x 800 h expect about 22.
 assert len(rows) > 8, len(rows)
+# /interruptions has each one's time as drawn (hours), inside the step that took it (10 hours a
+# step): the scripted ones at their step's end, exactly; the drawn ones strictly inside theirs.
+it = f["interruptions"][:]
+assert len(it) == len(rows), (len(it), len(rows))
+inside = 0
+for r in it:
+    s, t = int(r["step"]), float(r["time_h"])
+    assert 10.0 * (s - 1) < t <= 10.0 * s, (s, t)
+    inside += t < 10.0 * s
+for s, k in ((5, 0), (5, 1), (30, 0)):
+    r = [x for x in it if int(x["step"]) == s][k]
+    assert float(r["time_h"]) == 10.0 * s, (s, k, float(r["time_h"]))
+assert inside >= len(it) - 3, (inside, len(it))
 PY
   "$py" "$here/report_verify.py" "$report" "$log" || fail "figures differ from numpy"
 fi
