@@ -41,6 +41,7 @@ typedef enum defect {
     DEFECT_SCHEMA_99,
     DEFECT_KILLED, /* SIGKILL after the first flush: write_log never returns (run it in a child) */
     DEFECT_ENERGY_INF,  /* /steps/energy[8] = inf with no corruption committed before */
+    DEFECT_INTR_TIME,   /* /interruptions[1]: time_h after its step's hours */
     VARIANT_SDC_ENERGY, /* not a defect: a finite corruption committed at row 6 (detect =
                            finite), whose square overflows the energy at row 8 */
 } defect_t;
@@ -175,6 +176,9 @@ static void write_log(const char *path, defect_t defect)
              * quarter of an hour before the step's end */
             af_intr_row_t ir = {row.step, row.sim_hours,       AF_INTR_wearout, 0,
                                 0,        row.sim_hours - 0.25};
+            if (defect == DEFECT_INTR_TIME && row.step == 9) {
+                ir.time_h = row.sim_hours + 0.25;
+            }
             assert_int_equal(af_log_interruption(log, &ir), AF_OK);
         }
         if (r == 6) {
@@ -536,6 +540,12 @@ static void test_non_contiguous_step_is_a_violation(void **state)
     assert_defect_caught(DEFECT_STEP_GAP, "gap", "/steps/step[5]");
 }
 
+static void test_interruption_time_outside_its_step_is_a_violation(void **state)
+{
+    (void)state;
+    assert_defect_caught(DEFECT_INTR_TIME, "intrtime", "/interruptions[1]: time_h");
+}
+
 static void test_detected_above_injected_is_a_violation(void **state)
 {
     (void)state;
@@ -782,6 +792,7 @@ int main(void)
         cmocka_unit_test(test_complete_consistent_log_has_no_violations),
         cmocka_unit_test(test_reader_returns_what_the_writer_wrote),
         cmocka_unit_test(test_interruptions_without_time_h_read_at_their_steps_hours),
+        cmocka_unit_test(test_interruption_time_outside_its_step_is_a_violation),
         cmocka_unit_test(test_non_contiguous_step_is_a_violation),
         cmocka_unit_test(test_detected_above_injected_is_a_violation),
         cmocka_unit_test(test_blackout_fraction_above_one_is_a_violation),
