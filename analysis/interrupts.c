@@ -23,7 +23,7 @@ int64_t af_intr_derive(const af_event_row_t *ev, int64_t nev, int64_t devices_pe
             }
             int grain = af_intr_grain[x->detail];
             int64_t at = x->from_device;
-            af_intr_row_t r = {x->step, NAN, x->detail, -1, -1};
+            af_intr_row_t r = {x->step, NAN, x->detail, -1, -1, NAN};
             if (at >= 0 && grain == AF_GRAIN_DEVICE) {
                 r.device = at;
                 r.node = at / per_node;
@@ -44,7 +44,7 @@ int64_t af_intr_derive(const af_event_row_t *ev, int64_t nev, int64_t devices_pe
                     : x->detail == 3                   ? AF_INTR_scripted
                     : sudden                           ? AF_INTR_sudden
                                                        : AF_INTR_wearout;
-        af_intr_row_t r = {x->step, NAN, cause, x->from_device, -1};
+        af_intr_row_t r = {x->step, NAN, cause, x->from_device, -1, NAN};
         if (cause == AF_INTR_node) {
             r.device = -1;
             r.node = x->from_device >= 0 ? x->from_device / per_node : -1;

@@ -1201,11 +1201,14 @@ static void check_interruptions(chk_t *c, int cols_ok)
     }
     const int64_t per_node = config_devices_per_node(c);
     const int64_t nodes = c->fleet_ok ? c->devices / per_node : 0;
-    rowviol_t r_step, r_cause, r_place, r_hours;
+    rowviol_t r_step, r_cause, r_place, r_hours, r_time;
     rv_init(&r_step);
     rv_init(&r_cause);
     rv_init(&r_place);
     rv_init(&r_hours);
+    rv_init(&r_time);
+    const int timed = af_logfile_intr_timed(c->lf);
+    const int exhausted = ran_out(c);
     for (int64_t i = 0; i < n; ++i) {
         const af_intr_row_t *r = &rows[i];
         if (r->step < 1 || (c->steps_ok && r->step > c->nrows) ||
@@ -1233,11 +1236,25 @@ static void check_interruptions(chk_t *c, int cols_ok)
             rv_hit(&r_hours, i, "sim_hours %.17g, but step %lld's /steps/sim_hours is %.17g",
                    r->sim_hours, (long long)r->step, F(sim_hours)[r->step - 1]);
         }
+        /* Its time lies in its step: after the previous step's hours, at most its own (the
+         * step that finds the capacity exhausted, the last, serves no hours: no upper bound;
+         * with aging.sim_hours_per_step = 0 no step does, and every time is 0). */
+        if (timed && cols_ok && r->step >= 1 && r->step <= c->nrows &&
+            I(step)[r->step - 1] == r->step) {
+            double lo = r->step > 1 ? F(sim_hours)[r->step - 2] : 0.0;
+            double hi = exhausted && r->step == c->nrows ? INFINITY : F(sim_hours)[r->step - 1];
+            if (!(r->time_h >= lo && r->time_h <= hi) ||
+                (r->time_h == lo && F(sim_hours)[r->step - 1] > lo)) {
+                rv_hit(&r_time, i, "time_h %.17g, outside step %lld's hours (%.17g, %.17g]",
+                       r->time_h, (long long)r->step, lo, hi);
+            }
+        }
     }
     rv_report(c, &r_step, "/interruptions");
     rv_report(c, &r_cause, "/interruptions");
     rv_report(c, &r_place, "/interruptions");
     rv_report(c, &r_hours, "/interruptions");
+    rv_report(c, &r_time, "/interruptions");
     /* The same rows as /events gives. */
     int64_t ne = 0;
     af_event_row_t *ev = NULL;

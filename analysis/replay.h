@@ -48,8 +48,9 @@ typedef enum af_replay_kind {
     AF_REPLAY_JOB = 1       /* a job-level cause: no hardware lost, the job's state is gone */
 } af_replay_kind_t;
 
-/* One interruption at its drawn time. Filled from the log's /interruptions (sim_hours x 3600,
- * the cause's grain) once the run logs exact times. */
+/* One interruption at its drawn time: the log's /interruptions time_h x 3600 (logs written
+ * before time_h have only the step's hours, sim_hours), its kind and devices from the cause's
+ * grain. */
 typedef struct af_replay_intr {
     double t_s;           /* wall-clock seconds from the window's start */
     int32_t kind;         /* af_replay_kind_t */

@@ -350,6 +350,11 @@ static af_result_t load_intr_table(af_run_t *run, const af_logfile_t *lf)
     run->intr = rows;
     run->nintr = keep;
     run->intr_from_table = 1;
+    run->intr_timed = af_logfile_intr_timed(lf);
+    if (!run->intr_timed) {
+        note(run, "/interruptions: no time_h (a log older than the field): each interruption "
+                  "is taken at its step's hours");
+    }
     return AF_OK;
 }
 
@@ -390,6 +395,7 @@ static af_result_t load_interruptions(af_run_t *run, const af_logfile_t *lf)
         for (int64_t i = 0; i < run->nintr; ++i) {
             int64_t row = run->intr[i].step - 1;
             run->intr[i].sim_hours = h != NULL && row >= 0 && row < run->nrows ? h[row] : NAN;
+            run->intr[i].time_h = run->intr[i].sim_hours;
         }
     }
     run->have_intr = run->intr != NULL;

@@ -114,6 +114,7 @@ typedef struct af_run {
      * with neither. */
     int have_intr;
     int intr_from_table;
+    int intr_timed; /* the rows' time_h as the run drew them; else each row's step's hours */
     int64_t nintr;
     af_intr_row_t *intr;
 

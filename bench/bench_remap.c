@@ -67,7 +67,7 @@ static af_result_t one_size(af_bench_ctx_t *b, int64_t D, int64_t U, int *bad)
             u = (int64_t)(af_hash4(7, 1, draw++, 0) % (uint64_t)units);
         } while (state[u] == AF_DEAD);
         state[u] = AF_DEAD;
-        ch[0] = (af_health_change_t){(int32_t)u, AF_DEAD, AF_CAUSE_SUDDEN};
+        ch[0] = (af_health_change_t){(int32_t)u, AF_DEAD, AF_CAUSE_SUDDEN, 0.0};
         int64_t exhausted = 0;
         double t0 = af_now_us();
         af_placement_dir_unit(&p, u);
@@ -81,7 +81,7 @@ static af_result_t one_size(af_bench_ctx_t *b, int64_t D, int64_t U, int *bad)
             int64_t v = (int64_t)(af_hash4(7, 2, draw++, 0) % (uint64_t)units);
             if (state[v] != AF_DEAD) {
                 state[v] = AF_DEAD;
-                ch[k++] = (af_health_change_t){(int32_t)v, AF_DEAD, AF_CAUSE_SUDDEN};
+                ch[k++] = (af_health_change_t){(int32_t)v, AF_DEAD, AF_CAUSE_SUDDEN, 0.0};
             }
         }
         double t2 = af_now_us();

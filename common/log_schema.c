@@ -77,5 +77,6 @@ int64_t af_log_intr_type(void)
     H5Tinsert(t, "cause", HOFFSET(af_intr_row_t, cause), H5T_NATIVE_INT64);
     H5Tinsert(t, "device", HOFFSET(af_intr_row_t, device), H5T_NATIVE_INT64);
     H5Tinsert(t, "node", HOFFSET(af_intr_row_t, node), H5T_NATIVE_INT64);
+    H5Tinsert(t, "time_h", HOFFSET(af_intr_row_t, time_h), H5T_NATIVE_DOUBLE);
     return t;
 }

@@ -193,13 +193,25 @@ int64_t af_log_event_type(void);
  * death events first name them); each `interrupt` event gives one row. device and node are -1
  * where the cause has none (a node's loss names no device; a job-level cause at the job's grain
  * names neither); a device's node is device / devices_per_node. sim_hours is the step's
- * /steps/sim_hours. Derived from /events it is the same table (analysis/interrupts.h). */
+ * /steps/sim_hours. Derived from /events it is the same table (analysis/interrupts.h), less
+ * time_h.
+ *
+ * time_h is the simulated hour the interruption happened at, exactly as the model drew it: a
+ * drawn job-level or hbm interruption's t_k (sim/jobintr.h); a device, node or link loss's, or
+ * a unit's sudden death's, loss time (sim/aging.h); a wear-out death's, the hour its age reached
+ * its lifetime on the step's linear segment; the earliest of those the row counts (the units of
+ * one device dying in one step are one row). A scripted event's is its step's hour,
+ * step x sim_hours_per_step. The step the run took it at is the first whose hours reach it, so
+ * time_h lies in (hours(step - 1), hours(step)]. Written into logs of schema 5 after the field
+ * was added; a log without it reads with time_h = sim_hours (af_logfile_intr_timed says which),
+ * and a reader of a log without it misreads nothing, so the schema's number stays 5. */
 typedef struct af_intr_row {
     int64_t step;
     double sim_hours;
     int64_t cause; /* AF_INTR_*; names in the dataset's cause_names attribute */
     int64_t device;
     int64_t node;
+    double time_h; /* hours, as drawn (above) */
 } af_intr_row_t;
 
 /* The HDF5 memory type (hid_t) of an af_intr_row_t; the caller closes it with H5Tclose. */

@@ -437,32 +437,56 @@ af_result_t af_logfile_read_events(const af_logfile_t *lf, af_event_row_t *out, 
 
 /* ---- /interruptions ------------------------------------------------------------------------ */
 
+/* The fields of af_intr_row_t a /interruptions type must have, and time_h, which it may lack
+ * (a log written before the field was added). */
+static const char *const intr_fields[] = {"step", "sim_hours", "cause", "device", "node", "time_h"};
+enum { INTR_TIME_FIELD = 5 };
+
 void af_logfile_intr_type_problem(int64_t ftype, char *why, size_t n)
 {
-    static const char *const fields[] = {"step", "sim_hours", "cause", "device", "node"};
     why[0] = '\0';
     if (H5Tget_class(ftype) != H5T_COMPOUND) {
         snprintf(why, n, "expected a compound of the interruption fields");
         return;
     }
-    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; ++i) {
-        int idx = H5Tget_member_index(ftype, fields[i]);
+    for (size_t i = 0; i < sizeof intr_fields / sizeof intr_fields[0]; ++i) {
+        int idx = H5Tget_member_index(ftype, intr_fields[i]);
+        if (idx < 0 && i == INTR_TIME_FIELD) {
+            continue; /* optional: af_logfile_read_intr falls back to sim_hours */
+        }
         if (idx < 0) {
-            snprintf(why, n, "field '%s' missing", fields[i]);
+            snprintf(why, n, "field '%s' missing", intr_fields[i]);
             return;
         }
         hid_t mt = H5Tget_member_type(ftype, (unsigned)idx);
-        int real = i == 1;
+        int real = i == 1 || i == INTR_TIME_FIELD;
         int ok = real ? H5Tget_class(mt) == H5T_FLOAT && H5Tget_size(mt) == 8
                       : H5Tget_class(mt) == H5T_INTEGER && H5Tget_size(mt) == 8 &&
                             H5Tget_sign(mt) == H5T_SGN_2;
         H5Tclose(mt);
         if (!ok) {
-            snprintf(why, n, "field '%s' is not a %s", fields[i],
+            snprintf(why, n, "field '%s' is not a %s", intr_fields[i],
                      real ? "64-bit float" : "64-bit signed integer");
             return;
         }
     }
+}
+
+int af_logfile_intr_timed(const af_logfile_t *lf)
+{
+    if (H5Lexists((hid_t)lf->file, "/interruptions", H5P_DEFAULT) <= 0) {
+        return 0;
+    }
+    hid_t d = H5Dopen2((hid_t)lf->file, "/interruptions", H5P_DEFAULT);
+    if (d < 0) {
+        return 0;
+    }
+    hid_t t = H5Dget_type(d);
+    int timed = H5Tget_class(t) == H5T_COMPOUND &&
+                H5Tget_member_index(t, intr_fields[INTR_TIME_FIELD]) >= 0;
+    H5Tclose(t);
+    H5Dclose(d);
+    return timed;
 }
 
 af_result_t af_logfile_intr_count(const af_logfile_t *lf, int64_t *n)
@@ -483,9 +507,24 @@ af_result_t af_logfile_read_intr(const af_logfile_t *lf, af_intr_row_t *out, siz
     if (d < 0) {
         return AF_ERR_IO;
     }
+    /* A log without time_h is read without it (a compound read by name would leave the field
+     * as the buffer had it), and its rows get the step's hours instead. */
+    int timed = af_logfile_intr_timed(lf);
     hid_t mt = (hid_t)af_log_intr_type();
+    if (!timed) {
+        H5Tclose(mt);
+        mt = H5Tcreate(H5T_COMPOUND, sizeof(af_intr_row_t));
+        H5Tinsert(mt, "step", HOFFSET(af_intr_row_t, step), H5T_NATIVE_INT64);
+        H5Tinsert(mt, "sim_hours", HOFFSET(af_intr_row_t, sim_hours), H5T_NATIVE_DOUBLE);
+        H5Tinsert(mt, "cause", HOFFSET(af_intr_row_t, cause), H5T_NATIVE_INT64);
+        H5Tinsert(mt, "device", HOFFSET(af_intr_row_t, device), H5T_NATIVE_INT64);
+        H5Tinsert(mt, "node", HOFFSET(af_intr_row_t, node), H5T_NATIVE_INT64);
+    }
     herr_t r = H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, out);
     H5Tclose(mt);
     H5Dclose(d);
+    for (size_t i = 0; r >= 0 && !timed && i < n; ++i) {
+        out[i].time_h = out[i].sim_hours;
+    }
     return r < 0 ? AF_ERR_IO : AF_OK;
 }

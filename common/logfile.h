@@ -72,7 +72,10 @@ af_result_t af_logfile_intr_count(const af_logfile_t *lf, int64_t *n);
 /* What is wrong with ftype (a hid_t) as the type of /interruptions, as a phrase in why; empty
  * when it is the table's type. */
 void af_logfile_intr_type_problem(int64_t ftype, char *why, size_t n);
-/* Reads all n rows of /interruptions (n as af_logfile_intr_count says). */
+/* 1 when /interruptions has the field time_h (logs written before it was added lack it). */
+int af_logfile_intr_timed(const af_logfile_t *lf);
+/* Reads all n rows of /interruptions (n as af_logfile_intr_count says); in a log without
+ * time_h, each row's time_h is its sim_hours (its step's hours). */
 af_result_t af_logfile_read_intr(const af_logfile_t *lf, af_intr_row_t *out, size_t n);
 
 #endif

@@ -653,6 +653,8 @@ static void put_interruptions(fdp_t *f, hid_t file, const shape_t *s)
         rows[i].cause = fz_i64(f, AF_INTR_software);
         rows[i].device = fz_i64(f, -1);
         rows[i].node = fz_i64(f, -1);
+        rows[i].time_h =
+            rows[i].sim_hours; /* no decision of its own: the corpus keeps its meaning */
     }
     hid_t mt = (hid_t)af_log_intr_type();
     hid_t ft = -1;

@@ -321,7 +321,7 @@ static int64_t fading_index(const af_aging_t *a, int64_t u)
     return lo;
 }
 
-static void change(af_aging_t *a, int64_t u, int state, int cause, int64_t step,
+static void change(af_aging_t *a, int64_t u, int state, int cause, int64_t step, double time_h,
                    af_health_change_t *out, int64_t *n)
 {
     int64_t k = u - a->u_lo;
@@ -354,6 +354,7 @@ static void change(af_aging_t *a, int64_t u, int state, int cause, int64_t step,
     out[*n].unit = (int32_t)u;
     out[*n].state = (int8_t)state;
     out[*n].cause = (int8_t)cause;
+    out[*n].time_h = time_h;
     (*n)++;
 }
 
@@ -373,6 +374,21 @@ static void new_load(af_aging_t *a, const af_config_t *cfg, int64_t k, int32_t l
     a->rate_load[k] = load;
 }
 
+/* The hour in step `step` at which the age of the unit at index k reached thr: the age is linear
+ * in the step's hours between the ends of the step (the step's segment), so the crossing is
+ * interpolated there; clamped to the step (a unit whose age was past thr before is due now). */
+static double crossing_h(const af_aging_t *a, const af_config_t *cfg, int64_t k, int64_t step,
+                         double thr)
+{
+    double a0 = age_at(a, k, step - 1);
+    double a1 = age_at(a, k, step);
+    double h0 = seg_at(hours_segment(cfg), step - 1);
+    double h1 = seg_at(hours_segment(cfg), step);
+    double f = a1 > a0 ? (thr - a0) / (a1 - a0) : 1.0;
+    f = f < 0.0 ? 0.0 : f > 1.0 ? 1.0 : f;
+    return h0 + f * (h1 - h0);
+}
+
 /* The check of a live unit that is due at `step`: the first condition that holds decides, as
  * in the description of the model; a unit that stays alive gets its next prediction. */
 static void check_unit(af_aging_t *a, const af_config_t *cfg, int64_t u, int64_t step,
@@ -381,15 +397,17 @@ static void check_unit(af_aging_t *a, const af_config_t *cfg, int64_t u, int64_t
     int64_t k = u - a->u_lo;
     double age = age_at(a, k, step);
     if (a->hours >= a->sudden_h[k]) {
-        change(a, u, AF_DEAD, a->sudden_cause[k], step, out, n);
+        change(a, u, AF_DEAD, a->sudden_cause[k], step, a->sudden_h[k], out, n);
         return;
     }
     if (age >= a->lifetime_h[k]) {
-        change(a, u, AF_DEAD, AF_CAUSE_WEAROUT, step, out, n);
+        change(a, u, AF_DEAD, AF_CAUSE_WEAROUT, step, crossing_h(a, cfg, k, step, a->lifetime_h[k]),
+               out, n);
         return;
     }
     if (a->state[k] == AF_HEALTHY && age >= fade_threshold(a, cfg, k)) {
-        change(a, u, AF_FADING, AF_CAUSE_WEAROUT, step, out, n);
+        change(a, u, AF_FADING, AF_CAUSE_WEAROUT, step,
+               crossing_h(a, cfg, k, step, fade_threshold(a, cfg, k)), out, n);
     }
     requeue(a, cfg, k, step + 1);
 }
@@ -460,15 +478,15 @@ int64_t af_aging_step(af_aging_t *a, const af_config_t *cfg, int64_t step, const
             a->touched++;
             if (e->action == AF_EVENT_KILL || e->action == AF_EVENT_KILL_DEVICE ||
                 e->action == AF_EVENT_KILL_NODE) {
-                change(a, u, AF_DEAD, AF_CAUSE_SCRIPTED, step, changes, &n);
+                change(a, u, AF_DEAD, AF_CAUSE_SCRIPTED, step, a->hours, changes, &n);
             } else if (e->action == AF_EVENT_LINK_DOWN) {
-                change(a, u, AF_DEAD, AF_CAUSE_LINK_DOWN, step, changes, &n);
+                change(a, u, AF_DEAD, AF_CAUSE_LINK_DOWN, step, a->hours, changes, &n);
             } else if (e->action == AF_EVENT_FADE && a->state[k] == AF_HEALTHY) {
                 /* A scripted fade starts the precursor window now, on a segment that starts
                  * there; death follows naturally. */
                 a->base_age_h[k] = (1.0 - w) * a->lifetime_h[k];
                 a->base_step[k] = step;
-                change(a, u, AF_FADING, AF_CAUSE_SCRIPTED, step, changes, &n);
+                change(a, u, AF_FADING, AF_CAUSE_SCRIPTED, step, a->hours, changes, &n);
                 requeue(a, cfg, k, step + 1);
             }
         }

@@ -56,11 +56,16 @@ enum {
     AF_CAUSE_LINK_DOWN = 9  /* the same by a scripted link_down event */
 };
 
-/* A change of one unit's state in one step. */
+/* A change of one unit's state in one step. time_h is when it happened, in simulated hours, in
+ * (hours(step - 1), hours(step)]: a sudden death's (or its device's, node's or link's loss's)
+ * drawn time; a wear-out death's or fade's, the hour the unit's age reached its lifetime or
+ * fade threshold on the step's linear segment; a scripted change's, the step's hours. The run
+ * logs it in /interruptions (common/log_schema.h); nothing in the run's state depends on it. */
 typedef struct af_health_change {
     int32_t unit; /* global unit index device * U + unit */
     int8_t state; /* AF_FADING or AF_DEAD */
     int8_t cause; /* AF_CAUSE_* */
+    double time_h;
 } af_health_change_t;
 
 typedef struct af_aging {

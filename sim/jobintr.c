@@ -105,6 +105,7 @@ int af_jobintr_step(af_jobintr_t *j, const af_config_t *cfg, int64_t step, const
         out[n].cause = reset ? AF_INTR_hbm : ev->cause;
         out[n].device = ev->device;
         out[n].node = ev->device >= 0 ? ev->device / j->devices_per_node : ev->node;
+        out[n].time_h = hours;
         n += member_lives(j, unit_state, units_per_device, out[n].device, out[n].node);
     }
     for (int i = 0; i < AF_JOBINTR_NDRAWN; ++i) {
@@ -119,6 +120,7 @@ int af_jobintr_step(af_jobintr_t *j, const af_config_t *cfg, int64_t step, const
             out[n].node = g == AF_GRAIN_NODE     ? who
                           : g == AF_GRAIN_DEVICE ? who / j->devices_per_node
                                                  : -1;
+            out[n].time_h = j->next_h[i];
             /* A dead member's is dropped (thinning: the draw over the live members). */
             n += member_lives(j, unit_state, units_per_device, out[n].device, out[n].node);
             j->k[i]++;

@@ -43,6 +43,7 @@ typedef struct af_jobintr_hit {
     int cause;      /* AF_INTR_*, a job-level one */
     int64_t device; /* the device it struck (device grain), else -1 */
     int64_t node;   /* the node it struck (node grain, or the node of that device), else -1 */
+    double time_h;  /* when: a drawn one's t_k, a scripted one's step's hours */
 } af_jobintr_hit_t;
 
 /* The causes drawn here: the job-level ones and hbm (AF_INTR_FIRST_JOB + i, i below this); link,

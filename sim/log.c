@@ -729,7 +729,8 @@ af_result_t af_log_create(af_log_t **out, const char *path, int nranks, int64_t 
         AF_CHECK_GOTO(attr_str(log->intr, "cause_names", names), rc, fail);
         AF_CHECK_GOTO(attr_str(log->intr, "doc",
                                "what interrupted a synchronous job, one row each: step, sim_hours "
-                               "(the step's), cause (cause_names), device and node (-1: none)"),
+                               "(the step's), cause (cause_names), device and node (-1: none), "
+                               "time_h (the hour it happened, as the model drew it)"),
                       rc, fail);
     }
     H5Pclose(fapl);

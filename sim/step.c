@@ -204,11 +204,12 @@ static void log_event(af_run_state_t *r, const char *kind, int64_t block, int64_
 
 /* Rank 0: one row of /interruptions in this step (its hours: those the step ends at, as its
  * /steps row says; a step whose plan found the capacity exhausted stops before it serves its
- * hours, so its row keeps the previous step's). Called from plan(), after plan.exhausted. */
-static void log_intr_row(af_run_state_t *r, int cause, int64_t device, int64_t node)
+ * hours, so its row keeps the previous step's), at time_h as the model drew it. Called from
+ * plan(), after plan.exhausted. */
+static void log_intr_row(af_run_state_t *r, int cause, int64_t device, int64_t node, double time_h)
 {
     double hours = r->sim_hours + (r->plan.exhausted ? 0.0 : r->cfg.sim_hours_per_step);
-    af_intr_row_t row = {r->tick, hours, cause, device, node};
+    af_intr_row_t row = {r->tick, hours, cause, device, node, time_h};
     if (af_log_interruption(r->log, &row) != AF_OK && r->event_log_errors++ == 0) {
         fprintf(stderr,
                 "agefence: rank 0: the log lost an interruption (step %lld): %s; further losses "
@@ -217,35 +218,53 @@ static void log_intr_row(af_run_state_t *r, int cause, int64_t device, int64_t n
     }
 }
 
-/* Rank 0: the interruption a death of this step makes, unless the step counted it already: one
- * per node lost, per device lost, and per device whose units died of one other cause (the
- * grouping agefence-report applies to /events, analysis/interrupts.h). */
-static void log_death_interruption(af_run_state_t *r, const af_health_change_t *c)
+/* The interruption cause (AF_INTR_*) of a death. */
+static int death_intr_cause(const af_health_change_t *c)
+{
+    int link = c->cause == AF_CAUSE_LINK || c->cause == AF_CAUSE_LINK_DOWN;
+    return c->cause == AF_CAUSE_DEVICE     ? AF_INTR_device
+           : c->cause == AF_CAUSE_NODE     ? AF_INTR_node
+           : link                          ? AF_INTR_link
+           : c->cause == AF_CAUSE_SCRIPTED ? AF_INTR_scripted
+           : c->cause == AF_CAUSE_SUDDEN   ? AF_INTR_sudden
+                                           : AF_INTR_wearout;
+}
+
+/* Rank 0: the interruption the death ch[i] makes, unless the step counted it already: one per
+ * node lost, per device lost, and per device whose units died of one other cause (the grouping
+ * agefence-report applies to /events, analysis/interrupts.h). Its time is the earliest of the
+ * deaths it counts: the model's changes are by ascending unit, so those of one device follow
+ * ch[i] (those of a node's units all carry the node's loss time). */
+static void log_death_interruption(af_run_state_t *r, const af_health_change_t *ch, int64_t i,
+                                   int64_t n)
 {
     const int64_t dpn = r->cfg.devices_per_node;
+    const af_health_change_t *c = &ch[i];
     const int64_t dev = c->unit / r->U;
-    int link = c->cause == AF_CAUSE_LINK || c->cause == AF_CAUSE_LINK_DOWN;
-    int cause = c->cause == AF_CAUSE_DEVICE     ? AF_INTR_device
-                : c->cause == AF_CAUSE_NODE     ? AF_INTR_node
-                : link                          ? AF_INTR_link
-                : c->cause == AF_CAUSE_SCRIPTED ? AF_INTR_scripted
-                : c->cause == AF_CAUSE_SUDDEN   ? AF_INTR_sudden
-                                                : AF_INTR_wearout;
+    int cause = death_intr_cause(c);
     if (cause == AF_INTR_node) {
-        if (r->intr_node_tick[dev / dpn] != r->tick) {
-            r->intr_node_tick[dev / dpn] = r->tick;
-            log_intr_row(r, cause, -1, dev / dpn);
+        if (r->intr_node_tick[dev / dpn] == r->tick) {
+            return;
         }
-        return;
-    }
-    if (r->intr_dev_tick[dev] != r->tick) {
-        r->intr_dev_tick[dev] = r->tick;
-        r->intr_dev_mask[dev] = 0;
-    }
-    if (!(r->intr_dev_mask[dev] & (1u << cause))) {
+        r->intr_node_tick[dev / dpn] = r->tick;
+    } else {
+        if (r->intr_dev_tick[dev] != r->tick) {
+            r->intr_dev_tick[dev] = r->tick;
+            r->intr_dev_mask[dev] = 0;
+        }
+        if (r->intr_dev_mask[dev] & (1u << cause)) {
+            return;
+        }
         r->intr_dev_mask[dev] |= (uint16_t)(1u << cause);
-        log_intr_row(r, cause, dev, dev / dpn);
     }
+    double time_h = c->time_h;
+    for (int64_t j = i + 1; j < n && ch[j].unit / r->U == dev; ++j) {
+        if (ch[j].state != AF_FADING && death_intr_cause(&ch[j]) == cause &&
+            ch[j].time_h < time_h) {
+            time_h = ch[j].time_h;
+        }
+    }
+    log_intr_row(r, cause, cause == AF_INTR_node ? -1 : dev, dev / dpn, time_h);
 }
 
 /* Rank 0: a job-level interruption's event: from_device is the device it struck, or the first
@@ -264,7 +283,7 @@ static void log_interrupt(af_run_state_t *r, const af_jobintr_hit_t *x)
     e.from_unit = e.from_slot = e.to_device = e.to_unit = e.to_slot = -1;
     e.detail = x->cause;
     log_row(r, &e, "interrupt");
-    log_intr_row(r, x->cause, x->device, x->node);
+    log_intr_row(r, x->cause, x->device, x->node, x->time_h);
 }
 
 af_result_t af_step_init(af_run_state_t *r)
@@ -864,7 +883,7 @@ static void plan(af_run_state_t *r, int64_t n_model)
         int64_t g = (int64_t)c->unit * r->C;
         log_event(r, kind, -1, g, -1, c->cause);
         if (c->state != AF_FADING && r->log != NULL) {
-            log_death_interruption(r, c);
+            log_death_interruption(r, r->changes, i, n_model);
         }
     }
     for (int64_t i = 0; i < nm; ++i) {

@@ -68,8 +68,49 @@ for i, n in enumerate(names):
     assert by[n] == sum(1 for r in rows if int(r["detail"]) == i), n
 # Drawn ones too, beyond the 3 scripted: rates x 800 h expect about 22.
 assert len(rows) > 8, len(rows)
+# /interruptions has each one's time as drawn (hours), inside the step that took it (10 hours a
+# step): the scripted ones at their step's end, exactly; the drawn ones strictly inside theirs.
+it = f["interruptions"][:]
+assert len(it) == len(rows), (len(it), len(rows))
+inside = 0
+for r in it:
+    s, t = int(r["step"]), float(r["time_h"])
+    assert 10.0 * (s - 1) < t <= 10.0 * s, (s, t)
+    inside += t < 10.0 * s
+for s, k in ((5, 0), (5, 1), (30, 0)):
+    r = [x for x in it if int(x["step"]) == s][k]
+    assert float(r["time_h"]) == 10.0 * s, (s, k, float(r["time_h"]))
+assert inside >= len(it) - 3, (inside, len(it))
 PY
   "$py" "$here/report_verify.py" "$report" "$log" || fail "figures differ from numpy"
+  # A log written before /interruptions had time_h (the same table less that field) still
+  # checks and reports, its interruptions counted alike, and the report says once that their
+  # times are their steps' hours.
+  cp "$log" "$work/notime.h5"
+  "$py" - "$work/notime.h5" <<'PY' || fail "could not write the log without time_h"
+import sys
+import h5py
+import numpy as np
+f = h5py.File(sys.argv[1], "r+")
+rows = f["interruptions"][:]
+attrs = dict(f["interruptions"].attrs)
+names = [n for n in rows.dtype.names if n != "time_h"]
+old = np.dtype([(n, rows.dtype[n]) for n in names])
+del f["interruptions"]
+d = f.create_dataset("interruptions", data=rows[names].astype(old), maxshape=(None,), chunks=(256,))
+for k, v in attrs.items():
+    d.attrs[k] = v
+PY
+  "$report" --check "$work/notime.h5" >/dev/null || fail "a log without time_h breaks the schema"
+  "$report" --json "$work/notime.h5" >"$work/notime.json" || fail "--json on a log without time_h"
+  "$py" - "$work/notime.json" "$work/report.json" <<'PY' || fail "the report of a log without time_h"
+import json, sys
+old, new = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+said = [m for m in old["missing"] if "no time_h" in m]
+assert len(said) == 1, old["missing"]
+assert not any("no time_h" in m for m in new["missing"]), new["missing"]
+assert old["interruptions"] == new["interruptions"], (old["interruptions"], new["interruptions"])
+PY
 fi
 # Dead hardware interrupts nothing (sim/jobintr.h): node 1 (devices 2 and 3) killed at step 10
 # and device 6 at step 20, then every node- and device-grain cause at rates that strike the

@@ -259,6 +259,11 @@ static void test_device_and_node_losses_follow_their_rates(void **state)
                 assert_int_equal(ch[i].state, AF_DEAD);
                 assert_true(ch[i].cause == (pass == 3 ? AF_CAUSE_LINK : AF_CAUSE_DEVICE) ||
                             (pass != 3 && ch[i].cause == AF_CAUSE_NODE));
+                /* At the loss's drawn time (its device's, node's or link's: the unit's first
+                 * loss time), inside the step. */
+                assert_true(ch[i].time_h == a.sudden_h[ch[i].unit]);
+                assert_true(ch[i].time_h > (double)(st - 1) * cfg.sim_hours_per_step &&
+                            ch[i].time_h <= (double)st * cfg.sim_hours_per_step);
             }
         }
         /* Per device: all its units dead in one step with one cause, or none. */
@@ -605,9 +610,24 @@ static void test_state_machine_transitions_and_corruption_probability(void **sta
         }
         int64_t nc = af_aging_step(&a, &cfg, step, load, NULL, 0, capacity, ch);
         assert_true(nc >= 0 && nc <= n);
+        const double h0 = (double)(step - 1) * cfg.sim_hours_per_step;
+        const double h1 = (double)step * cfg.sim_hours_per_step;
         for (int64_t i = 0; i < nc; ++i) {
             int64_t u = ch[i].unit;
             assert_true(u >= 0 && u < n);
+            /* Its time: inside the step; a sudden death's is its drawn time, bit for bit; a
+             * wear-out fade's or death's, where the unit's age, linear over the step (a
+             * constant load), reaches the threshold. */
+            assert_true(ch[i].time_h > h0 && ch[i].time_h <= h1);
+            if (ch[i].cause == AF_CAUSE_SUDDEN) {
+                assert_true(ch[i].time_h == a.sudden_h[u]);
+            } else {
+                double thr =
+                    ch[i].state == AF_FADING ? (1.0 - w) * a.lifetime_h[u] : a.lifetime_h[u];
+                double want =
+                    h0 + (thr - prev_age[u]) / (af_aging_age_h(&a, u) - prev_age[u]) * (h1 - h0);
+                assert_true(fabs(ch[i].time_h - want) <= 1e-9 * h1);
+            }
             if (ch[i].state == AF_FADING) {
                 assert_int_equal(shadow[u], AF_HEALTHY);
                 assert_int_equal(ch[i].cause, AF_CAUSE_WEAROUT);
@@ -1037,7 +1057,7 @@ static void dense_change(dense_t *d, int64_t u, int state, int cause, int64_t st
         d->cause[u] = (int8_t)cause;
     }
     d->state[u] = (int8_t)state;
-    out[*n] = (af_health_change_t){(int32_t)u, (int8_t)state, (int8_t)cause};
+    out[*n] = (af_health_change_t){(int32_t)u, (int8_t)state, (int8_t)cause, 0.0};
     (*n)++;
 }
 

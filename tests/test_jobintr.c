@@ -300,6 +300,9 @@ static void test_the_same_seed_gives_the_same_history_at_any_step_length(void **
             assert_int_equal(hits[i].cause, again[i].cause);
             assert_int_equal(hits[i].device, again[i].device);
             assert_int_equal(hits[i].node, again[i].node);
+            assert_true(hits[i].time_h == again[i].time_h);
+            /* Its drawn time, inside the step that takes it (one hour a step here). */
+            assert_true(hits[i].time_h > (double)(s - 1) && hits[i].time_h <= (double)s);
         }
         for (int i = 0; i < n && nf < 20000; ++i) {
             fine[nf++] = hits[i];
@@ -326,6 +329,11 @@ static void test_the_same_seed_gives_the_same_history_at_any_step_length(void **
                 }
                 assert_true(k < nf);
                 assert_int_equal(fine[k].node, hits[i].node);
+                /* The same instant, bit for bit, whatever the step's length: the log's time
+                 * of an interruption is the draw's, not its step's. */
+                assert_true(fine[k].time_h == hits[i].time_h);
+                assert_true(hits[i].time_h > (double)(s - 1) * 10.0 &&
+                            hits[i].time_h <= (double)s * 10.0);
                 k++;
             }
         }
@@ -380,12 +388,15 @@ static void test_scripted_interruptions_come_first_at_their_step(void **state)
             assert_int_equal(hits[1].cause, AF_INTR_nccl_watchdog);
             assert_int_equal(hits[1].device, -1);
             assert_int_equal(hits[1].node, -1);
+            /* A scripted one's time is its step's hours. */
+            assert_true(hits[0].time_h == 5.0 && hits[1].time_h == 5.0);
             first = 2;
         } else if (s == 9) {
             assert_true(n >= 1);
             assert_int_equal(hits[0].cause, AF_INTR_network);
             assert_int_equal(hits[0].node, 2);
             assert_int_equal(hits[0].device, -1);
+            assert_true(hits[0].time_h == 9.0);
             first = 1;
         }
         for (int i = first; i < n; ++i) {

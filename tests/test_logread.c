@@ -6,6 +6,7 @@
 #include "common/log_schema.h"
 #include "common/percentile.h"
 #include "analysis/logread.h"
+#include "analysis/rundata.h"
 
 #include <stdarg.h>
 #include <stddef.h>
@@ -40,6 +41,7 @@ typedef enum defect {
     DEFECT_SCHEMA_99,
     DEFECT_KILLED, /* SIGKILL after the first flush: write_log never returns (run it in a child) */
     DEFECT_ENERGY_INF,  /* /steps/energy[8] = inf with no corruption committed before */
+    DEFECT_INTR_TIME,   /* /interruptions[1]: time_h after its step's hours */
     VARIANT_SDC_ENERGY, /* not a defect: a finite corruption committed at row 6 (detect =
                            finite), whose square overflows the energy at row 8 */
 } defect_t;
@@ -170,8 +172,13 @@ static void write_log(const char *path, defect_t defect)
             ev.from_unit = row.step == 9;
             ev.detail = 1;
             assert_int_equal(af_log_event(log, &ev), AF_OK);
-            /* and its interruption, as the run writes it: a wear-out death on device 0 */
-            af_intr_row_t ir = {row.step, row.sim_hours, AF_INTR_wearout, 0, 0};
+            /* and its interruption, as the run writes it: a wear-out death on device 0, a
+             * quarter of an hour before the step's end */
+            af_intr_row_t ir = {row.step, row.sim_hours,       AF_INTR_wearout, 0,
+                                0,        row.sim_hours - 0.25};
+            if (defect == DEFECT_INTR_TIME && row.step == 9) {
+                ir.time_h = row.sim_hours + 0.25;
+            }
             assert_int_equal(af_log_interruption(log, &ir), AF_OK);
         }
         if (r == 6) {
@@ -412,7 +419,104 @@ static void test_reader_returns_what_the_writer_wrote(void **state)
     }
     /* A read with the wrong element count is refused rather than overrunning. */
     assert_int_equal(af_logfile_read_i64(&lf, "/steps/step", steps, NROWS - 1), AF_ERR_IO);
+    /* The interruptions, each at its time as written. */
+    int64_t ni = 0;
+    assert_int_equal(af_logfile_intr_count(&lf, &ni), AF_OK);
+    assert_int_equal(ni, 2);
+    assert_int_equal(af_logfile_intr_timed(&lf), 1);
+    af_intr_row_t ir[2];
+    assert_int_equal(af_logfile_read_intr(&lf, ir, 2), AF_OK);
+    for (int i = 0; i < 2; ++i) {
+        assert_int_equal(ir[i].step, i == 0 ? 5 : 9);
+        assert_true(ir[i].time_h == ir[i].sim_hours - 0.25);
+    }
     af_logfile_close(&lf);
+    unlink(path);
+}
+
+/* A log written before /interruptions had time_h (the same table less that field) reads: its
+ * rows' time_h is their step's hours, af_logfile_intr_timed says so, the checker finds nothing
+ * wrong, and the report's data names it once. */
+static void test_interruptions_without_time_h_read_at_their_steps_hours(void **state)
+{
+    (void)state;
+    char path[64];
+    temp_path(path, sizeof path, "notime");
+    write_log(path, DEFECT_NONE);
+    hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+    assert_true(f >= 0);
+    hid_t d = H5Dopen2(f, "/interruptions", H5P_DEFAULT);
+    assert_true(d >= 0);
+    af_intr_row_t was[2];
+    hid_t full = (hid_t)af_log_intr_type();
+    assert_true(H5Dread(d, full, H5S_ALL, H5S_ALL, H5P_DEFAULT, was) >= 0);
+    /* Its cause names move to the old table with it. */
+    hid_t an = H5Aopen(d, "cause_names", H5P_DEFAULT);
+    assert_true(an >= 0);
+    hid_t at = H5Aget_type(an);
+    char *names = NULL;
+    assert_true(H5Aread(an, at, &names) >= 0);
+    H5Aclose(an);
+    H5Dclose(d);
+    assert_true(H5Ldelete(f, "/interruptions", H5P_DEFAULT) >= 0);
+    hid_t old = H5Tcreate(H5T_COMPOUND, 40);
+    H5Tinsert(old, "step", 0, H5T_STD_I64LE);
+    H5Tinsert(old, "sim_hours", 8, H5T_IEEE_F64LE);
+    H5Tinsert(old, "cause", 16, H5T_STD_I64LE);
+    H5Tinsert(old, "device", 24, H5T_STD_I64LE);
+    H5Tinsert(old, "node", 32, H5T_STD_I64LE);
+    hsize_t dims[1] = {2};
+    hsize_t maxd[1] = {H5S_UNLIMITED};
+    hsize_t chunk[1] = {256};
+    hid_t sp = H5Screate_simple(1, dims, maxd);
+    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    H5Pset_chunk(dcpl, 1, chunk);
+    d = H5Dcreate2(f, "/interruptions", old, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    H5Pclose(dcpl);
+    assert_true(d >= 0);
+    assert_true(H5Dwrite(d, full, H5S_ALL, H5S_ALL, H5P_DEFAULT, was) >= 0);
+    hid_t as = H5Screate(H5S_SCALAR);
+    an = H5Acreate2(d, "cause_names", at, as, H5P_DEFAULT, H5P_DEFAULT);
+    assert_true(an >= 0 && H5Awrite(an, at, &names) >= 0);
+    H5free_memory(names);
+    H5Aclose(an);
+    H5Sclose(as);
+    H5Tclose(at);
+    H5Sclose(sp);
+    H5Tclose(old);
+    H5Tclose(full);
+    H5Dclose(d);
+    H5Fclose(f);
+
+    af_logfile_t lf;
+    char err[512];
+    assert_int_equal(af_logfile_open(&lf, path, err, sizeof err), AF_OK);
+    assert_int_equal(af_logfile_intr_timed(&lf), 0);
+    af_intr_row_t ir[2];
+    memset(ir, 0xff, sizeof ir);
+    assert_int_equal(af_logfile_read_intr(&lf, ir, 2), AF_OK);
+    for (int i = 0; i < 2; ++i) {
+        assert_int_equal(ir[i].step, was[i].step);
+        assert_int_equal(ir[i].cause, AF_INTR_wearout);
+        assert_true(ir[i].sim_hours == was[i].sim_hours);
+        assert_true(ir[i].time_h == was[i].sim_hours);
+    }
+    af_run_t run;
+    assert_int_equal(af_run_load(&run, &lf), AF_OK);
+    assert_int_equal(run.intr_from_table, 1);
+    assert_int_equal(run.intr_timed, 0);
+    assert_int_equal(run.nintr, 2);
+    int said = 0;
+    for (int i = 0; i < run.nmissing; ++i) {
+        said += strstr(run.missing[i], "no time_h") != NULL;
+    }
+    assert_int_equal(said, 1);
+    af_run_free(&run);
+    af_logfile_close(&lf);
+    char text[4096];
+    int bad = check_log(path, text, sizeof text);
+    print_message("notime: %d violation(s): %s\n", bad, text);
+    assert_int_equal(bad, 0);
     unlink(path);
 }
 
@@ -434,6 +538,12 @@ static void test_non_contiguous_step_is_a_violation(void **state)
 {
     (void)state;
     assert_defect_caught(DEFECT_STEP_GAP, "gap", "/steps/step[5]");
+}
+
+static void test_interruption_time_outside_its_step_is_a_violation(void **state)
+{
+    (void)state;
+    assert_defect_caught(DEFECT_INTR_TIME, "intrtime", "/interruptions[1]: time_h");
 }
 
 static void test_detected_above_injected_is_a_violation(void **state)
@@ -681,6 +791,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_complete_consistent_log_has_no_violations),
         cmocka_unit_test(test_reader_returns_what_the_writer_wrote),
+        cmocka_unit_test(test_interruptions_without_time_h_read_at_their_steps_hours),
+        cmocka_unit_test(test_interruption_time_outside_its_step_is_a_violation),
         cmocka_unit_test(test_non_contiguous_step_is_a_violation),
         cmocka_unit_test(test_detected_above_injected_is_a_violation),
         cmocka_unit_test(test_blackout_fraction_above_one_is_a_violation),

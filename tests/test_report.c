@@ -401,12 +401,13 @@ static void write_log(const char *path)
      * device 3. */
     event(log, 16, "interrupt", -1, -1, -1, -1, -1, -1, AF_INTR_software);
     event(log, 18, "interrupt", -1, 3, -1, -1, -1, -1, AF_INTR_sdc);
-    /* The run's own table of them (one device a node: no devices_per_node in the config). */
+    /* The run's own table of them (one device a node: no devices_per_node in the config), each
+     * at its time as drawn, inside its step's hours (step s ends at 10 s hours). */
     const af_intr_row_t intr[] = {
-        {6, 60.0, AF_INTR_wearout, 0, 0},   {11, 110.0, AF_INTR_wearout, 0, 0},
-        {11, 110.0, AF_INTR_wearout, 1, 1}, {16, 160.0, AF_INTR_wearout, 2, 2},
-        {16, 160.0, AF_INTR_wearout, 3, 3}, {16, 160.0, AF_INTR_software, -1, -1},
-        {18, 180.0, AF_INTR_sdc, 3, 3}};
+        {6, 60.0, AF_INTR_wearout, 0, 0, 55.0},    {11, 110.0, AF_INTR_wearout, 0, 0, 101.0},
+        {11, 110.0, AF_INTR_wearout, 1, 1, 104.0}, {16, 160.0, AF_INTR_wearout, 2, 2, 151.0},
+        {16, 160.0, AF_INTR_wearout, 3, 3, 152.5}, {16, 160.0, AF_INTR_software, -1, -1, 157.25},
+        {18, 180.0, AF_INTR_sdc, 3, 3, 175.0}};
     for (size_t i = 0; i < sizeof intr / sizeof intr[0]; ++i) {
         assert_int_equal(af_log_interruption(log, &intr[i]), AF_OK);
     }
