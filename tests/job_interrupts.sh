@@ -139,10 +139,11 @@ for np in 1 3; do
     fail "dead, np=$np: not bitwise equal to the reference"
 done
 "$report" --same "$work/dead_np1.h5" "$work/dead_np3.h5" || fail "dead: 1 and 3 ranks differ"
-# /interruptions, a row a line: step sim_hours cause device node (h5dump -o writes the data alone).
+# /interruptions, a row a line: step sim_hours cause device node time_h (h5dump -o writes
+# the data alone).
 h5dump -d /interruptions -y -w 0 -o "$work/dead_rows.txt" "$work/dead_np3.h5" >/dev/null ||
   fail "h5dump cannot read /interruptions"
-grep -oE -- '-?[0-9][0-9.eE+-]*' "$work/dead_rows.txt" | paste - - - - - >"$work/dead_rows.tsv"
+grep -oE -- '-?[0-9][0-9.eE+-]*' "$work/dead_rows.txt" | paste - - - - - - >"$work/dead_rows.tsv"
 nrows=$(wc -l <"$work/dead_rows.tsv")
 # The kills' own rows (cause 2, scripted: one per device), and the scripted sdc on device 7.
 for want in "10 2 2 1" "10 2 3 1" "20 2 6 3" "30 9 7 3"; do
