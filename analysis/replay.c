@@ -108,7 +108,7 @@ static af_result_t validate(const af_replay_timeline_t *tl, const af_replay_para
                          (int)x->kind);
             return AF_ERR_USAGE;
         }
-        if (x->kind == AF_REPLAY_HARDWARE && x->devices_lost < 1) {
+        if (x->kind == AF_REPLAY_HARDWARE && x->devices_lost < 0) {
             af_error_set("goodput replay: hardware interruption %lld loses %lld devices",
                          (long long)i, (long long)x->devices_lost);
             return AF_ERR_USAGE;

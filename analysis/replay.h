@@ -44,7 +44,9 @@
 #include "../common/af_result.h"
 
 typedef enum af_replay_kind {
-    AF_REPLAY_HARDWARE = 0, /* devices lost (a device, a node, a device's units) */
+    AF_REPLAY_HARDWARE = 0, /* devices lost (a device, a node, a device's units), or a fault of
+                               the hardware that loses none and is recovered in place (a device
+                               memory error: devices_lost 0) */
     AF_REPLAY_JOB = 1       /* a job-level cause: no hardware lost, the job's state is gone */
 } af_replay_kind_t;
 
@@ -54,7 +56,8 @@ typedef enum af_replay_kind {
 typedef struct af_replay_intr {
     double t_s;           /* wall-clock seconds from the window's start */
     int32_t kind;         /* af_replay_kind_t */
-    int64_t devices_lost; /* hardware: the devices it took out of service (>= 1); job: 0 */
+    int64_t devices_lost; /* hardware: the devices it took out of service (>= 0; 0: in place,
+                             the capacity unchanged); job: 0 */
     int64_t node;         /* hardware: the node it struck, -1 when unknown (not used yet) */
 } af_replay_intr_t;
 
@@ -125,7 +128,7 @@ void af_replay_defaults(af_replay_params_t *p);
 /* Replays policy on tl with p into *out. AF_ERR_USAGE, with a one-line message
  * (af_error_message) naming the field or the interruption, when tl or p is bad: W <= 0, a
  * negative, NaN or infinite duration (tau_s and rho_s may be infinite, not <= 0), unsorted or
- * non-finite times, a hardware loss of no device, a pace outside [0, 1]. */
+ * non-finite times, a hardware loss of a negative count of devices, a pace outside [0, 1]. */
 af_result_t af_replay_run(const af_replay_timeline_t *tl, const af_replay_params_t *p,
                           af_replay_policy_t policy, af_replay_result_t *out);
 

@@ -248,6 +248,28 @@ static void test_hardware_loss_during_a_restart_restarts_it(void **state)
     }
 }
 
+/* A fault of the hardware that loses no device (a device memory error, recovered in place):
+ * W = 1000, one such fault at 100, no writes, default durations (restart 600, detect 1 + remap
+ * 10, shrink 2 + repartition 30, step 10). checkpoint_restart loses the 100 s done and restarts
+ * until 700: 300 left. remap rolls back to its start (no replica) and recovers until 111: 889.
+ * shrink_rebuild loses the step in flight (10 s) and recovers until 132: 90 + 868 = 958. No
+ * policy loses capacity. */
+static void test_fault_in_place_by_hand(void **state)
+{
+    (void)state;
+    af_replay_intr_t x[1] = {{100.0, AF_REPLAY_HARDWARE, 0, 0}};
+    af_replay_timeline_t tl = timeline(1000.0, 4, x, 1);
+    af_replay_params_t p;
+    af_replay_defaults(&p);
+    const double want[AF_REPLAY_NPOLICY] = {300.0, 889.0, 958.0};
+    for (int pol = 0; pol < AF_REPLAY_NPOLICY; ++pol) {
+        af_replay_result_t r = run(&tl, &p, (af_replay_policy_t)pol);
+        EQ(r.useful_s, want[pol]);
+        EQ(r.capacity_loss_s, 0.0);
+        assert_int_equal(r.interruptions, 1);
+    }
+}
+
 /* One history, the three policies worked by hand. W = 1000, 4 devices, 2 a node, one spare node
  * (2 devices) that takes a lost device's place after 100 s. delta = 10, R = 50, tau = 200;
  * replicas of 5 s every 50 s of work (remap); detect 2 + remap 8; shrink 4 + repartition 16;
@@ -563,12 +585,12 @@ static void test_bad_input(void **state)
     af_error_clear();
     assert_int_equal(af_replay_run(&tl, &good, AF_REPLAY_CHECKPOINT_RESTART, &r), AF_ERR_USAGE);
     assert_non_null(strstr(af_error_message(), "interruption 1"));
-    /* A hardware loss of no device; a pace outside [0, 1]. */
+    /* A hardware loss of a negative count of devices; a pace outside [0, 1]. */
     x[1].t_s = 20.0;
-    x[1].devices_lost = 0;
+    x[1].devices_lost = -1;
     af_error_clear();
     assert_int_equal(af_replay_run(&tl, &good, AF_REPLAY_SHRINK_REBUILD, &r), AF_ERR_USAGE);
-    assert_non_null(strstr(af_error_message(), "loses 0 devices"));
+    assert_non_null(strstr(af_error_message(), "loses -1 devices"));
     x[1].devices_lost = 1;
     af_replay_pace_t pace[1] = {{0.0, 1.5}};
     tl.pace = pace;
@@ -604,6 +626,7 @@ int main(void)
         cmocka_unit_test(test_interrupted_write_and_restart),
         cmocka_unit_test(test_hardware_loss_during_a_restart_restarts_it),
         cmocka_unit_test(test_scripted_history_by_hand),
+        cmocka_unit_test(test_fault_in_place_by_hand),
         cmocka_unit_test(test_capacity_pace_and_spares),
         cmocka_unit_test(test_search_beats_young_and_daly),
         cmocka_unit_test(test_more_interruptions_never_help),
