@@ -11,6 +11,11 @@ void af_goodput_defaults(af_goodput_params_t *p)
     p->restart_s = 600.0;
     p->shrink_s = 2.0;
     p->repartition_s = 30.0;
+    p->replica_s = 1.0;
+    p->detect_s = 1.0;
+    p->remap_s = 10.0;
+    p->replace_s = 3600.0;
+    p->spare_nodes = 0;
 }
 
 void af_goodput_parse(af_goodput_params_t *p, const char *text)
@@ -20,9 +25,15 @@ void af_goodput_parse(af_goodput_params_t *p, const char *text)
         return;
     }
     at += strlen("\n[goodput]\n");
-    static const char *const keys[] = {"step_seconds", "checkpoint_seconds", "restart_seconds",
-                                       "shrink_seconds", "repartition_seconds"};
-    double *dst[] = {&p->step_s, &p->checkpoint_s, &p->restart_s, &p->shrink_s, &p->repartition_s};
+    static const char *const keys[] = {"step_seconds",   "checkpoint_seconds",  "restart_seconds",
+                                       "shrink_seconds", "repartition_seconds", "replica_seconds",
+                                       "detect_seconds", "remap_seconds",       "replace_seconds",
+                                       "spare_nodes"};
+    enum { NKEY = sizeof keys / sizeof keys[0] };
+    double spare = (double)p->spare_nodes;
+    double *dst[NKEY] = {
+        &p->step_s,    &p->checkpoint_s, &p->restart_s, &p->shrink_s,  &p->repartition_s,
+        &p->replica_s, &p->detect_s,     &p->remap_s,   &p->replace_s, &spare};
     /* key = value lines up to the next section */
     while (*at != '\0' && *at != '[') {
         const char *end = strchr(at, '\n');
@@ -31,7 +42,7 @@ void af_goodput_parse(af_goodput_params_t *p, const char *text)
         if (len < sizeof line) {
             memcpy(line, at, len);
             line[len] = '\0';
-            for (size_t k = 0; k < sizeof keys / sizeof keys[0]; ++k) {
+            for (size_t k = 0; k < NKEY; ++k) {
                 size_t kl = strlen(keys[k]);
                 double v = 0;
                 if (strncmp(line, keys[k], kl) == 0 && sscanf(line + kl, " = %lf", &v) == 1 &&
@@ -45,50 +56,86 @@ void af_goodput_parse(af_goodput_params_t *p, const char *text)
         }
         at = end + 1;
     }
+    /* sim/config.c allows at most 1e9 spare nodes: an integer, exactly a double */
+    p->spare_nodes = spare <= 1e9 ? (int64_t)spare : (int64_t)1e9;
 }
 
-static double ettr(double useful_s, double lost_s)
+void af_goodput_replay_params(const af_goodput_params_t *g, int64_t devices_per_node,
+                              af_replay_params_t *p)
 {
-    return useful_s > 0 ? useful_s / (useful_s + (lost_s > 0 ? lost_s : 0.0)) : NAN;
+    af_replay_defaults(p);
+    p->checkpoint_s = g->checkpoint_s;
+    p->restart_s = g->restart_s;
+    p->replica_s = g->replica_s;
+    p->detect_s = g->detect_s;
+    p->remap_s = g->remap_s;
+    p->shrink_s = g->shrink_s;
+    p->repartition_s = g->repartition_s;
+    p->step_s = g->step_s;
+    p->spare_nodes = g->spare_nodes;
+    p->replace_s = g->replace_s;
+    p->devices_per_node = devices_per_node >= 1 ? devices_per_node : 1;
 }
 
-/* What checkpoints for n interruptions cost over the useful time: a checkpoint every tau
- * (Young's interval for the mean time between them), and per interruption half an interval of
- * lost work and a restart. *interval_s gets tau (0 with none). */
-static double checkpoint_loss(double useful_s, int64_t n, const af_goodput_params_t *p,
-                              double *interval_s)
+af_result_t af_goodput_at(const af_replay_timeline_t *tl, const af_replay_params_t *p,
+                          af_replay_policy_t policy, double tau_s, double rho_s,
+                          af_replay_result_t *out)
 {
-    *interval_s = 0.0;
-    if (n <= 0 || !(useful_s > 0)) {
-        return 0.0;
+    af_replay_params_t q = *p;
+    q.tau_s = tau_s;
+    q.rho_s = policy == AF_REPLAY_REMAP ? rho_s : INFINITY;
+    return af_replay_run(tl, &q, policy, out);
+}
+
+/* An interval for the replay: never above the window (W: no write in it; INFINITY stays
+ * INFINITY for the report, which says "none"). */
+static double capped(double x, double W)
+{
+    return x < W ? x : W;
+}
+
+af_result_t af_goodput_replay(const af_replay_timeline_t *tl, const af_replay_params_t *p,
+                              af_goodput_t *out)
+{
+    const double W = tl->window_s;
+    for (int k = 0; k < AF_REPLAY_NPOLICY; ++k) {
+        af_replay_policy_t pol = (af_replay_policy_t)k;
+        af_goodput_policy_t *g = &out->pol[k];
+        const int remap = pol == AF_REPLAY_REMAP;
+        g->mtbi_s = af_replay_mtbi(tl, pol, 0);
+        g->replica_mtbi_s = remap ? af_replay_mtbi(tl, pol, 1) : NAN;
+        g->young_s = af_replay_young(p->checkpoint_s, g->mtbi_s);
+        g->daly_s = af_replay_daly(p->checkpoint_s, g->mtbi_s);
+        g->young_replica_s = remap ? af_replay_young(p->replica_s, g->replica_mtbi_s) : NAN;
+        g->daly_replica_s = remap ? af_replay_daly(p->replica_s, g->replica_mtbi_s) : NAN;
+        af_replay_result_t r;
+        AF_CHECK(
+            af_goodput_at(tl, p, pol, capped(g->young_s, W), capped(g->young_replica_s, W), &r));
+        g->young_ettr = r.ettr;
+        AF_CHECK(af_goodput_at(tl, p, pol, capped(g->daly_s, W), capped(g->daly_replica_s, W), &r));
+        g->daly_ettr = r.ettr;
+
+        af_replay_params_t q = *p;
+        q.tau_s = capped(g->daly_s, W);
+        q.rho_s = remap ? capped(g->daly_replica_s, W) : INFINITY;
+        AF_CHECK(af_replay_run(tl, &q, pol, &r));
+        /* remap's two levels one at a time: replicas, checkpoints, replicas again; a search
+         * that does not beat the intervals it started from keeps them */
+        static const af_replay_knob_t order[3] = {AF_REPLAY_RHO, AF_REPLAY_TAU, AF_REPLAY_RHO};
+        const af_replay_knob_t *knobs = remap ? order : &order[1];
+        for (int n = 0; n < (remap ? 3 : 1); ++n) {
+            double best = 0;
+            af_replay_result_t s;
+            AF_CHECK(af_replay_search(tl, &q, pol, knobs[n], &best, &s));
+            if (s.ettr > r.ettr) {
+                r = s;
+                *(knobs[n] == AF_REPLAY_TAU ? &q.tau_s : &q.rho_s) = best;
+            }
+        }
+        g->at = r;
+        g->ettr = r.ettr;
+        g->interval_s = q.tau_s;
+        g->replica_interval_s = remap ? q.rho_s : NAN;
     }
-    double tau = sqrt(2.0 * p->checkpoint_s * (useful_s / (double)n));
-    *interval_s = tau;
-    return (tau > 0 ? useful_s * p->checkpoint_s / tau : 0.0) +
-           (double)n * (0.5 * tau + p->restart_s);
-}
-
-double af_goodput_remap(double useful_s, double lost_steps, int64_t job,
-                        const af_goodput_params_t *p, double *job_interval_s)
-{
-    double ck = checkpoint_loss(useful_s, job, p, job_interval_s);
-    return ettr(useful_s, lost_steps * p->step_s + ck);
-}
-
-double af_goodput_shrink(double useful_s, int64_t hardware, int64_t job,
-                         const af_goodput_params_t *p, double *job_interval_s)
-{
-    double ck = checkpoint_loss(useful_s, job, p, job_interval_s);
-    return ettr(useful_s, (double)hardware * (p->shrink_s + p->repartition_s + p->step_s) + ck);
-}
-
-double af_goodput_checkpoint(double useful_s, int64_t n, const af_goodput_params_t *p,
-                             double *interval_s)
-{
-    *interval_s = 0.0;
-    if (n <= 0 || !(useful_s > 0)) {
-        return useful_s > 0 ? 1.0 : NAN;
-    }
-    double loss = checkpoint_loss(useful_s, n, p, interval_s);
-    return useful_s / (useful_s + loss);
+    return AF_OK;
 }

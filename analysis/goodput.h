@@ -1,41 +1,33 @@
-/* agefence-report: the goodput of recovery policies on one run's failure history.
- *
- * The effective training time ratio (ETTR) is useful time over wall time. The useful time is
- * the run's service, T = sim_hours x 3600 s (a fleet that never failed would have trained all
- * of it); each policy adds its own losses to it:
- *   remap               what agefence did in the run: the steps every block replayed (global
- *                       rollbacks), for each step that replayed blocks alone the mean number
- *                       of steps they replayed (the synchronous job waits for them), and the
- *                       measured extra time of the steps with moves over the quiet steps'
- *                       median, all in steps of step_s;
- *   shrink_rebuild      per interruption, a communicator shrink, a repartition of the lost
- *                       share and the step in flight: shrink_s + repartition_s + step_s;
- *   checkpoint_restart  checkpoints every tau = sqrt(2 checkpoint_s M) (Young's interval for
- *                       the run's own mean time between interruptions M = T / n), each costing
- *                       checkpoint_s, and per interruption half an interval of lost work and a
- *                       restart: wall = T (1 + checkpoint_s / tau) + n (tau / 2 + restart_s).
- * Job-level interruptions (a software bug, the network, an NCCL watchdog timeout, a silent data
- * corruption, a dependency: common/log_schema.h) lose no hardware, but the job's processes or
- * its state are gone: nothing is there to remap or shrink away. remap and shrink_rebuild
- * therefore keep checkpoints for them alone, at Young's interval for the mean time between
- * job-level interruptions, and pay for each of them what checkpoint_restart pays (half an
- * interval and a restart); their hardware losses they recover as above. checkpoint_restart
- * treats every interruption alike. With no job-level interruption remap and shrink_rebuild keep
- * no checkpoint. A device memory error (cause hbm) is not job-level: remap restores the device's
- * blocks in place (its cost is in the run's lost steps), shrink_rebuild pays it as a hardware
- * interruption.
- * With no interruption every ratio is 1 (and no checkpoint is needed). */
+/* agefence-report: the goodput of recovery policies on one run's failure history, by replay
+ * (analysis/replay.h, docs/goodput.md). The effective training time ratio (ETTR) of a policy is
+ * the useful work it keeps over the run's window W (its simulated hours), replayed on the run's
+ * interruptions at their drawn times with the [goodput] keys of the run's scenario. For each
+ * policy the report gives the ETTR at the intervals that maximise it on this history (searched:
+ * checkpoint_restart's and shrink_rebuild's checkpoint interval; remap's checkpoint interval for
+ * the job-level interruptions and its replica interval for the hardware losses), and the ETTR
+ * at Young's and at Daly's intervals for the history's mean time between the interruptions each
+ * interval guards against. Nothing of the simulating machine's clock enters: the figures are a
+ * function of the log and the scenario. */
 #ifndef AF_GOODPUT_H
 #define AF_GOODPUT_H
 
 #include <stdint.h>
 
+#include "../common/af_result.h"
+#include "replay.h"
+
+/* The [goodput] keys (sim/config.c names them: step_seconds, checkpoint_seconds, ...). */
 typedef struct af_goodput_params {
     double step_s;
     double checkpoint_s;
     double restart_s;
     double shrink_s;
     double repartition_s;
+    double replica_s;
+    double detect_s;
+    double remap_s;
+    double replace_s;
+    int64_t spare_nodes;
 } af_goodput_params_t;
 
 /* The [goodput] keys' built-in defaults (sim/config.c). */
@@ -44,14 +36,40 @@ void af_goodput_defaults(af_goodput_params_t *p);
  * what p holds. */
 void af_goodput_parse(af_goodput_params_t *p, const char *config_text);
 
-/* job: the job-level interruptions; *job_interval_s gets their checkpoint interval (0 with
- * none). shrink's hardware: the interruptions that lost hardware. */
-double af_goodput_remap(double useful_s, double lost_steps, int64_t job,
-                        const af_goodput_params_t *p, double *job_interval_s);
-double af_goodput_shrink(double useful_s, int64_t hardware, int64_t job,
-                         const af_goodput_params_t *p, double *job_interval_s);
-/* *interval_s gets tau (0 with no interruption). */
-double af_goodput_checkpoint(double useful_s, int64_t interruptions, const af_goodput_params_t *p,
-                             double *interval_s);
+/* The replay's parameters for g on a fleet of devices_per_node devices a node; tau_s and rho_s
+ * infinite (no write). */
+void af_goodput_replay_params(const af_goodput_params_t *g, int64_t devices_per_node,
+                              af_replay_params_t *p);
+
+/* One policy's goodput on a timeline. Intervals are seconds of work; INFINITY where the history
+ * has none of the interruptions an interval guards against (no write needed), the window W
+ * where the search found one interval over the whole window best (no write in the window).
+ * replica_* are remap's; NaN for the other policies. */
+typedef struct af_goodput_policy {
+    double ettr;               /* at the searched intervals: at.ettr */
+    double interval_s;         /* the searched checkpoint interval */
+    double replica_interval_s; /* remap: the searched replica interval */
+    af_replay_result_t at;     /* what the policy did at the searched intervals */
+    double mtbi_s;             /* W over the interruptions the checkpoint interval guards */
+    double replica_mtbi_s;     /* remap: W over the hardware faults */
+    double young_s, young_replica_s, young_ettr; /* Young's sqrt(2 delta M) for each interval */
+    double daly_s, daly_replica_s, daly_ettr;    /* Daly's higher-order interval for each */
+} af_goodput_policy_t;
+
+typedef struct af_goodput {
+    af_goodput_policy_t pol[AF_REPLAY_NPOLICY]; /* by af_replay_policy_t */
+} af_goodput_t;
+
+/* Replays every policy on tl with p (tau_s and rho_s ignored): the searches (remap: the replica
+ * interval with the checkpoint interval at Daly's, then the checkpoint interval, then the
+ * replica interval again), and Young's and Daly's intervals. Errors as af_replay_run. */
+af_result_t af_goodput_replay(const af_replay_timeline_t *tl, const af_replay_params_t *p,
+                              af_goodput_t *out);
+
+/* The ETTR of policy on tl with p at the intervals tau_s (and rho_s): for a window cut short
+ * (the goodput over time). Errors as af_replay_run. */
+af_result_t af_goodput_at(const af_replay_timeline_t *tl, const af_replay_params_t *p,
+                          af_replay_policy_t policy, double tau_s, double rho_s,
+                          af_replay_result_t *out);
 
 #endif

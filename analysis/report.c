@@ -88,9 +88,9 @@ static int make_dir(const char *dir)
 }
 
 /* --plots: the goodput over time that plots.py draws (goodput.png), computed here by the
- * report's own formulas (af_summary_goodput_csv) into DIR/goodput_over_time.csv. When it cannot
+ * report's own replay (af_summary_goodput_csv) into DIR/goodput_over_time.csv. When it cannot
  * be written, one line says why and the other figures are still made (plots.py skips this one). */
-static void write_goodput_series(const af_run_t *run, const char *dir)
+static void write_goodput_series(const af_summary_t *sum, const char *dir)
 {
     char path[4200];
     snprintf(path, sizeof path, "%s/goodput_over_time.csv", dir);
@@ -105,7 +105,7 @@ static void write_goodput_series(const af_run_t *run, const char *dir)
                 strerror(errno));
         return;
     }
-    af_result_t r = af_summary_goodput_csv(run, f);
+    af_result_t r = af_summary_goodput_csv(sum, f);
     if (fclose(f) != 0 && r == AF_OK) {
         r = AF_ERR_IO;
         af_error_set("%s: %s", path, strerror(errno));
@@ -366,7 +366,7 @@ int main(int argc, char **argv)
         fflush(stdout);
     }
     if (rc == AF_EXIT_OK && plots != NULL) {
-        write_goodput_series(&a.run, plots);
+        write_goodput_series(&a.sum, plots);
         if (af_plots_run(path, plots, stderr) == AF_PLOTS_FAILED) {
             rc = AF_EXIT_ERROR;
         }

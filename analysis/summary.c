@@ -90,72 +90,147 @@ static void set_record(af_summary_t *s, const af_run_t *run)
     }
 }
 
-/* The lost time of agefence's own recovery in this run, in steps (analysis/goodput.h). When
- * per_step is not NULL it gets each step's share (nrows entries), whose sum is the total up to
- * rounding; the total itself is summed as it always was, so the report does not change. */
-static double remap_lost_steps(const af_run_t *run, double *per_step)
+/* The replay's timeline of a run (analysis/goodput.h): its interruptions at their drawn times
+ * (time_h; logs written before it have the step's hours), sorted by time (the table is in step
+ * order, not in time order within a step; ties keep the table's order), each of a kind by its
+ * cause: job-level causes (AF_INTR_IS_JOB) lose no hardware; a device memory error (hbm) is a
+ * fault of the hardware recovered in place (no device lost); a node's loss takes the node's
+ * devices out (a trailing partial node its own); every other cause, one device. *intr gets
+ * run->nintr entries (malloc; NULL with none). */
+static af_result_t goodput_intr(const af_run_t *run, int64_t devices, af_replay_intr_t **intr)
 {
-    const int64_t n = run->nrows;
-    const int64_t *rs = run->icol[AF_COL_replayed_steps];
-    const int64_t *rb = run->icol[AF_COL_replayed_blocks];
-    const int64_t *rbs = run->icol[AF_COL_replayed_block_steps];
-    if (n == 0 || rs == NULL || rb == NULL || rbs == NULL) {
-        return NAN;
+    *intr = NULL;
+    const int64_t n = run->nintr;
+    if (n == 0) {
+        return AF_OK;
     }
-    double lost = 0.0;
-    for (int64_t i = 0; i < n; ++i) {
-        lost += (double)rs[i];
-        if (rb[i] > 0) {
-            lost += (double)rbs[i] / (double)rb[i];
+    af_replay_intr_t *x = malloc(sizeof *x * (size_t)n);
+    if (x == NULL) {
+        return AF_ERR_NOMEM;
+    }
+    const int64_t dpn = run->devices_per_node >= 1 ? run->devices_per_node : 1;
+    for (int64_t k = 0; k < n; ++k) {
+        const af_intr_row_t *row = &run->intr[k];
+        double h = run->intr_timed && isfinite(row->time_h) ? row->time_h : row->sim_hours;
+        af_replay_intr_t e = {
+            .t_s = h * 3600.0, .kind = AF_REPLAY_HARDWARE, .devices_lost = 1, .node = row->node};
+        if (row->cause >= 0 && row->cause < AF_NINTR && AF_INTR_IS_JOB(row->cause)) {
+            e.kind = AF_REPLAY_JOB;
+            e.devices_lost = 0;
+        } else if (row->cause == AF_INTR_hbm) {
+            e.devices_lost = 0;
+        } else if (row->cause == AF_INTR_node) {
+            int64_t left = row->node >= 0 ? devices - row->node * dpn : dpn;
+            e.devices_lost = left < dpn ? (left >= 1 ? left : 1) : dpn;
         }
-        if (per_step != NULL) {
-            per_step[i] = (double)rs[i] + (rb[i] > 0 ? (double)rbs[i] / (double)rb[i] : 0.0);
+        /* insertion into the sorted prefix: the rows are in step order, so this moves a row
+         * past the few of its own step drawn later than it */
+        int64_t j = k;
+        while (j > 0 && x[j - 1].t_s > e.t_s) {
+            x[j] = x[j - 1];
+            j--;
         }
+        x[j] = e;
     }
-    /* The measured recovery: steps with moves or a rollback above the quiet steps' median. */
-    const double *st = run->phase[AF_PHASE_step_us];
-    const int64_t *mv[] = {run->icol[AF_COL_moves_drain], run->icol[AF_COL_moves_restore],
-                           run->icol[AF_COL_moves_retry], run->icol[AF_COL_rollbacks]};
-    if (st == NULL || mv[0] == NULL || mv[1] == NULL || mv[2] == NULL || mv[3] == NULL) {
-        return lost;
+    *intr = x;
+    return AF_OK;
+}
+
+/* remap's pace from the run's placement (analysis/replay.h): a synchronous job moves at the
+ * pace of its most loaded unit. The log keeps the healthy units of every step, not each unit's
+ * load; agefence's placement puts a moved block on the least-loaded healthy unit, so the most
+ * loaded one holds ceil(blocks / healthy) blocks, against ceil(blocks / units) at the start:
+ * pace = the second over the first, from the step's end on. A point at 0 (pace 1), then one
+ * per change. *pace gets at most nrows + 1 entries (malloc; NULL, *n 0 when the log lacks the
+ * columns or the sizes). */
+static af_result_t goodput_pace(const af_run_t *run, int64_t units, af_replay_pace_t **pace,
+                                int64_t *n)
+{
+    *pace = NULL;
+    *n = 0;
+    const double *hours = run->col[AF_COL_sim_hours];
+    const int64_t *healthy = run->icol[AF_COL_healthy_units];
+    const int64_t B = run->blocks.ok ? run->blocks.v : 0;
+    if (hours == NULL || healthy == NULL || B < 1 || units < 1 || run->nrows == 0) {
+        return AF_OK;
     }
-    const int64_t R = run->nranks;
-    double *row = malloc(sizeof(double) * (size_t)n);
-    double *quiet = malloc(sizeof(double) * (size_t)n);
-    if (row == NULL || quiet == NULL) {
-        free(row);
-        free(quiet);
-        return lost;
+    af_replay_pace_t *p = malloc(sizeof *p * (size_t)(run->nrows + 1));
+    if (p == NULL) {
+        return AF_ERR_NOMEM;
     }
-    int64_t nq = 0;
-    for (int64_t i = 0; i < n; ++i) {
-        row[i] = st[i * R];
-        for (int64_t q = 1; q < R; ++q) {
-            row[i] = st[i * R + q] > row[i] ? st[i * R + q] : row[i];
+    const double start = (double)((B + units - 1) / units);
+    double last = 1.0;
+    double last_t = 0.0;
+    p[(*n)++] = (af_replay_pace_t){0.0, 1.0}; /* a series, even a flat one, is remap's pace */
+    for (int64_t i = 0; i < run->nrows; ++i) {
+        double t = hours[i] * 3600.0;
+        if (!(t >= last_t) || !isfinite(t)) {
+            continue; /* a damaged row: the series stays in order */
         }
-        if (!(mv[0][i] > 0 || mv[1][i] > 0 || mv[2][i] > 0 || mv[3][i] > 0)) {
-            quiet[nq++] = row[i]; /* no move and no rollback (each column on its own: no sum
-                                     of counts a damaged log could overflow) */
+        int64_t h = healthy[i];
+        double v = h >= 1 ? start / (double)((B + h - 1) / h) : 0.0;
+        v = v < 1.0 ? v : 1.0;
+        if (v != last) {
+            p[(*n)++] = (af_replay_pace_t){t, v};
+            last = v;
         }
+        last_t = t;
     }
-    double med = NAN;
-    if (nq > 0) {
-        af_stats_sort(quiet, (size_t)nq);
-        med = af_stats_percentile_sorted(quiet, (size_t)nq, 50.0);
+    *pace = p;
+    return AF_OK;
+}
+
+/* Fills s's goodput (have_goodput, or goodput_why). AF_ERR_NOMEM only. */
+static af_result_t goodput_compute(af_summary_t *s, const af_run_t *run)
+{
+    s->have_goodput = 0;
+    s->goodput_window_s = isfinite(s->sim_hours) ? s->sim_hours * 3600.0 : NAN;
+    s->goodput_hw = s->goodput_hw_devices = s->goodput_inplace = s->goodput_job = 0;
+    s->goodput_pace_points = 0;
+    af_goodput_replay_params(&run->goodput, run->devices_per_node, &s->goodput_params);
+    if (!run->have_intr) {
+        snprintf(s->goodput_why, sizeof s->goodput_why, "the log has no interruptions");
+        return AF_OK;
     }
-    if (med > 0) {
-        for (int64_t i = 0; i < n; ++i) {
-            if ((mv[0][i] > 0 || mv[1][i] > 0 || mv[2][i] > 0 || mv[3][i] > 0) && row[i] > med) {
-                lost += (row[i] - med) / med;
-                if (per_step != NULL) {
-                    per_step[i] += (row[i] - med) / med;
-                }
-            }
-        }
+    if (!(s->goodput_window_s > 0)) {
+        snprintf(s->goodput_why, sizeof s->goodput_why,
+                 "no simulated time (aging.sim_hours_per_step = 0 or no /steps/sim_hours)");
+        return AF_OK;
     }
-    free(row);
-    free(quiet);
-    return lost;
+    const int64_t devices = run->devices.ok && run->devices.v >= 1 ? run->devices.v : 1;
+    af_replay_intr_t *intr = NULL;
+    af_replay_pace_t *pace = NULL;
+    int64_t npace = 0;
+    af_result_t rc = goodput_intr(run, devices, &intr);
+    if (rc == AF_OK) {
+        rc = goodput_pace(run, s->units, &pace, &npace);
+    }
+    if (rc != AF_OK) {
+        free(intr);
+        return rc;
+    }
+    for (int64_t k = 0; k < run->nintr; ++k) {
+        s->goodput_job += intr[k].kind == AF_REPLAY_JOB;
+        s->goodput_inplace += intr[k].kind == AF_REPLAY_HARDWARE && intr[k].devices_lost == 0;
+        s->goodput_hw += intr[k].kind == AF_REPLAY_HARDWARE && intr[k].devices_lost > 0;
+        s->goodput_hw_devices += intr[k].devices_lost;
+    }
+    s->goodput_pace_points = npace;
+    af_replay_timeline_t tl = {.window_s = s->goodput_window_s,
+                               .devices = devices,
+                               .intr = intr,
+                               .n_intr = run->nintr,
+                               .pace = pace,
+                               .n_pace = npace};
+    rc = af_goodput_replay(&tl, &s->goodput_params, &s->goodput);
+    if (rc == AF_OK) {
+        s->have_goodput = 1;
+    } else {
+        snprintf(s->goodput_why, sizeof s->goodput_why, "%s", af_error_message());
+    }
+    free(intr);
+    free(pace);
+    return rc == AF_ERR_NOMEM ? rc : AF_OK;
 }
 
 int af_band_of(double f)
@@ -414,30 +489,7 @@ af_result_t af_summary_compute(af_summary_t *s, const af_run_t *run)
         s->events[af_event_kind_index(run->events[e].kind)]++;
     }
     count_interruptions(s, run);
-    {
-        double useful = isfinite(s->sim_hours) ? s->sim_hours * 3600.0 : NAN;
-        s->remap_lost_steps = remap_lost_steps(run, NULL);
-        s->goodput_step_s = run->goodput.step_s;
-        /* Hardware losses are what remap and shrink_rebuild recover in place; the job-level
-         * interruptions they leave to checkpoints (analysis/goodput.h). */
-        int64_t job = s->intr_job > 0 ? s->intr_job : 0;
-        s->ettr_remap =
-            af_goodput_remap(useful, s->remap_lost_steps, job, &run->goodput, &s->job_interval_s);
-        s->ettr_shrink = s->interruptions >= 0
-                             ? af_goodput_shrink(useful, s->interruptions - job, job, &run->goodput,
-                                                 &s->job_interval_s)
-                             : NAN;
-        if (s->interruptions < 0) {
-            s->job_interval_s = NAN;
-        }
-        s->ettr_checkpoint = s->interruptions >= 0
-                                 ? af_goodput_checkpoint(useful, s->interruptions, &run->goodput,
-                                                         &s->checkpoint_interval_s)
-                                 : NAN;
-        if (s->interruptions < 0) {
-            s->checkpoint_interval_s = NAN;
-        }
-    }
+    AF_CHECK(goodput_compute(s, run));
 
     set_record(s, run);
 
@@ -558,6 +610,72 @@ static void set_figs(af_figs_t *f, const af_phase_set_t *set, const char *prefix
         }
         stats_figs(f, p == AF_PHASE_step_us ? 0 : AF_FIG_DETAIL, &set->ph[p], key);
     }
+}
+
+/* The goodput's figures (README, "--json"): per policy the ETTR at the searched intervals and
+ * what the replay did there, and Young's and Daly's intervals with their ETTR; null where the
+ * replay did not run (goodput.why says why). An interval with nothing to guard against is null
+ * (no write needed); one of the whole window means no write in it. */
+static void goodput_figs(const af_summary_t *s, af_figs_t *f)
+{
+    const int ok = s->have_goodput;
+    const unsigned D = AF_FIG_DETAIL;
+    char key[128];
+#define GP_REAL(flags, v, ...)                                                                     \
+    (snprintf(key, sizeof key, __VA_ARGS__), af_figs_real(f, flags, ok ? (v) : NAN, "%s", key))
+#define GP_INT(flags, v, ...)                                                                      \
+    (snprintf(key, sizeof key, __VA_ARGS__), count_or_null(f, flags, ok, v, key))
+    if (ok) {
+        af_figs_null(f, D, "goodput.why");
+    } else {
+        af_figs_str(f, D, s->goodput_why, "goodput.why");
+    }
+    GP_REAL(0, s->goodput_window_s, "goodput.window_s");
+    GP_INT(D, s->goodput_hw, "goodput.timeline.hardware_losses");
+    GP_INT(D, s->goodput_hw_devices, "goodput.timeline.devices_lost");
+    GP_INT(D, s->goodput_inplace, "goodput.timeline.in_place");
+    GP_INT(D, s->goodput_job, "goodput.timeline.job_level");
+    GP_INT(D, s->goodput_pace_points, "goodput.timeline.pace_points");
+    for (int k = 0; k < AF_REPLAY_NPOLICY; ++k) {
+        const af_goodput_policy_t *g = &s->goodput.pol[k];
+        const af_replay_result_t *r = &g->at;
+        const char *n = af_replay_policy_name((af_replay_policy_t)k);
+        const int remap = k == AF_REPLAY_REMAP;
+        GP_REAL(0, g->ettr, "goodput.%s.ettr", n);
+        GP_REAL(0, g->interval_s, "goodput.%s.interval_s", n);
+        if (remap) {
+            GP_REAL(0, g->replica_interval_s, "goodput.%s.replica_interval_s", n);
+        }
+        GP_REAL(D, r->useful_s, "goodput.%s.useful_s", n);
+        GP_REAL(D, r->lost_s, "goodput.%s.lost_work_s", n);
+        GP_REAL(D, r->restart_time_s, "goodput.%s.restart_s", n);
+        GP_REAL(D, r->recover_time_s, "goodput.%s.recover_s", n);
+        GP_REAL(D, r->checkpoint_time_s, "goodput.%s.checkpoint_overhead_s", n);
+        if (remap) {
+            GP_REAL(D, r->replica_time_s, "goodput.%s.replica_overhead_s", n);
+        }
+        GP_REAL(D, r->capacity_loss_s, "goodput.%s.capacity_loss_s", n);
+        GP_INT(D, r->checkpoints, "goodput.%s.checkpoints", n);
+        if (remap) {
+            GP_INT(D, r->replicas, "goodput.%s.replicas", n);
+        }
+        GP_REAL(D, g->mtbi_s, "goodput.%s.mtbi_s", n);
+        if (remap) {
+            GP_REAL(D, g->replica_mtbi_s, "goodput.%s.replica_mtbi_s", n);
+        }
+        GP_REAL(D, g->young_s, "goodput.%s.young.interval_s", n);
+        if (remap) {
+            GP_REAL(D, g->young_replica_s, "goodput.%s.young.replica_interval_s", n);
+        }
+        GP_REAL(0, g->young_ettr, "goodput.%s.young.ettr", n);
+        GP_REAL(D, g->daly_s, "goodput.%s.daly.interval_s", n);
+        if (remap) {
+            GP_REAL(D, g->daly_replica_s, "goodput.%s.daly.replica_interval_s", n);
+        }
+        GP_REAL(0, g->daly_ettr, "goodput.%s.daly.ettr", n);
+    }
+#undef GP_REAL
+#undef GP_INT
 }
 
 af_result_t af_summary_figures(const af_summary_t *s, af_figs_t *f)
@@ -728,17 +846,17 @@ af_result_t af_summary_figures(const af_summary_t *s, af_figs_t *f)
     } else {
         af_figs_null(f, ID, "record.name");
     }
-    af_figs_real(f, 0, s->ettr_remap, "goodput.remap.ettr");
-    af_figs_real(f, 0, s->remap_lost_steps, "goodput.remap.lost_steps");
-    af_figs_real(f, 0, s->ettr_shrink, "goodput.shrink_rebuild.ettr");
-    af_figs_real(f, 0, s->ettr_checkpoint, "goodput.checkpoint_restart.ettr");
-    af_figs_real(f, 0, s->checkpoint_interval_s, "goodput.checkpoint_restart.interval_s");
-    af_figs_real(f, 0, s->job_interval_s, "goodput.job_checkpoint_interval_s");
+    goodput_figs(s, f);
     af_figs_real(f, 0, r->goodput.step_s, "goodput.params.step_seconds");
     af_figs_real(f, 0, r->goodput.checkpoint_s, "goodput.params.checkpoint_seconds");
     af_figs_real(f, 0, r->goodput.restart_s, "goodput.params.restart_seconds");
     af_figs_real(f, 0, r->goodput.shrink_s, "goodput.params.shrink_seconds");
     af_figs_real(f, 0, r->goodput.repartition_s, "goodput.params.repartition_seconds");
+    af_figs_real(f, 0, r->goodput.replica_s, "goodput.params.replica_seconds");
+    af_figs_real(f, 0, r->goodput.detect_s, "goodput.params.detect_seconds");
+    af_figs_real(f, 0, r->goodput.remap_s, "goodput.params.remap_seconds");
+    af_figs_int(f, 0, r->goodput.spare_nodes, "goodput.params.spare_nodes");
+    af_figs_real(f, 0, r->goodput.replace_s, "goodput.params.replace_seconds");
 
     for (int p = 0; p < AF_NPHASES; ++p) {
         snprintf(key, sizeof key, "latency.phases.%s", af_phase_names[p]);
@@ -794,47 +912,56 @@ af_result_t af_summary_figures(const af_summary_t *s, af_figs_t *f)
     return f->oom ? AF_ERR_NOMEM : AF_OK;
 }
 
-af_result_t af_summary_goodput_csv(const af_run_t *run, FILE *out)
+af_result_t af_summary_goodput_csv(const af_summary_t *s, FILE *out)
 {
+    const af_run_t *run = s->run;
     const int64_t n = run->nrows;
     const double *hours = run->col[AF_COL_sim_hours];
     const int64_t *step = run->icol[AF_COL_step];
-    if (n == 0 || hours == NULL || step == NULL || !run->have_intr) {
-        af_error_set("the log has no steps with sim_hours, or no interruptions");
+    if (n == 0 || hours == NULL || step == NULL) {
+        af_error_set("the log has no steps with sim_hours");
         return AF_ERR_USAGE;
     }
-    double *lost = malloc(sizeof(double) * (size_t)n);
-    if (lost == NULL) {
+    const int64_t devices = run->devices.ok && run->devices.v >= 1 ? run->devices.v : 1;
+    af_replay_intr_t *intr = NULL;
+    af_replay_pace_t *pace = NULL;
+    int64_t npace = 0;
+    af_result_t rc = goodput_intr(run, devices, &intr);
+    if (rc == AF_OK) {
+        rc = goodput_pace(run, s->units, &pace, &npace);
+    }
+    if (rc != AF_OK) {
+        free(intr);
         af_error_set("out of memory");
-        return AF_ERR_NOMEM;
+        return rc;
     }
-    for (int64_t i = 0; i < n; ++i) {
-        lost[i] = 0.0;
-    }
-    (void)remap_lost_steps(run, lost);
     fprintf(out, "step,sim_hours,remap,shrink_rebuild,checkpoint_restart\n");
-    /* Each policy's ratio over the run so far: the service up to the step, the losses of the
-     * steps and interruptions up to it (the /interruptions rows are in step order), through the
-     * report's own functions, so that the last row is the report's goodput. */
-    double lost_sum = 0.0;
-    int64_t all = 0;
-    int64_t job = 0;
-    int64_t k = 0;
-    for (int64_t i = 0; i < n; ++i) {
-        lost_sum += lost[i];
-        while (k < run->nintr && run->intr[k].step <= step[i]) {
-            all++;
-            job += AF_INTR_IS_JOB(run->intr[k].cause);
-            k++;
+    /* Each policy replayed on the window cut at the step (the replay meets only what comes
+     * before the window's end), at the whole run's intervals: the last row is the report's. */
+    for (int64_t i = 0; i < n && rc == AF_OK; ++i) {
+        double e[AF_REPLAY_NPOLICY] = {NAN, NAN, NAN};
+        af_replay_timeline_t tl = {.window_s = hours[i] * 3600.0,
+                                   .devices = devices,
+                                   .intr = intr,
+                                   .n_intr = run->nintr,
+                                   .pace = pace,
+                                   .n_pace = npace};
+        if (s->have_goodput && tl.window_s > 0 && isfinite(tl.window_s)) {
+            for (int k = 0; k < AF_REPLAY_NPOLICY && rc == AF_OK; ++k) {
+                const af_goodput_policy_t *g = &s->goodput.pol[k];
+                af_replay_result_t r;
+                rc = af_goodput_at(&tl, &s->goodput_params, (af_replay_policy_t)k, g->interval_s,
+                                   k == AF_REPLAY_REMAP ? g->replica_interval_s : INFINITY, &r);
+                e[k] = r.ettr;
+            }
         }
-        double useful = hours[i] * 3600.0;
-        double iv = 0.0;
-        double remap = af_goodput_remap(useful, lost_sum, job, &run->goodput, &iv);
-        double shrink = af_goodput_shrink(useful, all - job, job, &run->goodput, &iv);
-        double ckpt = af_goodput_checkpoint(useful, all, &run->goodput, &iv);
-        fprintf(out, "%lld,%.17g,%.17g,%.17g,%.17g\n", (long long)step[i], hours[i], remap, shrink,
-                ckpt);
+        fprintf(out, "%lld,%.17g,%.17g,%.17g,%.17g\n", (long long)step[i], hours[i],
+                e[AF_REPLAY_REMAP], e[AF_REPLAY_SHRINK_REBUILD], e[AF_REPLAY_CHECKPOINT_RESTART]);
     }
-    free(lost);
+    free(intr);
+    free(pace);
+    if (rc != AF_OK) {
+        return rc;
+    }
     return ferror(out) ? AF_ERR_IO : AF_OK;
 }

@@ -107,12 +107,18 @@ typedef struct af_summary {
     int64_t intr_by_cause[AF_NINTR];
     int64_t intr_job;  /* of which job-level (AF_INTR_IS_JOB: no hardware lost, nothing to remap) */
     double mtbi_hours; /* simulated hours per interruption (NaN with none) */
-    /* The goodput of recovery policies on this history (analysis/goodput.h; NaN unknown). */
-    double remap_lost_steps; /* replayed and recovery time of the run, in steps */
-    double goodput_step_s;   /* the real job's step those are steps of ([goodput] step_seconds) */
-    double ettr_remap, ettr_shrink, ettr_checkpoint, checkpoint_interval_s;
-    double job_interval_s; /* remap's and shrink_rebuild's checkpoint interval for the job-level
-                              interruptions (0 with none) */
+    /* The goodput of recovery policies on this history, by replay (analysis/goodput.h,
+     * docs/goodput.md): have_goodput 1 when it was replayed, else goodput_why says why. The
+     * timeline: W = the run's simulated hours, its interruptions at their drawn times, of which
+     * goodput_hw lost hardware (goodput_hw_devices devices in all), goodput_inplace were
+     * hardware faults recovered in place (a device memory error) and goodput_job job-level;
+     * goodput_pace_points the changes of remap's pace taken from the run's healthy units. */
+    int have_goodput;
+    char goodput_why[160];
+    double goodput_window_s;
+    int64_t goodput_hw, goodput_hw_devices, goodput_inplace, goodput_job, goodput_pace_points;
+    af_replay_params_t goodput_params; /* the [goodput] keys as the replay took them */
+    af_goodput_t goodput;
 
     /* The record the run is set beside (analysis/record.h; NULL: none): per AF_INTR_* cause it
      * counts, and at [AF_NINTR] all of them, the record's count scaled to the run's hours, the
@@ -151,12 +157,12 @@ af_result_t af_summary_figures(const af_summary_t *s, af_figs_t *figs);
 
 /* The goodput over time (agefence-report --plots): after a header line
  * "step,sim_hours,remap,shrink_rebuild,checkpoint_restart", one CSV row per /steps row with the
- * three policies' effective training time ratios over the run up to that step (cumulative),
- * from the formulas of the report's goodput (analysis/goodput.h) on the service, recovery and
- * interruptions up to the step: the last row is the report's goodput (up to the rounding of a
- * sum taken step by step). AF_ERR_USAGE with a message when the log lacks /steps/sim_hours or
- * its interruptions; AF_ERR_IO when out failed. */
-af_result_t af_summary_goodput_csv(const af_run_t *run, FILE *out);
+ * three policies' effective training time ratios over the run up to that step: each policy
+ * replayed on the window cut at the step's simulated hours, at the intervals the report chose
+ * for the whole run (s->goodput), so that the last row is the report's goodput exactly.
+ * AF_ERR_USAGE with a message when the log lacks /steps/sim_hours or s has no goodput; AF_ERR_IO
+ * when out failed. */
+af_result_t af_summary_goodput_csv(const af_summary_t *s, FILE *out);
 
 /* Name of phase p ("step_us", ...). */
 const char *af_phase_name(int p);

@@ -2,6 +2,7 @@
 #include "textreport.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* A latency in µs for a table cell: more decimals for small values, "-" when unknown. */
@@ -248,6 +249,57 @@ static void containment_section(const af_summary_t *s, FILE *out)
 #undef T
 }
 
+/* An interval as the goodput lines say it: seconds (hours from 10 h) of work, "none needed"
+ * where nothing needs guarding against, "none in the window" where one interval over the whole
+ * window did best (no write). */
+static const char *interval_text(char *buf, size_t n, double x, double W)
+{
+    if (!isfinite(x)) {
+        snprintf(buf, n, "none needed");
+    } else if (x >= W) {
+        snprintf(buf, n, "none in the window");
+    } else if (x < 36000.0) {
+        snprintf(buf, n, "every %.0f s", x);
+    } else {
+        snprintf(buf, n, "every %.4g h", x / 3600.0);
+    }
+    return buf;
+}
+
+/* The goodput by replay (analysis/goodput.h, docs/goodput.md), a line per policy: the ETTR at
+ * the intervals searched on this history, the intervals, the ETTR at Young's and Daly's
+ * intervals, and where the rest of the window went, in hours. The timeline's make-up and the
+ * [goodput] keys are in --json. */
+static void goodput_text(const af_summary_t *s, FILE *out)
+{
+    if (!s->have_goodput) {
+        fprintf(out, "  goodput      not replayed: %s\n", s->goodput_why);
+        return;
+    }
+    const double W = s->goodput_window_s;
+    static const af_replay_policy_t order[] = {AF_REPLAY_CHECKPOINT_RESTART, AF_REPLAY_REMAP,
+                                               AF_REPLAY_SHRINK_REBUILD};
+    for (size_t k = 0; k < sizeof order / sizeof order[0]; ++k) {
+        const af_goodput_policy_t *g = &s->goodput.pol[order[k]];
+        const af_replay_result_t *r = &g->at;
+        char a[48];
+        char b[48];
+        fprintf(out, "  %-12s %-18s %.4f", k == 0 ? "goodput" : "", af_replay_policy_name(order[k]),
+                g->ettr);
+        fprintf(out, k == 0 ? " ETTR by replay, checkpoints %s" : ", checkpoints %s",
+                interval_text(a, sizeof a, g->interval_s, W));
+        if (order[k] == AF_REPLAY_REMAP) {
+            fprintf(out, ", replicas %s", interval_text(b, sizeof b, g->replica_interval_s, W));
+        }
+        fprintf(out,
+                " (Young's %.4f, Daly's %.4f); hours lost %.4g, restarting %.4g, writing %.4g, "
+                "capacity %.4g\n",
+                g->young_ettr, g->daly_ettr, r->lost_s / 3600.0,
+                (r->restart_time_s + r->recover_time_s) / 3600.0,
+                (r->checkpoint_time_s + r->replica_time_s) / 3600.0, r->capacity_loss_s / 3600.0);
+    }
+}
+
 static void recovery_section(const af_summary_t *s, FILE *out)
 {
     char b1[64];
@@ -279,9 +331,7 @@ static void recovery_section(const af_summary_t *s, FILE *out)
     if (s->interruptions >= 0) {
         /* What a synchronous job would have stopped for (/interruptions, or derived from
          * /events): each step's deaths, one per lost node, lost device, or device whose units
-         * died otherwise, and each job-level interruption; and the same history's effective
-         * training time under three recovery policies (analysis/goodput.h; the [goodput]
-         * times are in --json). */
+         * died otherwise, and each job-level interruption. */
         fprintf(out, "  interrupted  %lld times", (long long)s->interruptions);
         if (s->interruptions > 0) {
             fprintf(out, " (one per %.4g simulated hours):", s->mtbi_hours);
@@ -293,16 +343,9 @@ static void recovery_section(const af_summary_t *s, FILE *out)
                 }
             }
         }
-        if (isfinite(s->ettr_checkpoint)) {
-            fprintf(out,
-                    "; goodput remap %.4f (%.1f job steps of %g s lost: %.4g hours), "
-                    "shrink_rebuild %.4f, checkpoint_restart %.4f",
-                    s->ettr_remap, s->remap_lost_steps, s->goodput_step_s,
-                    s->remap_lost_steps * s->goodput_step_s / 3600.0, s->ettr_shrink,
-                    s->ettr_checkpoint);
-        }
         fprintf(out, "\n");
     }
+    goodput_text(s, out);
     if (s->events[0] >= 0) {
         fprintf(out, "  events      ");
         int any = 0;
@@ -403,7 +446,22 @@ static void latency_section(const af_summary_t *s, FILE *out)
     fprintf(out, "\nSTEP LATENCY BY BLACKOUT  step_us in µs, all ranks of the steps in the band\n");
     fprintf(out, "  %-12s %6s %s", "blackout", "steps", head + 1);
     for (int b = 0; b < AF_NBANDS; ++b) {
-        stats_row(out, af_band_labels[b], s->band[b].steps, &s->band[b].ph[AF_PHASE_step_us]);
+        /* consecutive bands with no step share one line ("60-100%") */
+        int e = b;
+        while (s->band[b].steps == 0 && e + 1 < AF_NBANDS && s->band[e + 1].steps == 0) {
+            e++;
+        }
+        if (e == b) {
+            stats_row(out, af_band_labels[b], s->band[b].steps, &s->band[b].ph[AF_PHASE_step_us]);
+            continue;
+        }
+        char label[32];
+        const char *hi = af_band_labels[e];
+        int lo = atoi(af_band_labels[b][0] == '>' ? af_band_labels[b] + 2 : af_band_labels[b]);
+        int up = hi[0] == '>' ? 100 : atoi(strchr(hi, '-') + 1);
+        snprintf(label, sizeof label, "%d-%d%%", lo, up);
+        stats_row(out, label, 0, &s->band[b].ph[AF_PHASE_step_us]);
+        b = e;
     }
     fprintf(out, "  %-12s %6s %s", "moves", "steps", head + 1);
     stats_row(out, "with", s->with_moves.steps, &s->with_moves.ph[AF_PHASE_step_us]);

@@ -251,6 +251,17 @@ static const key_def_t KEYS[] = {
      "32-1,024 GPUs; the upper end)"},
     {"goodput", "repartition_seconds", T_REAL, OFF(goodput_repartition_s), 0, 0.0, 1e5, NULL, "30",
      "s", "after a shrink, the lost device's share rebuilt on the survivors (chosen)"},
+    {"goodput", "replica_seconds", T_REAL, OFF(goodput_replica_s), 0, 0.0, 1e5, NULL, "1", "s",
+     "remap: the job's stall to write one in-memory replica of its state (chosen)"},
+    {"goodput", "detect_seconds", T_REAL, OFF(goodput_detect_s), 0, 0.0, 1e5, NULL, "1", "s",
+     "remap: noticing a lost device (chosen)"},
+    {"goodput", "remap_seconds", T_REAL, OFF(goodput_remap_s), 0, 0.0, 1e5, NULL, "10", "s",
+     "remap: moving a lost device's blocks onto the survivors from their replicas (chosen)"},
+    {"goodput", "spare_nodes", T_INT, OFF(goodput_spare_nodes), 0, 0, 1e9, NULL, "0", "nodes",
+     "spare nodes of the fleet: each lost device's place is taken back by a spare device while "
+     "they last"},
+    {"goodput", "replace_seconds", T_REAL, OFF(goodput_replace_s), 0, 0.0, 1e9, NULL, "3600", "s",
+     "a spare device in service after this long from the loss it replaces (chosen)"},
 };
 #define NKEYS ((int)(sizeof KEYS / sizeof KEYS[0]))
 _Static_assert(sizeof KEYS / sizeof KEYS[0] <=

@@ -203,6 +203,11 @@ typedef struct af_config {
     double goodput_restart_s;
     double goodput_shrink_s;
     double goodput_repartition_s;
+    double goodput_replica_s;
+    double goodput_detect_s;
+    double goodput_remap_s;
+    int64_t goodput_spare_nodes;
+    double goodput_replace_s;
     /* [event.N] */
     int n_events;
     af_event_cfg_t events[AF_MAX_EVENTS];

@@ -613,30 +613,60 @@ static void test_figures_of_a_known_log(void **state)
     assert_int_equal(s->intr_by_cause[AF_INTR_sdc], 1);
     assert_int_equal(s->intr_job, 2);
     NEAR(s->mtbi_hours, 200.0 / 7.0);
-    /* goodput (analysis/goodput.h, the default [goodput] keys: step 10 s, checkpoint 60 s,
-     * restart 600 s, shrink 2 s, repartition 30 s), by hand. Useful time T = 200 h = 720,000 s.
-     * The 2 job-level interruptions: tau = sqrt(2 x 60 x 720,000 / 2) = sqrt(43,200,000) =
-     * 6,572.6707 s; checkpoints 720,000 x 60 / 6,572.6707 = 6,572.6707 s, and per interruption
-     * half an interval and a restart, 2 x (3,286.3353 + 600) = 7,772.6707 s: 14,345.3414 s.
-     * shrink_rebuild: the 5 hardware losses x (2 + 30 + 10) = 210 s, so
-     *   ETTR = 720,000 / (720,000 + 210 + 14,345.3414) = 720,000 / 734,555.3414 = 0.98018483.
-     * remap: lost steps = the 2 steps the rollback replayed (no block replayed alone) plus the
-     * steps with moves (rows 3, 10, 15) above the quiet rows' median: the quiet rows' maxima
-     * over ranks are rank 1's 200 + r for the 17 rows r not in {3, 10, 15}, whose median (the
-     * 9th) is r = 9's 209 us; row 3 (203) is under it, row 10 (210) is 1 us over, row 15 (rank
-     * 0's 5000) 4,791 us over: 2 + (1 + 4,791) / 209 = 24.928230 steps of 10 s, so
-     *   ETTR = 720,000 / (720,000 + 249.28230 + 14,345.3414) = 720,000 / 734,594.6237.
-     * checkpoint_restart, all 7 alike: tau = sqrt(2 x 60 x 720,000 / 7) = 3,513.2403 s; the
-     * checkpoints cost 720,000 x 60 / tau = 7 tau / 2 and the losses 7 (tau / 2 + 600), so
-     *   wall = 720,000 + 7 x 3,513.2403 + 4,200 = 748,792.6818 s, ETTR = 0.96154786. */
-    NEAR(s->job_interval_s, 6572.670690061994);
-    NEAR(s->ettr_shrink, 720000.0 / 734555.341380124);
-    assert_true(fabs(s->ettr_shrink - 0.98018483) < 1e-8);
-    NEAR(s->remap_lost_steps, 24.928229665071772);
-    NEAR(s->ettr_remap, 720000.0 / 734594.6236767747);
-    NEAR(s->checkpoint_interval_s, 3513.2402626147195);
-    NEAR(s->ettr_checkpoint, 720000.0 / 748792.681838303);
-    assert_true(fabs(s->ettr_checkpoint - 0.96154786) < 1e-8);
+    /* goodput by replay (analysis/goodput.h): the report's timeline is the table's, at its
+     * drawn hours, each of its kind (wear-out: one device out; software and sdc: job-level),
+     * on a window of 200 h, with remap's pace from the healthy units (blocks 8 on 8 units: the
+     * most loaded unit starts with 1 block; 7 healthy from row 0, 6 from row 5: ceil(8 / h) = 2,
+     * pace 1/2 from 10 h; 3 from row 10: 1/3 from 110 h; none from row 15: 0 from 160 h). The
+     * replay's own arithmetic is tested by hand in tests/test_replay.c; here, that the report
+     * feeds it this timeline and the [goodput] defaults, and prints what it gives. */
+    assert_true(s->have_goodput);
+    NEAR(s->goodput_window_s, 720000.0);
+    assert_int_equal(s->goodput_hw, 5);
+    assert_int_equal(s->goodput_hw_devices, 5);
+    assert_int_equal(s->goodput_inplace, 0);
+    assert_int_equal(s->goodput_job, 2);
+    assert_int_equal(s->goodput_pace_points, 4);
+    {
+        const af_replay_intr_t x[7] = {
+            {55.0 * 3600, AF_REPLAY_HARDWARE, 1, 0},  {101.0 * 3600, AF_REPLAY_HARDWARE, 1, 0},
+            {104.0 * 3600, AF_REPLAY_HARDWARE, 1, 1}, {151.0 * 3600, AF_REPLAY_HARDWARE, 1, 2},
+            {152.5 * 3600, AF_REPLAY_HARDWARE, 1, 3}, {157.25 * 3600, AF_REPLAY_JOB, 0, -1},
+            {175.0 * 3600, AF_REPLAY_JOB, 0, 3}};
+        const af_replay_pace_t pace[4] = {
+            {0.0, 1.0}, {10.0 * 3600, 0.5}, {110.0 * 3600, 1.0 / 3.0}, {160.0 * 3600, 0.0}};
+        af_replay_timeline_t tl = {.window_s = 720000.0,
+                                   .devices = DEVICES,
+                                   .intr = x,
+                                   .n_intr = 7,
+                                   .pace = pace,
+                                   .n_pace = 4};
+        af_goodput_params_t g;
+        af_goodput_defaults(&g);
+        af_replay_params_t p;
+        af_goodput_replay_params(&g, 1, &p);
+        af_goodput_t want;
+        assert_int_equal(af_goodput_replay(&tl, &p, &want), AF_OK);
+        for (int k = 0; k < AF_REPLAY_NPOLICY; ++k) {
+            const af_goodput_policy_t *got = &s->goodput.pol[k];
+            assert_true(got->ettr == want.pol[k].ettr);
+            assert_true(got->interval_s == want.pol[k].interval_s);
+            assert_true(got->at.useful_s == want.pol[k].at.useful_s);
+            assert_true(got->young_ettr == want.pol[k].young_ettr);
+            assert_true(got->daly_ettr == want.pol[k].daly_ettr);
+            assert_true(got->ettr > 0.0 && got->ettr < 1.0);
+            assert_true(got->ettr >= got->young_ettr && got->ettr >= got->daly_ettr);
+        }
+        /* checkpoint_restart guards against all 7 (M = 720,000 / 7 s), remap's and
+         * shrink_rebuild's checkpoints against the 2 job-level ones, remap's replicas against
+         * the 5 hardware losses */
+        NEAR(s->goodput.pol[AF_REPLAY_CHECKPOINT_RESTART].mtbi_s, 720000.0 / 7.0);
+        NEAR(s->goodput.pol[AF_REPLAY_SHRINK_REBUILD].mtbi_s, 360000.0);
+        NEAR(s->goodput.pol[AF_REPLAY_REMAP].mtbi_s, 360000.0);
+        NEAR(s->goodput.pol[AF_REPLAY_REMAP].replica_mtbi_s, 144000.0);
+        NEAR(s->goodput.pol[AF_REPLAY_CHECKPOINT_RESTART].young_s,
+             sqrt(2.0 * 60.0 * 720000.0 / 7.0));
+    }
     assert_int_equal(s->allocs_after_init, 0);
     /* latency: bands 0-10% (rows 0-4), 10-20% (5-9), 50-60% (10-14), >=85% (15-19) */
     const int64_t band_steps[AF_NBANDS] = {5, 5, 0, 0, 0, 5, 0, 0, 0, 5};
@@ -1445,61 +1475,45 @@ static void test_record_sits_beside_the_run_scaled_by_grain(void **state)
     unlink(path);
 }
 
-/* The goodput formulas on cases worked by hand (analysis/goodput.h). */
-static void test_goodput_formulas_match_hand_computed_cases(void **state)
+/* The [goodput] keys and the replay of a history with no interruption (analysis/goodput.h). */
+static void test_goodput_keys_and_an_untroubled_history(void **state)
 {
     (void)state;
-    af_goodput_params_t p;
-    af_goodput_defaults(&p);
-    assert_true(p.step_s == 10.0 && p.checkpoint_s == 60.0 && p.restart_s == 600.0 &&
-                p.shrink_s == 2.0 && p.repartition_s == 30.0);
-    /* 1,000 h of service, 100 interruptions: M = 36,000 s; tau = sqrt(2 x 60 x 36,000) =
-     * 2,078.46 s; wall = 3.6e6 (1 + 60 / 2,078.46) + 100 (1,039.23 + 600) = 3,867,838.5 s. */
-    double tau = 0;
-    double e = af_goodput_checkpoint(3.6e6, 100, &p, &tau);
-    assert_true(fabs(tau - 2078.4609690826528) < 1e-6);
-    assert_true(fabs(e - 3.6e6 / (3.6e6 * (1.0 + 60.0 / 2078.4609690826528) +
-                                  100.0 * (1039.2304845413264 + 600.0))) < 1e-12);
-    assert_true(fabs(e - 0.9307506) < 1e-7);
-    /* shrink_rebuild: 100 x (2 + 30 + 10) = 4,200 s lost: 3.6e6 / 3,604,200. */
-    double jt = -1;
-    assert_true(fabs(af_goodput_shrink(3.6e6, 100, 0, &p, &jt) - 3.6e6 / 3604200.0) < 1e-15);
-    assert_true(jt == 0.0);
-    /* remap: 50 steps lost of 10 s. */
-    assert_true(fabs(af_goodput_remap(3.6e6, 50.0, 0, &p, &jt) - 3.6e6 / 3600500.0) < 1e-15);
-    /* Job-level interruptions: remap and shrink_rebuild keep checkpoints for them alone. 25 of
-     * them in 1,000 h: M = 144,000 s, tau = sqrt(2 x 60 x 144,000) = 4,156.92 s; checkpoints
-     * 3.6e6 x 60 / 4,156.92 = 51,961.52 s, losses 25 x (2,078.46 + 600) = 66,961.52 s. */
-    double ck = 3.6e6 * 60.0 / 4156.9219381653056 + 25.0 * (2078.4609690826528 + 600.0);
-    e = af_goodput_remap(3.6e6, 50.0, 25, &p, &jt);
-    assert_true(fabs(jt - 4156.9219381653056) < 1e-6);
-    assert_true(fabs(e - 3.6e6 / (3.6e6 + 500.0 + ck)) < 1e-12);
-    e = af_goodput_shrink(3.6e6, 75, 25, &p, &jt);
-    assert_true(fabs(e - 3.6e6 / (3.6e6 + 75.0 * 42.0 + ck)) < 1e-12);
-    /* ... and those alone cost shrink_rebuild what they cost checkpoint_restart: 3.6e6 /
-     * (3.6e6 + 51,961.52 + 66,961.52) = 3.6e6 / 3,718,923.05 = 0.96802218. */
-    assert_true(fabs(af_goodput_shrink(3.6e6, 0, 25, &p, &jt) - 0.9680221809097216) < 1e-15);
-    assert_true(fabs(af_goodput_checkpoint(3.6e6, 25, &p, &tau) - 0.9680221809097216) < 1e-15);
-    /* No interruption: no checkpoint needed, nothing lost. */
-    assert_true(af_goodput_checkpoint(3.6e6, 0, &p, &tau) == 1.0 && tau == 0.0);
-    assert_true(af_goodput_shrink(3.6e6, 0, 0, &p, &jt) == 1.0 && jt == 0.0);
-    /* No checkpoint cost: only the restarts count. */
-    p.checkpoint_s = 0.0;
-    assert_true(fabs(af_goodput_checkpoint(3.6e6, 100, &p, &tau) - 3.6e6 / 3660000.0) < 1e-15);
+    af_goodput_params_t g;
+    af_goodput_defaults(&g);
+    assert_true(g.step_s == 10.0 && g.checkpoint_s == 60.0 && g.restart_s == 600.0 &&
+                g.shrink_s == 2.0 && g.repartition_s == 30.0 && g.replica_s == 1.0 &&
+                g.detect_s == 1.0 && g.remap_s == 10.0 && g.replace_s == 3600.0 &&
+                g.spare_nodes == 0);
     /* The [goodput] section of a resolved scenario, keys it lacks left alone. */
-    af_goodput_defaults(&p);
-    af_goodput_parse(&p, "[scenario]\nstep_seconds = 99\n\n[goodput]\nstep_seconds = 4.5\n"
-                         "restart_seconds = 120\n\n[event.1]\nstep = 3\n");
-    assert_true(p.step_s == 4.5 && p.restart_s == 120.0 && p.checkpoint_s == 60.0);
-    af_goodput_parse(&p, "no such section");
-    assert_true(p.step_s == 4.5);
+    af_goodput_parse(&g, "[scenario]\nstep_seconds = 99\n\n[goodput]\nstep_seconds = 4.5\n"
+                         "restart_seconds = 120\nspare_nodes = 3\nreplace_seconds = 7200\n"
+                         "remap_seconds = 5\n\n[event.1]\nstep = 3\n");
+    assert_true(g.step_s == 4.5 && g.restart_s == 120.0 && g.checkpoint_s == 60.0 &&
+                g.spare_nodes == 3 && g.replace_s == 7200.0 && g.remap_s == 5.0);
+    af_goodput_parse(&g, "no such section");
+    assert_true(g.step_s == 4.5);
+    af_replay_params_t p;
+    af_goodput_replay_params(&g, 8, &p);
+    assert_true(p.restart_s == 120.0 && p.spare_nodes == 3 && p.devices_per_node == 8 &&
+                p.replace_s == 7200.0 && p.remap_s == 5.0 && p.step_s == 4.5);
+    /* No interruption: every policy keeps the whole window, no interval is needed. */
+    af_replay_timeline_t tl = {.window_s = 3.6e6, .devices = 16};
+    af_goodput_t out;
+    assert_int_equal(af_goodput_replay(&tl, &p, &out), AF_OK);
+    for (int k = 0; k < AF_REPLAY_NPOLICY; ++k) {
+        assert_true(out.pol[k].ettr == 1.0);
+        assert_true(out.pol[k].young_ettr == 1.0 && out.pol[k].daly_ettr == 1.0);
+        assert_true(isinf(out.pol[k].young_s) && isinf(out.pol[k].daly_s));
+        assert_true(out.pol[k].at.checkpoints == 0);
+    }
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_percentiles_match_hand_computed_values),
-        cmocka_unit_test(test_goodput_formulas_match_hand_computed_cases),
+        cmocka_unit_test(test_goodput_keys_and_an_untroubled_history),
         cmocka_unit_test(test_interruptions_come_from_the_table_or_from_the_events),
         cmocka_unit_test(test_poisson_interval_matches_known_values),
         cmocka_unit_test(test_record_sits_beside_the_run_scaled_by_grain),
