@@ -180,6 +180,33 @@ static af_result_t goodput_pace(const af_run_t *run, int64_t units, af_replay_pa
     return AF_OK;
 }
 
+/* The run's timeline for the replay over window_s: its interruptions and remap's pace
+ * (goodput_intr, goodput_pace); the caller frees tl->intr and tl->pace. AF_ERR_NOMEM only. */
+static af_result_t goodput_timeline(const af_summary_t *s, double window_s,
+                                    af_replay_timeline_t *tl)
+{
+    const af_run_t *run = s->run;
+    af_replay_intr_t *intr = NULL;
+    af_replay_pace_t *pace = NULL;
+    int64_t npace = 0;
+    const int64_t devices = run->devices.ok && run->devices.v >= 1 ? run->devices.v : 1;
+    af_result_t rc = goodput_intr(run, devices, &intr);
+    if (rc == AF_OK) {
+        rc = goodput_pace(run, s->units, &pace, &npace);
+    }
+    if (rc != AF_OK) {
+        free(intr);
+        return rc;
+    }
+    *tl = (af_replay_timeline_t){.window_s = window_s,
+                                 .devices = devices,
+                                 .intr = intr,
+                                 .n_intr = run->nintr,
+                                 .pace = pace,
+                                 .n_pace = npace};
+    return AF_OK;
+}
+
 /* Fills s's goodput (have_goodput, or goodput_why). AF_ERR_NOMEM only. */
 static af_result_t goodput_compute(af_summary_t *s, const af_run_t *run)
 {
@@ -197,39 +224,24 @@ static af_result_t goodput_compute(af_summary_t *s, const af_run_t *run)
                  "no simulated time (aging.sim_hours_per_step = 0 or no /steps/sim_hours)");
         return AF_OK;
     }
-    const int64_t devices = run->devices.ok && run->devices.v >= 1 ? run->devices.v : 1;
-    af_replay_intr_t *intr = NULL;
-    af_replay_pace_t *pace = NULL;
-    int64_t npace = 0;
-    af_result_t rc = goodput_intr(run, devices, &intr);
-    if (rc == AF_OK) {
-        rc = goodput_pace(run, s->units, &pace, &npace);
-    }
-    if (rc != AF_OK) {
-        free(intr);
-        return rc;
-    }
+    af_replay_timeline_t tl;
+    AF_CHECK(goodput_timeline(s, s->goodput_window_s, &tl));
+    const af_replay_intr_t *intr = tl.intr;
     for (int64_t k = 0; k < run->nintr; ++k) {
         s->goodput_job += intr[k].kind == AF_REPLAY_JOB;
         s->goodput_inplace += intr[k].kind == AF_REPLAY_HARDWARE && intr[k].devices_lost == 0;
         s->goodput_hw += intr[k].kind == AF_REPLAY_HARDWARE && intr[k].devices_lost > 0;
         s->goodput_hw_devices += intr[k].devices_lost;
     }
-    s->goodput_pace_points = npace;
-    af_replay_timeline_t tl = {.window_s = s->goodput_window_s,
-                               .devices = devices,
-                               .intr = intr,
-                               .n_intr = run->nintr,
-                               .pace = pace,
-                               .n_pace = npace};
-    rc = af_goodput_replay(&tl, &s->goodput_params, &s->goodput);
+    s->goodput_pace_points = tl.n_pace;
+    af_result_t rc = af_goodput_replay(&tl, &s->goodput_params, &s->goodput);
     if (rc == AF_OK) {
         s->have_goodput = 1;
     } else {
         snprintf(s->goodput_why, sizeof s->goodput_why, "%s", af_error_message());
     }
-    free(intr);
-    free(pace);
+    free((void *)tl.intr);
+    free((void *)tl.pace);
     return rc == AF_ERR_NOMEM ? rc : AF_OK;
 }
 
@@ -922,16 +934,9 @@ af_result_t af_summary_goodput_csv(const af_summary_t *s, FILE *out)
         af_error_set("the log has no steps with sim_hours");
         return AF_ERR_USAGE;
     }
-    const int64_t devices = run->devices.ok && run->devices.v >= 1 ? run->devices.v : 1;
-    af_replay_intr_t *intr = NULL;
-    af_replay_pace_t *pace = NULL;
-    int64_t npace = 0;
-    af_result_t rc = goodput_intr(run, devices, &intr);
-    if (rc == AF_OK) {
-        rc = goodput_pace(run, s->units, &pace, &npace);
-    }
+    af_replay_timeline_t whole;
+    af_result_t rc = goodput_timeline(s, NAN, &whole);
     if (rc != AF_OK) {
-        free(intr);
         af_error_set("out of memory");
         return rc;
     }
@@ -940,12 +945,8 @@ af_result_t af_summary_goodput_csv(const af_summary_t *s, FILE *out)
      * before the window's end), at the whole run's intervals: the last row is the report's. */
     for (int64_t i = 0; i < n && rc == AF_OK; ++i) {
         double e[AF_REPLAY_NPOLICY] = {NAN, NAN, NAN};
-        af_replay_timeline_t tl = {.window_s = hours[i] * 3600.0,
-                                   .devices = devices,
-                                   .intr = intr,
-                                   .n_intr = run->nintr,
-                                   .pace = pace,
-                                   .n_pace = npace};
+        af_replay_timeline_t tl = whole;
+        tl.window_s = hours[i] * 3600.0;
         if (s->have_goodput && tl.window_s > 0 && isfinite(tl.window_s)) {
             for (int k = 0; k < AF_REPLAY_NPOLICY && rc == AF_OK; ++k) {
                 const af_goodput_policy_t *g = &s->goodput.pol[k];
@@ -958,8 +959,8 @@ af_result_t af_summary_goodput_csv(const af_summary_t *s, FILE *out)
         fprintf(out, "%lld,%.17g,%.17g,%.17g,%.17g\n", (long long)step[i], hours[i],
                 e[AF_REPLAY_REMAP], e[AF_REPLAY_SHRINK_REBUILD], e[AF_REPLAY_CHECKPOINT_RESTART]);
     }
-    free(intr);
-    free(pace);
+    free((void *)whole.intr);
+    free((void *)whole.pace);
     if (rc != AF_OK) {
         return rc;
     }
