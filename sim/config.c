@@ -240,8 +240,8 @@ static const key_def_t KEYS[] = {
     {"metrics", "interval", T_INT, OFF(metrics_interval), 0, 1, 1e9, NULL, "100", "steps",
      "steps between rewrites of the metrics file"},
     {"goodput", "step_seconds", T_REAL, OFF(goodput_step_s), 0, 1e-3, 1e5, NULL, "10", "s",
-     "agefence-report's goodput: one training step of the real job (chosen: a large model's "
-     "step on thousands of GPUs)"},
+     "agefence-report's goodput: one training step of the real job, what shrink_rebuild loses "
+     "in flight (chosen: a large model's step on thousands of GPUs)"},
     {"goodput", "checkpoint_seconds", T_REAL, OFF(goodput_checkpoint_s), 0, 0.0, 1e5, NULL, "60",
      "s", "the job's stall to write one checkpoint (chosen)"},
     {"goodput", "restart_seconds", T_REAL, OFF(goodput_restart_s), 0, 0.0, 1e6, NULL, "600", "s",
