@@ -151,7 +151,9 @@ static void cap_init(cap_t *c, const af_replay_timeline_t *tl, const af_replay_p
     memset(c, 0, sizeof *c);
     c->tl = tl;
     c->replace_s = p->replace_s;
-    c->spares = p->spare_nodes * p->devices_per_node;
+    if (__builtin_mul_overflow(p->spare_nodes, p->devices_per_node, &c->spares)) {
+        c->spares = INT64_MAX;
+    }
     c->pace = 1.0;
 }
 
@@ -171,7 +173,8 @@ static void cap_advance(cap_t *c, double t)
             if (x->t_s > t) {
                 break;
             }
-            c->out += x->devices_lost;
+            /* saturating: a damaged log's counts must not overflow the sum */
+            c->out = x->devices_lost > INT64_MAX - c->out ? INT64_MAX : c->out + x->devices_lost;
         }
         c->i_loss++;
     }

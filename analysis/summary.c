@@ -120,8 +120,15 @@ static af_result_t goodput_intr(const af_run_t *run, int64_t devices, af_replay_
         } else if (row->cause == AF_INTR_hbm) {
             e.devices_lost = 0;
         } else if (row->cause == AF_INTR_node) {
-            int64_t left = row->node >= 0 ? devices - row->node * dpn : dpn;
-            e.devices_lost = left < dpn ? (left >= 1 ? left : 1) : dpn;
+            /* a trailing partial node loses its own devices; a node number past the fleet (a
+             * damaged log) one device, and never more than the fleet */
+            int64_t first = 0;
+            int64_t left = dpn;
+            if (row->node >= 0 && !__builtin_mul_overflow(row->node, dpn, &first)) {
+                left = first < devices ? devices - first : 1;
+            }
+            e.devices_lost = left < dpn ? left : dpn;
+            e.devices_lost = e.devices_lost < devices ? e.devices_lost : devices;
         }
         /* insertion into the sorted prefix: the rows are in step order, so this moves a row
          * past the few of its own step drawn later than it */
@@ -158,7 +165,8 @@ static af_result_t goodput_pace(const af_run_t *run, int64_t units, af_replay_pa
     if (p == NULL) {
         return AF_ERR_NOMEM;
     }
-    const double start = (double)((B + units - 1) / units);
+    /* ceilings without the overflow of B + h - 1 (a damaged log's counts can be anything) */
+    const double start = (double)(B / units + (B % units != 0));
     double last = 1.0;
     double last_t = 0.0;
     p[(*n)++] = (af_replay_pace_t){0.0, 1.0}; /* a series, even a flat one, is remap's pace */
@@ -168,7 +176,7 @@ static af_result_t goodput_pace(const af_run_t *run, int64_t units, af_replay_pa
             continue; /* a damaged row: the series stays in order */
         }
         int64_t h = healthy[i];
-        double v = h >= 1 ? start / (double)((B + h - 1) / h) : 0.0;
+        double v = h >= 1 ? start / (double)(B / h + (B % h != 0)) : 0.0;
         v = v < 1.0 ? v : 1.0;
         if (v != last) {
             p[(*n)++] = (af_replay_pace_t){t, v};
@@ -231,7 +239,10 @@ static af_result_t goodput_compute(af_summary_t *s, const af_run_t *run)
         s->goodput_job += intr[k].kind == AF_REPLAY_JOB;
         s->goodput_inplace += intr[k].kind == AF_REPLAY_HARDWARE && intr[k].devices_lost == 0;
         s->goodput_hw += intr[k].kind == AF_REPLAY_HARDWARE && intr[k].devices_lost > 0;
-        s->goodput_hw_devices += intr[k].devices_lost;
+        if (__builtin_add_overflow(s->goodput_hw_devices, intr[k].devices_lost,
+                                   &s->goodput_hw_devices)) {
+            s->goodput_hw_devices = INT64_MAX;
+        }
     }
     s->goodput_pace_points = tl.n_pace;
     af_result_t rc = af_goodput_replay(&tl, &s->goodput_params, &s->goodput);
