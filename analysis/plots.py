@@ -15,7 +15,12 @@ Writes into DIR (created if needed):
                           (remap, shrink_rebuild, checkpoint_restart) over the run's simulated
                           time, cumulative: drawn from DIR/goodput_over_time.csv, which
                           agefence-report --plots computes with the report's own goodput
-                          formulas (analysis/goodput.h) before it runs this script
+                          replay (analysis/goodput.h) before it runs this script
+
+    plots.py DIR/ensemble.csv DIR   (agefence-report --plots DIR ENSEMBLE_DIR writes it)
+
+  ensemble_ettr.png       every member's ETTR per policy, the mean as a bar, per group
+  ettr_by_fleet.png       the mean ETTR against fleet size, when the grid varies it
 
     plots.py JITTER.h5 DIR   (the results of `agefence bench jitter`)
     plots.py SDC.h5 DIR      (the results of `agefence bench sdc`)
@@ -396,11 +401,65 @@ def sdc_tradeoff(path, out, written):
     save(fig, out, "sdc_tradeoff.png", written)
 
 
+POLICIES = [("checkpoint_restart", "checkpoint_restart"), ("remap", "remap (agefence)"),
+            ("shrink_rebuild", "shrink_rebuild")]
+
+
+def ensemble(path, out):
+    """agefence-report --plots DIR ENSEMBLE: the members' ETTR per policy (ensemble_ettr.png)
+    and, when the grid varies the fleet, the mean ETTR against fleet size
+    (ettr_by_fleet.png), from the ensemble.csv the report writes."""
+    data = np.atleast_1d(np.genfromtxt(path, delimiter=",", names=True, dtype=None,
+                                       encoding="utf-8"))
+    os.makedirs(out, exist_ok=True)
+    written = []
+    groups = sorted(set(int(g) for g in data["group"]))
+    fig, ax = plt.subplots(figsize=(10, 4.8))
+    width = 0.8 / max(len(groups), 1)
+    for gi, g in enumerate(groups):
+        rows = data[data["group"] == g]
+        label = f"{int(rows['devices'][0])} devices" if len(groups) > 1 else None
+        for pi, (key, _) in enumerate(POLICIES):
+            y = rows[key].astype(float)
+            x = pi + (gi - (len(groups) - 1) / 2) * width
+            ax.scatter(np.full(len(y), x), y, s=14, alpha=0.6, color=f"C{gi}",
+                       label=label if pi == 0 else None)
+            ax.hlines(y.mean(), x - width / 2.5, x + width / 2.5, color=f"C{gi}", lw=2)
+    ax.set_xticks(range(len(POLICIES)))
+    ax.set_xticklabels([lab for _, lab in POLICIES])
+    ax.set_ylabel("effective training time ratio (ETTR)")
+    ax.set_title(f"ETTR by replay of each member's history ({len(data)} members; bar: mean)")
+    ax.grid(True, axis="y", alpha=0.3)
+    if len(groups) > 1:
+        ax.legend(fontsize=8)
+    save(fig, out, "ensemble_ettr.png", written)
+    devices = sorted(set(int(d) for d in data["devices"]))
+    if len(devices) > 1:
+        fig, ax = plt.subplots(figsize=(8, 4.8))
+        for key, lab in POLICIES:
+            means = [data[key][data["devices"] == d].astype(float).mean() for d in devices]
+            ax.plot(devices, means, marker="o", label=lab)
+        ax.set_xscale("log")
+        ax.set_xlabel("fleet size (devices)")
+        ax.set_ylabel("mean ETTR over the members")
+        ax.set_title("goodput against fleet size")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
+        save(fig, out, "ettr_by_fleet.png", written)
+    else:
+        skip("ettr_by_fleet.png", "the members share one fleet size")
+    print(f"agefence-report: wrote {len(written)} plot{'s' if len(written) != 1 else ''} to "
+          f"{out}: {', '.join(os.path.basename(w) for w in written)}")
+    return 0
+
+
 def main(argv):
     if len(argv) != 3:
         print("usage: plots.py RUN.h5 DIR", file=sys.stderr)
         return 2
     path, out = argv[1], argv[2]
+    if path.endswith("ensemble.csv"):
+        return ensemble(path, out)
     try:
         with open_log(path) as f:
             kind = f.attrs.get("kind", b"")

@@ -7,6 +7,7 @@
  *   agefence-report --attr OBJ NAME RUN.h5   print one attribute (for scripts)
  *   agefence-report --same OTHER RUN.h5      are they the same run? (exit 0 yes, 1 no)
  *   agefence-report [--plots DIR] JITTER.h5  the pacing trade-off of `agefence bench jitter`
+ *   agefence-report [--json] [--plots DIR] ENSEMBLE_DIR   an ensemble's members together
  * Exit status: 0 ok, 1 schema violations (--check), runs that differ (--same) or an internal
  * error, 2 bad input. */
 #include <errno.h>
@@ -16,6 +17,7 @@
 #include <sys/stat.h>
 
 #include "../common/af_result.h"
+#include "ensemble.h"
 #include "figures.h"
 #include "jitter.h"
 #include "logread.h"
@@ -39,6 +41,10 @@ static void usage(FILE *f)
            "                                   /events, /units, /final; not timings or launch)\n"
            "       agefence-report [--plots DIR] JITTER.h5\n"
            "                                   the pacing trade-off of agefence bench jitter\n"
+           "       agefence-report [--json] [--plots DIR] ENSEMBLE_DIR\n"
+           "                                   an ensemble: every log of the directory, runs of\n"
+           "                                   one scenario with other seeds (and the keys of\n"
+           "                                   ENSEMBLE_DIR/grid), gathered\n"
            "options: --json      the figures as one JSON object (README.md, 'Analysing a\n"
            "                     run', lists the keys)\n"
            "         --plots DIR PNG figures of RUN in DIR (needs Python 3 with h5py and\n"
@@ -252,6 +258,51 @@ static int check_mode(const char *path)
     return bad ? AF_EXIT_ERROR : AF_EXIT_OK;
 }
 
+/* agefence-report DIR: the ensemble of a directory of logs (analysis/ensemble.h). */
+static int ensemble_mode(const char *dir, int json, const char *plots)
+{
+    af_ensemble_t e;
+    af_result_t r = af_ensemble_load(&e, dir, record_override);
+    if (r != AF_OK) {
+        fprintf(stderr, "agefence-report: %s\n", af_error_message());
+        af_ensemble_free(&e);
+        return r == AF_ERR_USAGE ? AF_EXIT_USAGE : AF_EXIT_ERROR;
+    }
+    int rc = AF_EXIT_OK;
+    if (json) {
+        af_figs_t f;
+        af_figs_init(&f);
+        if (af_ensemble_figures(&e, &f) != AF_OK) {
+            fprintf(stderr, "agefence-report: out of memory\n");
+            rc = AF_EXIT_ERROR;
+        } else {
+            af_figs_json(&f, stdout, 0);
+        }
+        af_figs_free(&f);
+    } else {
+        af_ensemble_text(&e, stdout);
+    }
+    fflush(stdout);
+    if (rc == AF_EXIT_OK && plots != NULL) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s/ensemble.csv", plots);
+        FILE *f = make_dir(plots) == 0 ? fopen(path, "w") : NULL;
+        if (f == NULL || af_ensemble_csv(&e, f) != AF_OK) {
+            fprintf(stderr, "agefence-report: %s: %s\n", path, strerror(errno));
+            rc = AF_EXIT_ERROR;
+        }
+        if (f != NULL && fclose(f) != 0 && rc == AF_EXIT_OK) {
+            fprintf(stderr, "agefence-report: %s: %s\n", path, strerror(errno));
+            rc = AF_EXIT_ERROR;
+        }
+        if (rc == AF_EXIT_OK && af_plots_run(path, plots, stderr) == AF_PLOTS_FAILED) {
+            rc = AF_EXIT_ERROR;
+        }
+    }
+    af_ensemble_free(&e);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     int check = 0;
@@ -334,6 +385,18 @@ int main(int argc, char **argv)
     }
     if (obj != NULL) {
         return attr_mode(path, obj, name);
+    }
+
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        if (check || obj != NULL || same != NULL || other != NULL) {
+            fprintf(stderr,
+                    "agefence-report: %s is a directory: an ensemble takes --json, "
+                    "--plots and --record only\n",
+                    path);
+            return AF_EXIT_USAGE;
+        }
+        return ensemble_mode(path, json, plots);
     }
 
     int brc = 0;

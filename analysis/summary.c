@@ -935,6 +935,19 @@ af_result_t af_summary_figures(const af_summary_t *s, af_figs_t *f)
     return f->oom ? AF_ERR_NOMEM : AF_OK;
 }
 
+af_result_t af_summary_goodput_timeline(const af_summary_t *s, af_replay_timeline_t *tl)
+{
+    if (!s->have_goodput) {
+        af_error_set("%s", s->goodput_why);
+        return AF_ERR_USAGE;
+    }
+    af_result_t rc = goodput_timeline(s, s->goodput_window_s, tl);
+    if (rc != AF_OK) {
+        af_error_set("out of memory");
+    }
+    return rc;
+}
+
 af_result_t af_summary_goodput_csv(const af_summary_t *s, FILE *out)
 {
     const af_run_t *run = s->run;

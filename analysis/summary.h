@@ -155,6 +155,11 @@ af_result_t af_summary_compute(af_summary_t *s, const af_run_t *run);
 /* Appends every figure of s to figs under its key (README.md, "--json"). */
 af_result_t af_summary_figures(const af_summary_t *s, af_figs_t *figs);
 
+/* The timeline s's goodput was replayed on (analysis/replay.h), for a caller that replays it
+ * again (the ensemble's common intervals): tl->intr and tl->pace are the caller's to free.
+ * AF_ERR_USAGE with s->goodput_why when s has no goodput; AF_ERR_NOMEM. */
+af_result_t af_summary_goodput_timeline(const af_summary_t *s, af_replay_timeline_t *tl);
+
 /* The goodput over time (agefence-report --plots): after a header line
  * "step,sim_hours,remap,shrink_rebuild,checkpoint_restart", one CSV row per /steps row with the
  * three policies' effective training time ratios over the run up to that step: each policy

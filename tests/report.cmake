@@ -13,6 +13,7 @@
 #   report_plots_no_python   mpi   --plots without a usable Python: one line, report, exit 0
 #   report_bad_input         mpi   missing, foreign, truncated, future-schema and partial logs
 #   report_killed            mpi   agefence killed with SIGKILL mid-run: --check says exactly so
+#   report_ensemble          mpi   agefence-report DIR: an ensemble of members (ensemble_report.sh)
 # Tests that need Python (json), h5py/numpy (verify) or matplotlib (plots) fail without them:
 # scripts/setup.sh installs them, and a missing one is a broken environment, not a skip.
 add_executable(test_report test_report.c)
@@ -91,3 +92,11 @@ add_test(NAME report_killed
 list(APPEND AF_REPORT_TESTS report_killed)
 set_tests_properties(${AF_REPORT_TESTS} PROPERTIES LABELS mpi TIMEOUT 180 SKIP_RETURN_CODE 77
                      ENVIRONMENT "${AF_MPI_ENV}")
+
+# agefence-report DIR: an ensemble's members gathered (tests/ensemble_report.sh): figures of the
+# members' own reports, the same on 1 and 2 ranks and in any order, a grid, --plots, bad input.
+add_test(NAME report_ensemble
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/ensemble_report.sh $<TARGET_FILE:agefence>
+                 $<TARGET_FILE:agefence-report> ${AF_MPIEXEC} ${AF_REPORT_DIR}/ensemble
+                 ${PROJECT_SOURCE_DIR})
+set_tests_properties(report_ensemble PROPERTIES LABELS mpi TIMEOUT 600 ENVIRONMENT "${AF_MPI_ENV}")

@@ -1,0 +1,820 @@
+/* agefence-report DIR: the ensemble of a directory of logs (see ensemble.h). */
+#include "ensemble.h"
+
+#include <dirent.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "record.h"
+#include "rundata.h"
+#include "stats.h"
+#include "summary.h"
+
+enum { CONFIG_MAX = 65536 };
+
+double af_student_t975(int df)
+{
+    static const double t[31] = {NAN,   12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365,
+                                 2.306, 2.262,  2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
+                                 2.120, 2.110,  2.101, 2.093, 2.086, 2.080, 2.074, 2.069,
+                                 2.064, 2.060,  2.056, 2.052, 2.048, 2.045, 2.042};
+    if (df < 1) {
+        return NAN;
+    }
+    if (df <= 30) {
+        return t[df];
+    }
+    /* Cornish-Fisher in 1/df about the normal quantile z = 1.959964 */
+    const double z = 1.959964;
+    double d = (double)df;
+    return z + (z * z * z + z) / (4.0 * d) +
+           (5 * pow(z, 5) + 16 * pow(z, 3) + 3 * z) / (96.0 * d * d);
+}
+
+/* ---- reading the members ------------------------------------------------------------------ */
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The *.h5 names of dir, sorted. */
+static af_result_t list_logs(const char *dir, char ***names, int *n)
+{
+    *names = NULL;
+    *n = 0;
+    DIR *d = opendir(dir);
+    if (d == NULL) {
+        af_error_set("%s: not a readable directory", dir);
+        return AF_ERR_USAGE;
+    }
+    int cap = 0;
+    struct dirent *de;
+    af_result_t rc = AF_OK;
+    while ((de = readdir(d)) != NULL) {
+        size_t len = strlen(de->d_name);
+        if (len < 4 || strcmp(de->d_name + len - 3, ".h5") != 0 || de->d_name[0] == '#') {
+            continue;
+        }
+        if (*n == cap) {
+            cap = cap > 0 ? 2 * cap : 64;
+            char **grown = realloc(*names, sizeof *grown * (size_t)cap);
+            if (grown == NULL) {
+                rc = AF_ERR_NOMEM;
+                break;
+            }
+            *names = grown;
+        }
+        (*names)[*n] = strdup(de->d_name);
+        if ((*names)[*n] == NULL) {
+            rc = AF_ERR_NOMEM;
+            break;
+        }
+        (*n)++;
+    }
+    closedir(d);
+    if (rc == AF_OK && *n == 0) {
+        af_error_set("%s: no agefence logs (*.h5) in it", dir);
+        rc = AF_ERR_USAGE;
+    }
+    if (rc == AF_OK) {
+        qsort(*names, (size_t)*n, sizeof **names, by_name);
+    } else if (rc == AF_ERR_NOMEM) {
+        af_error_set("out of memory");
+    }
+    return rc;
+}
+
+/* DIR/grid: one section.key a line (blank lines and # comments skipped), at most two. */
+static af_result_t read_grid(af_ensemble_t *e)
+{
+    char path[1100];
+    snprintf(path, sizeof path, "%s/grid", e->dir);
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        return AF_OK; /* no grid: the members differ in their seed alone */
+    }
+    char line[256];
+    int ln = 0;
+    af_result_t rc = AF_OK;
+    while (rc == AF_OK && fgets(line, sizeof line, f) != NULL) {
+        ln++;
+        char *s = line;
+        while (*s == ' ' || *s == '\t') {
+            s++;
+        }
+        size_t len = strcspn(s, " \t\r\n#");
+        if (len == 0) {
+            continue;
+        }
+        s[len] = '\0';
+        const char *dot = strchr(s, '.');
+        if (dot == NULL || dot == s || dot[1] == '\0' || strchr(dot + 1, '.') != NULL ||
+            len >= sizeof e->grid[0]) {
+            af_error_set("%s:%d: '%s' is not a section.key", path, ln, s);
+            rc = AF_ERR_USAGE;
+        } else if (strcmp(s, "scenario.seed") == 0) {
+            af_error_set("%s:%d: scenario.seed is every member's own, not a grid key", path, ln);
+            rc = AF_ERR_USAGE;
+        } else if (e->ngrid == AF_ENSEMBLE_MAX_GRID) {
+            af_error_set("%s:%d: at most %d grid keys", path, ln, AF_ENSEMBLE_MAX_GRID);
+            rc = AF_ERR_USAGE;
+        } else {
+            memcpy(e->grid[e->ngrid], s, len + 1); /* len < sizeof e->grid[0] (above) */
+            e->ngrid++;
+        }
+    }
+    fclose(f);
+    return rc;
+}
+
+/* The value of section.key in a resolved scenario's text ("" when absent). */
+static void config_value(const char *cfg, const char *key, char *out, size_t n)
+{
+    out[0] = '\0';
+    const char *dot = strchr(key, '.');
+    char head[112];
+    snprintf(head, sizeof head, "[%.*s]\n", (int)(dot - key), key);
+    const char *sec = strstr(cfg, head);
+    if (sec == NULL) {
+        return;
+    }
+    const char *p = sec + strlen(head);
+    size_t kl = strlen(dot + 1);
+    while (*p != '\0' && *p != '[') {
+        const char *end = strchr(p, '\n');
+        size_t len = end != NULL ? (size_t)(end - p) : strlen(p);
+        if (len > kl + 3 && strncmp(p, dot + 1, kl) == 0 && strncmp(p + kl, " = ", 3) == 0) {
+            snprintf(out, n, "%.*s", (int)(len - kl - 3), p + kl + 3);
+            return;
+        }
+        if (end == NULL) {
+            break;
+        }
+        p = end + 1;
+    }
+}
+
+/* The scenario's text without scenario.seed, the grid keys and comments, a key resolved from
+ * "auto" (a "# KEY = auto: ..." comment before it: its value follows from others, the grid's
+ * among them) as "KEY = auto": what every member must share. out gets at most CONFIG_MAX
+ * bytes. */
+static void config_core(const af_ensemble_t *e, const char *cfg, char *out)
+{
+    char sec[96] = "";
+    char autokey[96] = "";
+    size_t o = 0;
+    const char *p = cfg;
+    while (*p != '\0') {
+        const char *end = strchr(p, '\n');
+        size_t len = end != NULL ? (size_t)(end - p) + 1 : strlen(p);
+        const char *text = p;
+        size_t tlen = len;
+        char line[200];
+        int keep = 1;
+        if (p[0] == '#') {
+            size_t kl = strcspn(p + 2, " =\n");
+            if (p[1] == ' ' && strncmp(p + 2 + kl, " = auto", 7) == 0 && kl < sizeof autokey) {
+                snprintf(autokey, sizeof autokey, "%.*s", (int)kl, p + 2);
+            }
+            keep = 0;
+        } else if (p[0] == '[') {
+            snprintf(sec, sizeof sec, "%.*s", (int)strcspn(p + 1, "]"), p + 1);
+            autokey[0] = '\0';
+        } else {
+            size_t kl = strcspn(p, " =\n");
+            char key[200];
+            snprintf(key, sizeof key, "%s.%.*s", sec, (int)kl, p);
+            keep = strcmp(key, "scenario.seed") != 0;
+            for (int g = 0; g < e->ngrid && keep; ++g) {
+                keep = strcmp(key, e->grid[g]) != 0;
+            }
+            if (autokey[0] != '\0' && kl == strlen(autokey) && strncmp(p, autokey, kl) == 0) {
+                tlen = (size_t)snprintf(line, sizeof line, "%s = auto\n", autokey);
+                text = line;
+            }
+            autokey[0] = '\0';
+        }
+        if (keep && o + tlen < CONFIG_MAX) {
+            memcpy(out + o, text, tlen);
+            o += tlen;
+        }
+        p += len;
+    }
+    out[o] = '\0';
+}
+
+/* The first line where two scenario texts differ, for the message. */
+static void first_difference(const char *a, const char *b, char *out, size_t n)
+{
+    while (*a != '\0' && *a == *b) {
+        const char *ea = strchr(a, '\n');
+        const char *eb = strchr(b, '\n');
+        size_t la = ea != NULL ? (size_t)(ea - a) : strlen(a);
+        size_t lb = eb != NULL ? (size_t)(eb - b) : strlen(b);
+        if (la != lb || strncmp(a, b, la) != 0) {
+            break;
+        }
+        a += la + (ea != NULL);
+        b += lb + (eb != NULL);
+    }
+    snprintf(out, n, "'%.*s' against '%.*s'", (int)strcspn(b, "\n"), b, (int)strcspn(a, "\n"), a);
+}
+
+/* Reads one member: its figures, its timeline, its scenario text into cfg. */
+static af_result_t read_member(af_ensemble_member_t *m, const char *record, char *cfg)
+{
+    char err[700];
+    af_logfile_t lf;
+    if (af_logfile_open(&lf, m->path, err, sizeof err) != AF_OK) {
+        af_error_set("%s", err);
+        return AF_ERR_USAGE;
+    }
+    cfg[0] = '\0';
+    af_result_t rc = af_logfile_attr_str(&lf, "/", "config", cfg, CONFIG_MAX);
+    if (rc != AF_OK) {
+        af_logfile_close(&lf);
+        af_error_set("%s: no /@config: not a member of an ensemble", m->path);
+        return AF_ERR_USAGE;
+    }
+    static af_run_t run;
+    static af_summary_t sum;
+    rc = af_run_load(&run, &lf);
+    if (rc == AF_OK && record != NULL) {
+        snprintf(run.record, sizeof run.record, "%s", record);
+    }
+    if (rc == AF_OK) {
+        rc = af_summary_compute(&sum, &run);
+    }
+    if (rc == AF_OK && !sum.have_goodput) {
+        af_error_set("%s: no goodput to gather: %s", m->path, sum.goodput_why);
+        rc = AF_ERR_USAGE;
+    }
+    if (rc == AF_OK) {
+        rc = af_summary_goodput_timeline(&sum, &m->tl);
+    }
+    if (rc == AF_OK) {
+        m->seed = run.seed.ok ? run.seed.v : -1;
+        m->params = sum.goodput_params;
+        for (int k = 0; k < AF_REPLAY_NPOLICY; ++k) {
+            const af_goodput_policy_t *g = &sum.goodput.pol[k];
+            m->ettr[k] = g->ettr;
+            m->young_ettr[k] = g->young_ettr;
+            m->daly_ettr[k] = g->daly_ettr;
+            m->daly_s[k] = g->daly_s;
+        }
+        m->daly_replica_s = sum.goodput.pol[AF_REPLAY_REMAP].daly_replica_s;
+        m->interruptions = sum.interruptions;
+        for (int c = 0; c < AF_NINTR; ++c) {
+            m->by_cause[c] = sum.intr_by_cause[c];
+        }
+        for (int c = 0; c <= AF_NINTR; ++c) {
+            m->expected[c] = sum.record != NULL && sum.rec[c].have ? sum.rec[c].expected : NAN;
+        }
+        m->gpu_hours = (run.devices.ok ? (double)run.devices.v : NAN) * sum.sim_hours;
+    } else if (rc == AF_ERR_NOMEM) {
+        af_error_set("%s: out of memory", m->path);
+    }
+    af_run_free(&run);
+    af_logfile_close(&lf);
+    return rc;
+}
+
+/* ---- the figures -------------------------------------------------------------------------- */
+
+static double member_ettr(const af_ensemble_member_t *m, af_replay_policy_t pol, double tau,
+                          double rho)
+{
+    const double W = m->tl.window_s;
+    af_replay_result_t r;
+    if (af_goodput_at(&m->tl, &m->params, pol, tau < W ? tau : W, rho < W ? rho : W, &r) != AF_OK) {
+        return NAN;
+    }
+    return r.ettr;
+}
+
+static double group_mean(const af_ensemble_t *e, int g, af_replay_policy_t pol, double tau,
+                         double rho)
+{
+    double sum = 0.0;
+    int n = 0;
+    for (int i = 0; i < e->nmembers; ++i) {
+        if (e->members[i].group == g) {
+            sum += member_ettr(&e->members[i], pol, tau, rho);
+            n++;
+        }
+    }
+    return n > 0 ? sum / n : NAN;
+}
+
+/* The interval (tau, or remap's rho) that maximises the group's mean ETTR, the other fixed: a
+ * log-spaced scan of [lo, W] and W itself, then golden-section steps between the scan's
+ * neighbours of its best point. Starts from *x with mean *best; keeps *x unless beaten. */
+static void search_common(const af_ensemble_t *e, int g, af_replay_policy_t pol, int rho,
+                          double other, double lo, double W, double *x, double *best)
+{
+    enum { SCAN = 40, GOLDEN = 30 };
+#define MEAN_AT(v) group_mean(e, g, pol, rho ? other : (v), rho ? (v) : other)
+    if (lo > W) {
+        lo = W;
+    }
+    double ratio = pow(W / lo, 1.0 / (SCAN - 1));
+    int j_best = -1;
+    double scan_best = -1.0;
+    for (int j = 0; j < SCAN; ++j) {
+        double v = j == SCAN - 1 ? W : lo * pow(ratio, j);
+        double m = MEAN_AT(v);
+        if (m > scan_best) {
+            scan_best = m;
+            j_best = j;
+        }
+        if (m > *best) {
+            *best = m;
+            *x = v;
+        }
+    }
+    double a = lo * pow(ratio, j_best > 0 ? j_best - 1 : 0);
+    double b = j_best < SCAN - 1 ? lo * pow(ratio, j_best + 1) : W;
+    b = b < W ? b : W;
+    const double gr = 0.5 * (sqrt(5.0) - 1.0);
+    double x1 = b - gr * (b - a);
+    double x2 = a + gr * (b - a);
+    double f1 = MEAN_AT(x1);
+    double f2 = MEAN_AT(x2);
+    for (int k = 0; k < GOLDEN; ++k) {
+        if (f1 >= f2) {
+            b = x2;
+            x2 = x1;
+            f2 = f1;
+            x1 = b - gr * (b - a);
+            f1 = MEAN_AT(x1);
+        } else {
+            a = x1;
+            x1 = x2;
+            f1 = f2;
+            x2 = a + gr * (b - a);
+            f2 = MEAN_AT(x2);
+        }
+        double v = f1 >= f2 ? x1 : x2;
+        double m = f1 >= f2 ? f1 : f2;
+        if (m > *best) {
+            *best = m;
+            *x = v;
+        }
+    }
+#undef MEAN_AT
+}
+
+/* The mean of the finite values of v (INFINITY when none is: nothing to guard against). */
+static double finite_mean(const double *v, int n)
+{
+    double s = 0.0;
+    int k = 0;
+    for (int i = 0; i < n; ++i) {
+        if (isfinite(v[i])) {
+            s += v[i];
+            k++;
+        }
+    }
+    return k > 0 ? s / k : INFINITY;
+}
+
+static af_result_t group_figures(af_ensemble_t *e, int g)
+{
+    af_ensemble_group_t *G = &e->groups[g];
+    double *v = malloc(sizeof(double) * (size_t)G->n * 4);
+    if (v == NULL) {
+        af_error_set("out of memory");
+        return AF_ERR_NOMEM;
+    }
+    double *young = v + G->n;
+    double *daly = v + 2 * G->n;
+    double *dalyr = v + 3 * G->n;
+    double Wmin = INFINITY;
+    double Wmax = 0.0;
+    for (int k = 0; k < AF_REPLAY_NPOLICY; ++k) {
+        af_replay_policy_t pol = (af_replay_policy_t)k;
+        int n = 0;
+        double ysum = 0.0;
+        double dsum = 0.0;
+        for (int i = 0; i < e->nmembers; ++i) {
+            const af_ensemble_member_t *m = &e->members[i];
+            if (m->group != g) {
+                continue;
+            }
+            v[n] = m->ettr[k];
+            young[n] = m->young_ettr[k];
+            daly[n] = m->daly_s[k];
+            dalyr[n] = m->daly_replica_s;
+            ysum += m->young_ettr[k];
+            dsum += m->daly_ettr[k];
+            Wmin = m->tl.window_s < Wmin ? m->tl.window_s : Wmin;
+            Wmax = m->tl.window_s > Wmax ? m->tl.window_s : Wmax;
+            n++;
+        }
+        af_ensemble_policy_t *P = &G->pol[k];
+        double mean = 0.0;
+        for (int i = 0; i < n; ++i) {
+            mean += v[i];
+        }
+        mean /= n;
+        double ss = 0.0;
+        for (int i = 0; i < n; ++i) {
+            ss += (v[i] - mean) * (v[i] - mean);
+        }
+        P->mean = mean;
+        P->sd = n > 1 ? sqrt(ss / (n - 1)) : NAN;
+        double half = n > 1 ? af_student_t975(n - 1) * P->sd / sqrt((double)n) : NAN;
+        /* an ETTR lies in [0, 1]: so does the interval of its mean */
+        P->ci_lo = mean - half > 0.0 ? mean - half : 0.0;
+        P->ci_hi = mean + half < 1.0 ? mean + half : 1.0;
+        af_stats_sort(v, (size_t)n);
+        P->p5 = af_stats_percentile_sorted(v, (size_t)n, 5.0);
+        P->p50 = af_stats_percentile_sorted(v, (size_t)n, 50.0);
+        P->p95 = af_stats_percentile_sorted(v, (size_t)n, 95.0);
+        P->young_mean = ysum / n;
+        P->daly_mean = dsum / n;
+
+        /* One setting for the whole group, from the members' mean Daly intervals. */
+        const af_replay_params_t *p = &e->members[0].params;
+        double tau = finite_mean(daly, n);
+        double rho = pol == AF_REPLAY_REMAP ? finite_mean(dalyr, n) : INFINITY;
+        tau = tau < Wmax ? tau : Wmax;
+        rho = pol == AF_REPLAY_REMAP && rho > Wmax ? Wmax : rho;
+        double best = group_mean(e, g, pol, tau, rho);
+        double lo_t = p->checkpoint_s > Wmin * 1e-4 ? p->checkpoint_s : Wmin * 1e-4;
+        double lo_r = p->replica_s > Wmin * 1e-4 ? p->replica_s : Wmin * 1e-4;
+        if (pol == AF_REPLAY_REMAP) {
+            search_common(e, g, pol, 1, tau, lo_r, Wmax, &rho, &best);
+            search_common(e, g, pol, 0, rho, lo_t, Wmax, &tau, &best);
+            search_common(e, g, pol, 1, tau, lo_r, Wmax, &rho, &best);
+        } else {
+            search_common(e, g, pol, 0, rho, lo_t, Wmax, &tau, &best);
+        }
+        P->best_tau_s = tau;
+        P->best_rho_s = pol == AF_REPLAY_REMAP ? rho : NAN;
+        P->best_mean = best;
+    }
+    /* Interruptions per member by cause, Garwood's interval of the group's total over n. */
+    for (int c = 0; c <= AF_NINTR; ++c) {
+        int64_t total = 0;
+        double rec = 0.0;
+        int have_rec = 1;
+        for (int i = 0; i < e->nmembers; ++i) {
+            const af_ensemble_member_t *m = &e->members[i];
+            if (m->group != g) {
+                continue;
+            }
+            total += c < AF_NINTR ? m->by_cause[c] : m->interruptions;
+            rec += m->expected[c];
+            have_rec &= isfinite(m->expected[c]);
+        }
+        double lo = 0;
+        double hi = 0;
+        af_poisson_interval(total, 0.95, &lo, &hi);
+        G->intr_mean[c] = (double)total / G->n;
+        G->intr_lo[c] = lo / G->n;
+        G->intr_hi[c] = hi / G->n;
+        G->record[c] = have_rec ? rec / G->n : NAN;
+    }
+    free(v);
+    return AF_OK;
+}
+
+static int group_cmp_values(const af_ensemble_t *e, char a[][64], char b[][64])
+{
+    for (int k = 0; k < e->ngrid; ++k) {
+        char *ea = NULL;
+        char *eb = NULL;
+        double x = strtod(a[k], &ea);
+        double y = strtod(b[k], &eb);
+        if (*ea == '\0' && *eb == '\0' && ea != a[k] && eb != b[k]) {
+            if (x != y) {
+                return x < y ? -1 : 1;
+            }
+        } else {
+            int c = strcmp(a[k], b[k]);
+            if (c != 0) {
+                return c;
+            }
+        }
+    }
+    return 0;
+}
+
+/* Members in the order of their seeds (their paths for equal seeds): the figures' sums run in
+ * that order, whatever the files are called. */
+static int by_seed(const void *pa, const void *pb)
+{
+    const af_ensemble_member_t *a = pa;
+    const af_ensemble_member_t *b = pb;
+    if (a->seed != b->seed) {
+        return a->seed < b->seed ? -1 : 1;
+    }
+    return strcmp(a->path, b->path);
+}
+
+af_result_t af_ensemble_load(af_ensemble_t *e, const char *dir, const char *record)
+{
+    memset(e, 0, sizeof *e);
+    snprintf(e->dir, sizeof e->dir, "%s", dir);
+    size_t dl = strlen(e->dir);
+    while (dl > 1 && e->dir[dl - 1] == '/') {
+        e->dir[--dl] = '\0';
+    }
+    AF_CHECK(read_grid(e));
+    char **names = NULL;
+    int n = 0;
+    AF_CHECK(list_logs(e->dir, &names, &n));
+    e->members = calloc((size_t)n, sizeof *e->members);
+    e->groups = calloc((size_t)n, sizeof *e->groups);
+    char *cfg = malloc(CONFIG_MAX);
+    char *core = malloc(CONFIG_MAX);
+    char *first = malloc(CONFIG_MAX);
+    af_result_t rc =
+        e->members != NULL && e->groups != NULL && cfg != NULL && core != NULL && first != NULL
+            ? AF_OK
+            : AF_ERR_NOMEM;
+    if (rc == AF_ERR_NOMEM) {
+        af_error_set("out of memory");
+    }
+    char first_path[1024] = "";
+    for (int i = 0; i < n && rc == AF_OK; ++i) {
+        af_ensemble_member_t *m = &e->members[i];
+        snprintf(m->path, sizeof m->path, "%s/%s", e->dir, names[i]);
+        rc = read_member(m, record, cfg);
+        if (rc != AF_OK) {
+            break;
+        }
+        e->nmembers++;
+        config_core(e, cfg, core);
+        char values[AF_ENSEMBLE_MAX_GRID][64] = {{0}};
+        for (int k = 0; k < e->ngrid; ++k) {
+            config_value(cfg, e->grid[k], values[k], sizeof values[k]);
+            if (values[k][0] == '\0') {
+                af_error_set("%s: its scenario has no %s (%s/grid names it)", m->path, e->grid[k],
+                             e->dir);
+                rc = AF_ERR_USAGE;
+            }
+        }
+        if (rc != AF_OK) {
+            break;
+        }
+        if (i == 0) {
+            memcpy(first, core, strlen(core) + 1);
+            snprintf(first_path, sizeof first_path, "%s", m->path);
+            config_value(cfg, "scenario.name", e->scenario, sizeof e->scenario);
+            config_value(cfg, "scenario.record", e->record, sizeof e->record);
+        } else if (strcmp(first, core) != 0) {
+            char diff[400];
+            first_difference(first, core, diff, sizeof diff);
+            af_error_set("%s: another scenario than %s (%s; members differ in scenario.seed and "
+                         "the keys of %s/grid only)",
+                         m->path, first_path, diff, e->dir);
+            rc = AF_ERR_USAGE;
+            break;
+        }
+        int g = 0;
+        while (g < e->ngroups && group_cmp_values(e, e->groups[g].values, values) != 0) {
+            g++;
+        }
+        if (g == e->ngroups) {
+            memcpy(e->groups[g].values, values, sizeof values);
+            e->ngroups++;
+        }
+        e->groups[g].n++;
+        m->group = g;
+    }
+    for (int i = 0; i < n; ++i) {
+        free(names[i]);
+    }
+    free(names);
+    free(cfg);
+    free(core);
+    free(first);
+    if (rc != AF_OK) {
+        return rc;
+    }
+    qsort(e->members, (size_t)e->nmembers, sizeof *e->members, by_seed);
+    /* Groups in the order of their values (numeric where they are numbers). */
+    for (int a = 1; a < e->ngroups; ++a) {
+        for (int b = a;
+             b > 0 && group_cmp_values(e, e->groups[b - 1].values, e->groups[b].values) > 0; --b) {
+            af_ensemble_group_t t = e->groups[b];
+            e->groups[b] = e->groups[b - 1];
+            e->groups[b - 1] = t;
+            for (int i = 0; i < e->nmembers; ++i) {
+                int *mg = &e->members[i].group;
+                *mg = *mg == b ? b - 1 : *mg == b - 1 ? b : *mg;
+            }
+        }
+    }
+    for (int g = 0; g < e->ngroups; ++g) {
+        for (int i = 0; i < e->nmembers; ++i) {
+            if (e->members[i].group == g) {
+                e->groups[g].devices = e->members[i].tl.devices;
+                e->groups[g].sim_hours = e->members[i].tl.window_s / 3600.0;
+                break;
+            }
+        }
+        AF_CHECK(group_figures(e, g));
+    }
+    return AF_OK;
+}
+
+void af_ensemble_free(af_ensemble_t *e)
+{
+    for (int i = 0; e->members != NULL && i < e->nmembers; ++i) {
+        free((void *)e->members[i].tl.intr);
+        free((void *)e->members[i].tl.pace);
+    }
+    free(e->members);
+    free(e->groups);
+    memset(e, 0, sizeof *e);
+}
+
+/* ---- output ------------------------------------------------------------------------------- */
+
+static const af_replay_policy_t ORDER[AF_REPLAY_NPOLICY] = {
+    AF_REPLAY_CHECKPOINT_RESTART, AF_REPLAY_REMAP, AF_REPLAY_SHRINK_REBUILD};
+
+static const char *interval(char *buf, size_t n, double x, double W)
+{
+    if (!isfinite(x)) {
+        snprintf(buf, n, "none needed");
+    } else if (x >= W) {
+        snprintf(buf, n, "none in the window");
+    } else if (x < 36000.0) {
+        snprintf(buf, n, "%.0f s", x);
+    } else {
+        snprintf(buf, n, "%.4g h", x / 3600.0);
+    }
+    return buf;
+}
+
+void af_ensemble_text(const af_ensemble_t *e, FILE *out)
+{
+    int64_t smin = INT64_MAX;
+    int64_t smax = INT64_MIN;
+    for (int i = 0; i < e->nmembers; ++i) {
+        smin = e->members[i].seed < smin ? e->members[i].seed : smin;
+        smax = e->members[i].seed > smax ? e->members[i].seed : smax;
+    }
+    fprintf(out, "agefence ensemble report: %s\n", e->dir);
+    fprintf(out, "  scenario     '%s', %d members (seeds %lld to %lld)", e->scenario, e->nmembers,
+            (long long)smin, (long long)smax);
+    if (e->ngrid > 0) {
+        fprintf(out, ", grid over %s%s%s", e->grid[0], e->ngrid > 1 ? " and " : "",
+                e->ngrid > 1 ? e->grid[1] : "");
+    }
+    fprintf(out, "\n  goodput      ETTR by replay (docs/goodput.md): per member at the intervals "
+                 "searched on its own history; 'chosen' is one interval for every member of "
+                 "the group, the one its mean is highest at\n");
+    for (int g = 0; g < e->ngroups; ++g) {
+        const af_ensemble_group_t *G = &e->groups[g];
+        fprintf(out, "\nGROUP");
+        for (int k = 0; k < e->ngrid; ++k) {
+            fprintf(out, "%s %s = %s", k > 0 ? "," : "", e->grid[k], G->values[k]);
+        }
+        fprintf(out, "%s %d members, %lld devices, %.6g simulated hours\n", e->ngrid > 0 ? ":" : "",
+                G->n, (long long)G->devices, G->sim_hours);
+        fprintf(out, "  %-19s %7s %17s %7s %7s %7s %8s %8s   %s\n", "policy", "mean",
+                "95% of the mean", "p5", "p50", "p95", "Young's", "Daly's",
+                "chosen intervals: mean");
+        const double W = G->sim_hours * 3600.0;
+        for (int k = 0; k < AF_REPLAY_NPOLICY; ++k) {
+            const af_ensemble_policy_t *P = &G->pol[ORDER[k]];
+            char ci[48];
+            char a[32];
+            char b[32];
+            if (isfinite(P->ci_lo)) {
+                snprintf(ci, sizeof ci, "%.4f-%.4f", P->ci_lo, P->ci_hi);
+            } else {
+                snprintf(ci, sizeof ci, "- (1 member)");
+            }
+            fprintf(out, "  %-19s %7.4f %17s %7.4f %7.4f %7.4f %8.4f %8.4f   checkpoints %s",
+                    af_replay_policy_name(ORDER[k]), P->mean, ci, P->p5, P->p50, P->p95,
+                    P->young_mean, P->daly_mean, interval(a, sizeof a, P->best_tau_s, W));
+            if (ORDER[k] == AF_REPLAY_REMAP) {
+                fprintf(out, ", replicas %s", interval(b, sizeof b, P->best_rho_s, W));
+            }
+            fprintf(out, ": %.4f\n", P->best_mean);
+        }
+        fprintf(out, "  interruptions per member: mean [95%% interval]");
+        int rec = isfinite(G->record[AF_NINTR]);
+        if (rec) {
+            fprintf(out, " against the record '%s' scaled (inside?)", e->record);
+        }
+        fprintf(out, "\n   ");
+        for (int c = 0; c <= AF_NINTR; ++c) {
+            if (c < AF_NINTR && G->intr_mean[c] == 0 && !isfinite(G->record[c])) {
+                continue;
+            }
+            fprintf(out, " %s %.4g [%.4g, %.4g]", c < AF_NINTR ? af_intr_names[c] : "all",
+                    G->intr_mean[c], G->intr_lo[c], G->intr_hi[c]);
+            if (isfinite(G->record[c])) {
+                int in = G->record[c] >= G->intr_lo[c] && G->record[c] <= G->intr_hi[c];
+                fprintf(out, " %.4g %s", G->record[c], in ? "yes" : "NO");
+            }
+            fprintf(out, ";");
+        }
+        fprintf(out, "\n");
+    }
+    if (e->ngroups > 1) {
+        fprintf(out, "\nMEAN ETTR ACROSS THE GRID\n  %-28s", e->grid[0]);
+        for (int k = 0; k < AF_REPLAY_NPOLICY; ++k) {
+            fprintf(out, " %19s", af_replay_policy_name(ORDER[k]));
+        }
+        fprintf(out, "\n");
+        for (int g = 0; g < e->ngroups; ++g) {
+            char label[160];
+            snprintf(label, sizeof label, "%s%s%s", e->groups[g].values[0],
+                     e->ngrid > 1 ? ", " : "", e->ngrid > 1 ? e->groups[g].values[1] : "");
+            fprintf(out, "  %-28s", label);
+            for (int k = 0; k < AF_REPLAY_NPOLICY; ++k) {
+                fprintf(out, " %19.4f", e->groups[g].pol[ORDER[k]].mean);
+            }
+            fprintf(out, "\n");
+        }
+    }
+}
+
+af_result_t af_ensemble_figures(const af_ensemble_t *e, af_figs_t *f)
+{
+    af_figs_str(f, 0, "agefence-ensemble/1", "format");
+    af_figs_str(f, 0, e->dir, "ensemble.dir");
+    af_figs_str(f, 0, e->scenario, "ensemble.scenario");
+    af_figs_int(f, 0, e->nmembers, "ensemble.members");
+    for (int k = 0; k < e->ngrid; ++k) {
+        af_figs_str(f, 0, e->grid[k], "ensemble.grid.#%d", k);
+    }
+    if (e->ngrid == 0) {
+        af_figs_empty_array(f, 0, "ensemble.grid");
+    }
+    for (int g = 0; g < e->ngroups; ++g) {
+        const af_ensemble_group_t *G = &e->groups[g];
+        for (int k = 0; k < e->ngrid; ++k) {
+            af_figs_str(f, 0, G->values[k], "groups.#%d.values.#%d", g, k);
+        }
+        af_figs_int(f, 0, G->n, "groups.#%d.members", g);
+        af_figs_int(f, 0, G->devices, "groups.#%d.devices", g);
+        af_figs_real(f, 0, G->sim_hours, "groups.#%d.sim_hours", g);
+        for (int k = 0; k < AF_REPLAY_NPOLICY; ++k) {
+            const af_ensemble_policy_t *P = &G->pol[k];
+            const char *n = af_replay_policy_name((af_replay_policy_t)k);
+            af_figs_real(f, 0, P->mean, "groups.#%d.goodput.%s.mean", g, n);
+            af_figs_real(f, 0, P->ci_lo, "groups.#%d.goodput.%s.ci_low", g, n);
+            af_figs_real(f, 0, P->ci_hi, "groups.#%d.goodput.%s.ci_high", g, n);
+            af_figs_real(f, 0, P->sd, "groups.#%d.goodput.%s.sd", g, n);
+            af_figs_real(f, 0, P->p5, "groups.#%d.goodput.%s.p5", g, n);
+            af_figs_real(f, 0, P->p50, "groups.#%d.goodput.%s.p50", g, n);
+            af_figs_real(f, 0, P->p95, "groups.#%d.goodput.%s.p95", g, n);
+            af_figs_real(f, 0, P->young_mean, "groups.#%d.goodput.%s.young_mean", g, n);
+            af_figs_real(f, 0, P->daly_mean, "groups.#%d.goodput.%s.daly_mean", g, n);
+            af_figs_real(f, 0, P->best_tau_s, "groups.#%d.goodput.%s.chosen.interval_s", g, n);
+            if (k == AF_REPLAY_REMAP) {
+                af_figs_real(f, 0, P->best_rho_s, "groups.#%d.goodput.%s.chosen.replica_interval_s",
+                             g, n);
+            }
+            af_figs_real(f, 0, P->best_mean, "groups.#%d.goodput.%s.chosen.mean", g, n);
+        }
+        for (int c = 0; c <= AF_NINTR; ++c) {
+            const char *n = c < AF_NINTR ? af_intr_names[c] : "all";
+            af_figs_real(f, 0, G->intr_mean[c], "groups.#%d.interruptions.%s.mean", g, n);
+            af_figs_real(f, 0, G->intr_lo[c], "groups.#%d.interruptions.%s.ci_low", g, n);
+            af_figs_real(f, 0, G->intr_hi[c], "groups.#%d.interruptions.%s.ci_high", g, n);
+            af_figs_real(f, 0, G->record[c], "groups.#%d.interruptions.%s.record", g, n);
+        }
+    }
+    for (int i = 0; i < e->nmembers; ++i) {
+        const af_ensemble_member_t *m = &e->members[i];
+        const char *base = strrchr(m->path, '/');
+        af_figs_str(f, 0, base != NULL ? base + 1 : m->path, "members.#%d.file", i);
+        af_figs_int(f, 0, m->seed, "members.#%d.seed", i);
+        af_figs_int(f, 0, m->group, "members.#%d.group", i);
+        for (int k = 0; k < AF_REPLAY_NPOLICY; ++k) {
+            af_figs_real(f, 0, m->ettr[k], "members.#%d.ettr.%s", i,
+                         af_replay_policy_name((af_replay_policy_t)k));
+        }
+    }
+    return f->oom ? AF_ERR_NOMEM : AF_OK;
+}
+
+af_result_t af_ensemble_csv(const af_ensemble_t *e, FILE *out)
+{
+    fprintf(out, "group,%s%s%sseed,devices,remap,shrink_rebuild,checkpoint_restart\n",
+            e->ngrid > 0 ? "grid0," : "", e->ngrid > 1 ? "grid1," : "", "");
+    for (int i = 0; i < e->nmembers; ++i) {
+        const af_ensemble_member_t *m = &e->members[i];
+        const af_ensemble_group_t *G = &e->groups[m->group];
+        fprintf(out, "%d,", m->group);
+        for (int k = 0; k < e->ngrid; ++k) {
+            fprintf(out, "%s,", G->values[k]);
+        }
+        fprintf(out, "%lld,%lld,%.17g,%.17g,%.17g\n", (long long)m->seed, (long long)G->devices,
+                m->ettr[AF_REPLAY_REMAP], m->ettr[AF_REPLAY_SHRINK_REBUILD],
+                m->ettr[AF_REPLAY_CHECKPOINT_RESTART]);
+    }
+    return ferror(out) ? AF_ERR_IO : AF_OK;
+}

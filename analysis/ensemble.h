@@ -1,0 +1,93 @@
+/* agefence-report DIR: an ensemble of runs of one scenario, read from a directory of logs
+ * (scripts/ensemble.sh or configs/slurm/agefence-ensemble.sbatch write one). The members differ
+ * in scenario.seed only, and in the keys DIR/grid names (one section.key a line, at most two):
+ * members that share the grid's values form a group. Per group and policy: the ETTR searched on
+ * each member's history, its mean, the mean's 95% interval (Student's t, cut to [0, 1]), p5,
+ * p50 and p95; the
+ * intervals that maximise the group's mean ETTR (one interval for every member: the setting to
+ * choose), beside the ETTR at the members' Young's and Daly's intervals; interruptions by cause
+ * per member against the record the scenario names (Garwood's interval of the group's total over
+ * its members). Figures are functions of the logs and their scenarios; nothing of the machine's
+ * clock enters, and the order the members were run in or how they were spread over ranks does
+ * not change them (the members are taken in the order of their seeds, whatever their files are
+ * called). */
+#ifndef AF_ENSEMBLE_H
+#define AF_ENSEMBLE_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "../common/af_result.h"
+#include "../common/log_schema.h"
+#include "figures.h"
+#include "goodput.h"
+
+#define AF_ENSEMBLE_MAX_GRID 2
+
+/* What the ensemble keeps of one member (its log is closed after reading). */
+typedef struct af_ensemble_member {
+    char path[1024];
+    int64_t seed;
+    int group;
+    double ettr[AF_REPLAY_NPOLICY];       /* searched on its own history */
+    double young_ettr[AF_REPLAY_NPOLICY]; /* at its Young's intervals */
+    double daly_ettr[AF_REPLAY_NPOLICY];  /* at its Daly's intervals */
+    double daly_s[AF_REPLAY_NPOLICY];     /* its Daly checkpoint interval (INFINITY: none) */
+    double daly_replica_s;                /* remap's Daly replica interval */
+    int64_t interruptions;
+    int64_t by_cause[AF_NINTR];
+    double expected[AF_NINTR + 1]; /* the record's count scaled to it (NaN: no record) */
+    double gpu_hours;              /* devices x simulated hours */
+    af_replay_timeline_t tl;       /* its timeline (owned) */
+    af_replay_params_t params;
+} af_ensemble_member_t;
+
+typedef struct af_ensemble_policy {
+    double mean, ci_lo, ci_hi, p5, p50, p95, sd;
+    double young_mean, daly_mean;  /* the mean ETTR at each member's Young's / Daly's intervals */
+    double best_tau_s, best_rho_s; /* one interval for every member (rho: remap) */
+    double best_mean;              /* the group's mean ETTR there */
+} af_ensemble_policy_t;
+
+typedef struct af_ensemble_group {
+    char values[AF_ENSEMBLE_MAX_GRID][64]; /* the grid keys' values */
+    int n;                                 /* members */
+    af_ensemble_policy_t pol[AF_REPLAY_NPOLICY];
+    double intr_mean[AF_NINTR + 1]; /* interruptions per member by cause, [AF_NINTR] all */
+    double intr_lo[AF_NINTR + 1], intr_hi[AF_NINTR + 1];
+    double record[AF_NINTR + 1]; /* the record's count scaled to a member (NaN: none) */
+    int64_t devices;
+    double sim_hours;
+} af_ensemble_group_t;
+
+typedef struct af_ensemble {
+    char dir[1024];
+    char scenario[128];
+    char record[32];
+    int ngrid;
+    char grid[AF_ENSEMBLE_MAX_GRID][96];
+    int nmembers;
+    af_ensemble_member_t *members;
+    int ngroups;
+    af_ensemble_group_t *groups;
+} af_ensemble_t;
+
+/* Reads every *.h5 of dir and computes the ensemble's figures (record: as --record, NULL for
+ * the scenario's own). Bad input (no log in dir, a file that is not a readable agefence log, a
+ * member without a goodput, members of different scenarios, a bad DIR/grid) is AF_ERR_USAGE
+ * with one line naming the file (af_error_message); AF_ERR_NOMEM. af_ensemble_free releases it,
+ * also after a failure. */
+af_result_t af_ensemble_load(af_ensemble_t *e, const char *dir, const char *record);
+void af_ensemble_free(af_ensemble_t *e);
+
+/* The ensemble as text (agefence-report DIR) and as figures (--json). */
+void af_ensemble_text(const af_ensemble_t *e, FILE *out);
+af_result_t af_ensemble_figures(const af_ensemble_t *e, af_figs_t *f);
+/* One CSV row per member (--plots): group values, seed and the three ETTRs. */
+af_result_t af_ensemble_csv(const af_ensemble_t *e, FILE *out);
+
+/* The 0.975 quantile of Student's t with df degrees of freedom (a table to 30, then an
+ * expansion in 1/df good to 1e-3). */
+double af_student_t975(int df);
+
+#endif
