@@ -95,9 +95,13 @@ static void set_record(af_summary_t *s, const af_run_t *run)
  * order, not in time order within a step; ties keep the table's order), each of a kind by its
  * cause: job-level causes (AF_INTR_IS_JOB) lose no hardware; a device memory error (hbm) is a
  * fault of the hardware recovered in place (no device lost); a node's loss takes the node's
- * devices out (a trailing partial node its own); every other cause, one device. *intr gets
- * run->nintr entries (malloc; NULL with none). */
-static af_result_t goodput_intr(const af_run_t *run, int64_t devices, af_replay_intr_t **intr)
+ * devices out (a trailing partial node its own); every other cause, its device. A device
+ * already out of service is not taken out again: its position is out from its loss until a
+ * spare takes it, p->replace_s later while p's spares last (drawn in the order of the losses,
+ * as the replay draws them), or for good; struck while out, the interruption loses no device.
+ * *intr gets run->nintr entries (malloc; NULL with none). */
+static af_result_t goodput_intr(const af_run_t *run, int64_t devices, const af_replay_params_t *p,
+                                af_replay_intr_t **intr)
 {
     *intr = NULL;
     const int64_t n = run->nintr;
@@ -105,41 +109,87 @@ static af_result_t goodput_intr(const af_run_t *run, int64_t devices, af_replay_
         return AF_OK;
     }
     af_replay_intr_t *x = malloc(sizeof *x * (size_t)n);
-    if (x == NULL) {
+    int64_t *order = malloc(sizeof *order * (size_t)n);
+    /* when each position is back in service (0: in service; a fleet too large to track is not
+     * deduplicated) */
+    double *back = devices <= ((int64_t)1 << 26) ? calloc((size_t)devices, sizeof *back) : NULL;
+    if (x == NULL || order == NULL || (back == NULL && devices <= ((int64_t)1 << 26))) {
+        free(x);
+        free(order);
+        free(back);
         return AF_ERR_NOMEM;
     }
     const int64_t dpn = run->devices_per_node >= 1 ? run->devices_per_node : 1;
     for (int64_t k = 0; k < n; ++k) {
         const af_intr_row_t *row = &run->intr[k];
         double h = run->intr_timed && isfinite(row->time_h) ? row->time_h : row->sim_hours;
-        af_replay_intr_t e = {
-            .t_s = h * 3600.0, .kind = AF_REPLAY_HARDWARE, .devices_lost = 1, .node = row->node};
-        if (row->cause >= 0 && row->cause < AF_NINTR && AF_INTR_IS_JOB(row->cause)) {
-            e.kind = AF_REPLAY_JOB;
-            e.devices_lost = 0;
-        } else if (row->cause == AF_INTR_hbm) {
-            e.devices_lost = 0;
-        } else if (row->cause == AF_INTR_node) {
-            /* a trailing partial node loses its own devices; a node number past the fleet (a
-             * damaged log) one device, and never more than the fleet */
-            int64_t first = 0;
-            int64_t left = dpn;
-            if (row->node >= 0 && !__builtin_mul_overflow(row->node, dpn, &first)) {
-                left = first < devices ? devices - first : 1;
-            }
-            e.devices_lost = left < dpn ? left : dpn;
-            e.devices_lost = e.devices_lost < devices ? e.devices_lost : devices;
-        }
+        x[k].t_s = h * 3600.0;
         /* insertion into the sorted prefix: the rows are in step order, so this moves a row
          * past the few of its own step drawn later than it */
         int64_t j = k;
-        while (j > 0 && x[j - 1].t_s > e.t_s) {
-            x[j] = x[j - 1];
+        while (j > 0 && x[order[j - 1]].t_s > x[k].t_s) {
+            order[j] = order[j - 1];
             j--;
         }
-        x[j] = e;
+        order[j] = k;
     }
-    *intr = x;
+    int64_t spares = 0;
+    if (__builtin_mul_overflow(p->spare_nodes, p->devices_per_node, &spares)) {
+        spares = INT64_MAX;
+    }
+    af_replay_intr_t *sorted = malloc(sizeof *sorted * (size_t)n);
+    if (sorted == NULL) {
+        free(x);
+        free(order);
+        free(back);
+        return AF_ERR_NOMEM;
+    }
+    for (int64_t j = 0; j < n; ++j) {
+        const af_intr_row_t *row = &run->intr[order[j]];
+        const double t = x[order[j]].t_s;
+        af_replay_intr_t e = {
+            .t_s = t, .kind = AF_REPLAY_HARDWARE, .devices_lost = 0, .node = row->node};
+        int64_t first = -1;
+        int64_t count = 0;
+        if (row->cause >= 0 && row->cause < AF_NINTR && AF_INTR_IS_JOB(row->cause)) {
+            e.kind = AF_REPLAY_JOB;
+        } else if (row->cause == AF_INTR_hbm) {
+            /* in place: no device lost */
+        } else if (row->cause == AF_INTR_node) {
+            /* the node's devices; a node number past the fleet (a damaged log) one device */
+            if (row->node >= 0 && !__builtin_mul_overflow(row->node, dpn, &first) &&
+                first < devices) {
+                count = devices - first < dpn ? devices - first : dpn;
+            } else {
+                first = -1;
+                count = 1;
+            }
+        } else {
+            first = row->device >= 0 && row->device < devices ? row->device : -1;
+            count = 1;
+        }
+        if (first < 0 || back == NULL) {
+            e.devices_lost = count < devices ? count : devices; /* not tracked */
+        } else {
+            for (int64_t d = first; d < first + count; ++d) {
+                if (back[d] > t) {
+                    continue; /* already out */
+                }
+                e.devices_lost++;
+                if (spares > 0) {
+                    spares--;
+                    back[d] = t + p->replace_s;
+                } else {
+                    back[d] = INFINITY;
+                }
+            }
+        }
+        sorted[j] = e;
+    }
+    free(x);
+    free(order);
+    free(back);
+    *intr = sorted;
     return AF_OK;
 }
 
@@ -198,7 +248,7 @@ static af_result_t goodput_timeline(const af_summary_t *s, double window_s,
     af_replay_pace_t *pace = NULL;
     int64_t npace = 0;
     const int64_t devices = run->devices.ok && run->devices.v >= 1 ? run->devices.v : 1;
-    af_result_t rc = goodput_intr(run, devices, &intr);
+    af_result_t rc = goodput_intr(run, devices, &s->goodput_params, &intr);
     if (rc == AF_OK) {
         rc = goodput_pace(run, s->units, &pace, &npace);
     }
@@ -236,9 +286,12 @@ static af_result_t goodput_compute(af_summary_t *s, const af_run_t *run)
     AF_CHECK(goodput_timeline(s, s->goodput_window_s, &tl));
     const af_replay_intr_t *intr = tl.intr;
     for (int64_t k = 0; k < run->nintr; ++k) {
-        s->goodput_job += intr[k].kind == AF_REPLAY_JOB;
-        s->goodput_inplace += intr[k].kind == AF_REPLAY_HARDWARE && intr[k].devices_lost == 0;
-        s->goodput_hw += intr[k].kind == AF_REPLAY_HARDWARE && intr[k].devices_lost > 0;
+        const int64_t c = run->intr[k].cause;
+        s->goodput_job += c >= 0 && c < AF_NINTR && AF_INTR_IS_JOB(c);
+        s->goodput_inplace += c == AF_INTR_hbm;
+    }
+    s->goodput_hw = run->nintr - s->goodput_job - s->goodput_inplace;
+    for (int64_t k = 0; k < run->nintr; ++k) {
         if (__builtin_add_overflow(s->goodput_hw_devices, intr[k].devices_lost,
                                    &s->goodput_hw_devices)) {
             s->goodput_hw_devices = INT64_MAX;

@@ -110,7 +110,8 @@ typedef struct af_summary {
     /* The goodput of recovery policies on this history, by replay (analysis/goodput.h,
      * docs/goodput.md): have_goodput 1 when it was replayed, else goodput_why says why. The
      * timeline: W = the run's simulated hours, its interruptions at their drawn times, of which
-     * goodput_hw lost hardware (goodput_hw_devices devices in all), goodput_inplace were
+     * goodput_hw lost hardware (goodput_hw_devices devices taken out in all: a device struck
+     * while out adds none), goodput_inplace were
      * hardware faults recovered in place (a device memory error) and goodput_job job-level;
      * goodput_pace_points the changes of remap's pace taken from the run's healthy units. */
     int have_goodput;

@@ -227,19 +227,31 @@ njob = sum(1 for g in groups if g[1] in JOB)
 ninplace = sum(1 for g in groups if g[1] == "hbm")
 nhw = len(groups) - njob - ninplace
 ndev = int(root["devices"]) if "devices" in root else 0
-def devices_out(g):
-    if g[1] != "node":
-        return 1
-    left = ndev - g[3] * per_node if g[3] >= 0 else per_node
-    return max(1, min(per_node, left))
-lost_devices = sum(devices_out(g) for g in groups if g[1] not in JOB and g[1] != "hbm")
+# Devices taken out: a position struck while out adds none; with no spare (spare_nodes 0) none
+# comes back, so the count is the positions ever struck (a node's: its devices).
+positions, untracked = set(), 0
+for g in groups:
+    if g[1] in JOB or g[1] == "hbm":
+        continue
+    if g[1] == "node":
+        if g[3] >= 0 and g[3] * per_node < ndev:
+            positions.update(range(g[3] * per_node, min(ndev, (g[3] + 1) * per_node)))
+        else:
+            untracked += 1
+    elif 0 <= g[2] < ndev:
+        positions.add(g[2])
+    else:
+        untracked += 1
+lost_devices = len(positions) + untracked if gp.get("spare_nodes", 0) == 0 else None
 W = hours * 3600.0
 if hours > 0:
     same("goodput.window_s", get("goodput.window_s"), W)
     same("goodput.timeline.hardware_losses", get("goodput.timeline.hardware_losses"), nhw, 0)
     same("goodput.timeline.in_place", get("goodput.timeline.in_place"), ninplace, 0)
     same("goodput.timeline.job_level", get("goodput.timeline.job_level"), njob, 0)
-    same("goodput.timeline.devices_lost", get("goodput.timeline.devices_lost"), lost_devices, 0)
+    if lost_devices is not None:
+        same("goodput.timeline.devices_lost", get("goodput.timeline.devices_lost"), lost_devices,
+             0)
     delta, rep = gp.get("checkpoint_seconds", 60.0), gp.get("replica_seconds", 1.0)
     def young(d, n):
         return math.sqrt(2.0 * d * W / n) if n else None

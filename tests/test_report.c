@@ -614,7 +614,8 @@ static void test_figures_of_a_known_log(void **state)
     assert_int_equal(s->intr_job, 2);
     NEAR(s->mtbi_hours, 200.0 / 7.0);
     /* goodput by replay (analysis/goodput.h): the report's timeline is the table's, at its
-     * drawn hours, each of its kind (wear-out: one device out; software and sdc: job-level),
+     * drawn hours, each of its kind (wear-out: its device out, none when it is out already, as
+     * device 0 is at 101 h; software and sdc: job-level),
      * on a window of 200 h, with remap's pace from the healthy units (blocks 8 on 8 units: the
      * most loaded unit starts with 1 block; 7 healthy from row 0, 6 from row 5: ceil(8 / h) = 2,
      * pace 1/2 from 10 h; 3 from row 10: 1/3 from 110 h; none from row 15: 0 from 160 h). The
@@ -623,13 +624,13 @@ static void test_figures_of_a_known_log(void **state)
     assert_true(s->have_goodput);
     NEAR(s->goodput_window_s, 720000.0);
     assert_int_equal(s->goodput_hw, 5);
-    assert_int_equal(s->goodput_hw_devices, 5);
+    assert_int_equal(s->goodput_hw_devices, 4); /* device 0's second strike finds it out */
     assert_int_equal(s->goodput_inplace, 0);
     assert_int_equal(s->goodput_job, 2);
     assert_int_equal(s->goodput_pace_points, 4);
     {
         const af_replay_intr_t x[7] = {
-            {55.0 * 3600, AF_REPLAY_HARDWARE, 1, 0},  {101.0 * 3600, AF_REPLAY_HARDWARE, 1, 0},
+            {55.0 * 3600, AF_REPLAY_HARDWARE, 1, 0},  {101.0 * 3600, AF_REPLAY_HARDWARE, 0, 0},
             {104.0 * 3600, AF_REPLAY_HARDWARE, 1, 1}, {151.0 * 3600, AF_REPLAY_HARDWARE, 1, 2},
             {152.5 * 3600, AF_REPLAY_HARDWARE, 1, 3}, {157.25 * 3600, AF_REPLAY_JOB, 0, -1},
             {175.0 * 3600, AF_REPLAY_JOB, 0, 3}};
@@ -1475,6 +1476,53 @@ static void test_record_sits_beside_the_run_scaled_by_grain(void **state)
     unlink(path);
 }
 
+/* The report's timeline takes a device out once: struck again while out, a loss takes none;
+ * struck again after a spare took its place (replace_seconds later, while spares last), it
+ * takes one again. A run in memory: 4 devices, 2 a node, one spare node (2 devices), a spare
+ * in service 10 h after the loss it replaces; window 100 h. Losses: device 1 at 1 h (a spare,
+ * back at 11 h), device 1 at 5 h (out: none), device 1 at 20 h (the spare's place: one, the
+ * second spare, back at 30 h), node 0 at 40 h (devices 0 and 1: both in service, two out, no
+ * spare left), device 0 at 50 h (out for good: none), an hbm fault at 60 h (none). */
+static void test_goodput_takes_a_device_out_once(void **state)
+{
+    (void)state;
+    static af_run_t run;
+    memset(&run, 0, sizeof run);
+    double hours[2] = {50.0, 100.0};
+    run.nrows = 2;
+    run.col[AF_COL_sim_hours] = hours;
+    run.devices.ok = 1;
+    run.devices.v = 4;
+    run.devices_per_node = 2;
+    af_goodput_defaults(&run.goodput);
+    run.goodput.spare_nodes = 1;
+    run.goodput.replace_s = 36000.0;
+    af_intr_row_t rows[6] = {
+        {1, 50.0, AF_INTR_device, 1, 0, 1.0},    {1, 50.0, AF_INTR_sudden, 1, 0, 5.0},
+        {1, 50.0, AF_INTR_device, 1, 0, 20.0},   {1, 50.0, AF_INTR_node, -1, 0, 40.0},
+        {2, 100.0, AF_INTR_wearout, 0, 0, 50.0}, {2, 100.0, AF_INTR_hbm, 2, 1, 60.0}};
+    run.have_intr = 1;
+    run.intr_timed = 1;
+    run.nintr = 6;
+    run.intr = rows;
+    static af_summary_t s;
+    assert_int_equal(af_summary_compute(&s, &run), AF_OK);
+    assert_true(s.have_goodput);
+    assert_int_equal(s.goodput_hw, 5);
+    assert_int_equal(s.goodput_inplace, 1);
+    assert_int_equal(s.goodput_hw_devices, 4); /* 1 + 0 + 1 + 2 + 0 */
+    af_replay_timeline_t tl;
+    assert_int_equal(af_summary_goodput_timeline(&s, &tl), AF_OK);
+    const int64_t lost[6] = {1, 0, 1, 2, 0, 0};
+    for (int k = 0; k < 6; ++k) {
+        assert_int_equal(tl.intr[k].devices_lost, lost[k]);
+        assert_int_equal(tl.intr[k].kind, AF_REPLAY_HARDWARE);
+        assert_true(tl.intr[k].t_s == rows[k].time_h * 3600.0);
+    }
+    free((void *)tl.intr);
+    free((void *)tl.pace);
+}
+
 /* The [goodput] keys and the replay of a history with no interruption (analysis/goodput.h). */
 static void test_goodput_keys_and_an_untroubled_history(void **state)
 {
@@ -1514,6 +1562,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_percentiles_match_hand_computed_values),
         cmocka_unit_test(test_goodput_keys_and_an_untroubled_history),
+        cmocka_unit_test(test_goodput_takes_a_device_out_once),
         cmocka_unit_test(test_interruptions_come_from_the_table_or_from_the_events),
         cmocka_unit_test(test_poisson_interval_matches_known_values),
         cmocka_unit_test(test_record_sits_beside_the_run_scaled_by_grain),
