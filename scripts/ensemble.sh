@@ -100,7 +100,8 @@ done
 
 # Each member's status and output, until they are counted.
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/agefence-ensemble.XXXXXX") || bad "mktemp failed"
-trap 'rm -rf "$tmp"' EXIT
+sessions=${OMPI_MCA_orte_tmpdir_base:-${TMPDIR:-/tmp}}/agefence-ensemble.$$
+trap 'rm -rf "$tmp" "$sessions"' EXIT
 bin=${AGEFENCE_BIN:-$top/build/agefence}
 [ -x "$bin" ] || bad "no agefence binary at $bin (scripts/build.sh builds it; AGEFENCE_BIN names another)"
 launcher=${AGEFENCE_MPIEXEC:-$top/scripts/mpirun.sh}
@@ -201,6 +202,10 @@ start() { # start I: launch member I in the background; its status goes to tmp/I
   local i=$1 sets
   mapfile -t sets < <(printf '%s' "${point_sets[i / members]}")
   (
+    # A session-directory base of each member's own, inside the one already set: Open MPI 4's
+    # shared one is removed by the last mpirun to leave, and a member starting at that moment
+    # would fail before any rank runs (scripts/mpirun.sh nests its own inside it).
+    mkdir -p "$sessions/$i" && export OMPI_MCA_orte_tmpdir_base=$sessions/$i
     "$launcher" -n "$ranks" "$bin" run -q -o "$dir/$(name "$i")" "${pass[@]}" \
       --set "scenario.seed=$(seed_of "$i")" "${sets[@]}" >"$tmp/$i.out" 2>&1 &
     echo $! >"$tmp/$i.pid"
