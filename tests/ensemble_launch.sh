@@ -14,6 +14,9 @@
 #    seeds 100-102 in members.txt and the logs, no grid line left of another key.
 # 4. A member that fails (a launcher that exits 3 for seed 101): exit 1, the member named on
 #    stderr and exit=3 in members.txt, the other members run.
+# 5. configs/slurm/agefence-ensemble.sbatch's tasks 0-5 run by hand (no Slurm) with the grid and
+#    scenario of 1: the same member names, seeds and grid values, DIR/grid; a task past the
+#    ensemble refused with one line, exit 2. (tests/slurm.sh submits a real 2-task array.)
 set -uo pipefail
 agefence=$1 report=$2 mpiexec=$3 work=$4 src=$5
 script=$src/scripts/ensemble.sh
@@ -65,6 +68,7 @@ done
   { cat run.err; fail "not six progress lines"; }
 grep -q '^ensemble: 6 members in [0-9.]* s ([0-9.]* members/s)' run.out || { cat run.out; fail "no rate line"; }
 grep -q "aggregate with: .*agefence-report ens$" run.out || { cat run.out; fail "no aggregate line"; }
+cp ens/members.txt ens1.members.txt
 ok "6 members (3 seeds x 2 values of $key, 2 at once, 2 ranks each): logs, grid, members.txt, /@config"
 
 # ---- 2. bad input -------------------------------------------------------------------------------
@@ -121,4 +125,58 @@ grep -qx 'member-0001.h5 seed=101 exit=3' fails/members.txt || fail "members.txt
 [ "$(grep -c 'exit=0$' fails/members.txt)" = 2 ] || fail "the other members did not pass"
 grep -q 'injected failure' fails/member-0001.err || fail "no member-0001.err with the member's output"
 ok "a failing member: exit 1, named, exit=3 in members.txt, its output in member-0001.err"
+
+# ---- 5. the Slurm array script's members, without Slurm -------------------------------------------
+# configs/slurm/agefence-ensemble.sbatch run by hand as tasks 0-5 of an array, through
+# agefence.sbatch's mpirun launcher (the suite's af-mpiexec): the same files, seeds and grid values
+# as scripts/ensemble.sh's ensemble of section 1, member for member; task 6 is past the ensemble.
+array=$src/configs/slurm/agefence-ensemble.sbatch
+task() {
+  SLURM_ARRAY_TASK_ID=$1 SLURM_ARRAY_TASK_MIN=0 SLURM_ARRAY_TASK_MAX=5 SLURM_NTASKS=$ranks \
+    AGEFENCE_LAUNCHER=mpirun AGEFENCE_MPIRUN=$mpiexec AGEFENCE_ENSEMBLE_DIR=array \
+    AGEFENCE_SCENARIO=$fixture AGEFENCE_SET="scenario.steps=40" AGEFENCE_GRID="$key=50,100" \
+    bash "$array" >"array.$1.out" 2>&1
+}
+ranks=2
+for i in 0 1 2 3 4 5; do
+  task "$i" || { cat "array.$i.out"; fail "array task $i: exit $?"; }
+done
+[ "$(cat array/grid)" = "$key" ] || fail "array/grid: '$(cat array/grid)'"
+want=$(printf '%s\n' grid member-0000.h5 member-0001.h5 member-0002.h5 member-0003.h5 \
+  member-0004.h5 member-0005.h5)
+[ "$(ls array)" = "$want" ] || fail "array/ holds: $(ls array | tr '\n' ' ')"
+# members.txt is scripts/ensemble.sh's: section 1's says what each member must be.
+cp ens1.members.txt array/members.txt
+for i in 0 1 2 3 4 5; do
+  check_member array "$i" $((7 + i % 3)) $((50 * (1 + i / 3)))
+done
+task 6
+rc=$?
+[ "$rc" = 2 ] || { cat array.6.out; fail "array task 6 of 6 members: exit $rc, expected 2"; }
+[ "$(wc -l <array.6.out)" = 1 ] || { cat array.6.out; fail "array task 6: not one line"; }
+[ ! -e array/member-0006.h5 ] || fail "array task 6 wrote a log"
+ok "the array script's tasks 0-5: the same members as scripts/ensemble.sh's; task 6: $(cat array.6.out)"
+
+# ---- 6. two grid keys: the first outermost, in both scripts ----------------------------------------
+key2=recovery.replica_interval
+ens -o ens2 -n 1 -j 2 -c "$fixture" --set scenario.steps=40 --grid "$key=50,100" \
+  --grid "$key2=5,10" >ens2.out 2>&1 || { cat ens2.out; fail "two grid keys: exit $?"; }
+[ "$(cat ens2/grid)" = "$key"$'\n'"$key2" ] || fail "ens2/grid: $(cat ens2/grid)"
+for i in 0 1 2 3; do
+  h=$((50 * (1 + i / 2))) r=$((5 * (1 + i % 2)))
+  line=$(sed -n "$((i + 1))p" ens2/members.txt)
+  [ "$line" = "member-000$i.h5 seed=7 $key=$h $key2=$r exit=0" ] || fail "ens2/members.txt: '$line'"
+  SLURM_ARRAY_TASK_ID=$i SLURM_ARRAY_TASK_MAX=3 SLURM_NTASKS=1 AGEFENCE_SEEDS=1 \
+    AGEFENCE_LAUNCHER=mpirun AGEFENCE_MPIRUN=$mpiexec AGEFENCE_ENSEMBLE_DIR=array2 \
+    AGEFENCE_SCENARIO=$fixture AGEFENCE_SET="scenario.steps=40" \
+    AGEFENCE_GRID="$key=50,100 $key2=5,10" bash "$array" >"array2.$i.out" 2>&1 ||
+    { cat "array2.$i.out"; fail "two grid keys: array task $i: exit $?"; }
+  for f in ens2 array2; do
+    cfg=$("$report" --attr / config "$f/member-000$i.h5") || fail "$f/member-000$i.h5: no /@config"
+    grep -qx "sim_hours_per_step = $h" <<<"$cfg" && grep -qx "replica_interval = $r" <<<"$cfg" ||
+      fail "$f/member-000$i.h5: not $key=$h $key2=$r"
+  done
+done
+[ "$(cat array2/grid)" = "$(cat ens2/grid)" ] || fail "array2/grid: $(cat array2/grid)"
+ok "two grid keys: 2 x 2 points, $key outermost, in both scripts"
 echo "PASS"
