@@ -12,6 +12,9 @@
 # 2. Jobs, each checked through its exit status, its %x-%j.out/.err files and its log:
 #    srun-pass     srun --mpi=pmix, 3 tasks, tests/fixtures/small.ini, the default log path;
 #    mpirun-pass   AGEFENCE_LAUNCHER=mpirun, 2 tasks, faultfree.ini;
+#    ensemble      configs/slurm/agefence-ensemble.sbatch as a 2-task array (2 srun tasks each,
+#                  small.ini for 40 steps): DIR/member-0000.h5 and member-0001.h5, valid, with
+#                  the scenario's seed 7 and the next, 8, and no DIR/grid without a grid;
 #    both: exit 0, `agefence-report --check`, bitwise_equal = 1, the rank count, nothing
 #    allocated and no communicator created after start-up, and the log's launch record: the
 #    root attributes slurm_job_id = the job id, slurm_ntasks = the task count, launcher = srun
@@ -127,7 +130,7 @@ slurmd_port=$(free_port "$ctld_port") || fail "no free port"
 host=$(hostname -s)
 cpus=$(nproc)
 # Room for every job of this test at once (they oversubscribe the cores; Slurm is told so).
-[ "$cpus" -ge 12 ] || cpus=12
+[ "$cpus" -ge 16 ] || cpus=16
 
 # Every daemon runs under timeout(1): should this script be killed outright (CTest's timeout
 # kills without a trap), the daemons still end within the test's own time limit. A SIGTERM to
@@ -203,7 +206,8 @@ sbatch_script=$src/configs/slurm/agefence.sbatch
 attr() { "$report" --attr "$1" "$2" "$3"; }
 
 # submit NAME SBATCH-OPTIONS... -- EXPORTS: sbatch --wait from WORKDIR; prints the job id.
-# The exit status is the job's; the id goes to WORKDIR/NAME.id as well.
+# The exit status is the job's (an array's: its tasks' highest); the id goes to WORKDIR/NAME.id
+# as well. The script is agefence.sbatch, or $submit_script.
 submit() {
   local name=$1
   shift
@@ -214,7 +218,7 @@ submit() {
   done
   shift
   sbatch --wait --parsable --chdir="$work" --job-name="$name" "${opts[@]}" \
-    --export="ALL,AGEFENCE_BIN=$agefence${1:+,$1}" "$sbatch_script" >"$work/$name.id" \
+    --export="ALL,AGEFENCE_BIN=$agefence${1:+,$1}" "${submit_script:-$sbatch_script}" >"$work/$name.id" \
     2>"$work/$name.sbatch.err"
 }
 
@@ -307,7 +311,13 @@ srun_pass=$!
 submit mpirun-pass --nodes=1 --ntasks-per-node=2 --time=00:05:00 -- \
   "AGEFENCE_SCENARIO=$src/tests/fixtures/faultfree.ini,AGEFENCE_LAUNCHER=mpirun,AGEFENCE_OUT=$work/mpirun-pass.h5" &
 mpirun_pass=$!
-say "submitted: srun-pass, mpirun-pass, limit-srun, limit-mpirun"
+# An ensemble of two members: a 2-task array of agefence-ensemble.sbatch (srun, 2 tasks each),
+# small.ini for 40 steps, the scenario's own seed for the first member.
+submit_script=$src/configs/slurm/agefence-ensemble.sbatch submit ensemble --array=0-1 --nodes=1 \
+  --ntasks-per-node=2 --time=00:05:00 -- \
+  "AGEFENCE_SCENARIO=$src/tests/fixtures/small.ini,AGEFENCE_SET=scenario.steps=40,AGEFENCE_ENSEMBLE_DIR=$work/ensemble" &
+ensemble=$!
+say "submitted: srun-pass, mpirun-pass, limit-srun, limit-mpirun, ensemble (array 0-1)"
 
 # ---- srun without PMIx --------------------------------------------------------------------------
 say "srun --mpi=none -n 2: must not run two copies"
@@ -345,10 +355,24 @@ id=$(cut -d';' -f1 "$work/srun-pass.id")
 check_pass srun-pass 3 srun "$work/out/srun-pass-$id.h5"
 wait_job mpirun-pass "$mpirun_pass" 0
 check_pass mpirun-pass 2 mpirun "$work/mpirun-pass.h5"
+wait_job ensemble "$ensemble" 0
+id=$(cut -d';' -f1 "$work/ensemble.id")
+for t in 0 1; do
+  log=$work/ensemble/member-000$t.h5
+  [ -f "$work/ensemble-${id}_$t.out" ] || fail "ensemble: no ensemble-${id}_$t.out (%x-%A_%a.out)"
+  grep -q "agefence exited with status 0" "$work/ensemble-${id}_$t.out" ||
+    { cat "$work/ensemble-${id}_$t.out" "$work/ensemble-${id}_$t.err" >&2; fail "ensemble: task $t did not pass"; }
+  [ -f "$log" ] || fail "ensemble: task $t wrote no $log"
+  "$report" --check "$log" >/dev/null || { "$report" --check "$log" >&2; fail "ensemble: $log invalid"; }
+  [ "$(attr / seed "$log")" = $((7 + t)) ] || fail "ensemble: $log has seed $(attr / seed "$log"), expected $((7 + t))"
+  [ "$(attr / ranks "$log")" = 2 ] || fail "ensemble: $log ran on $(attr / ranks "$log") ranks, expected 2"
+done
+[ ! -e "$work/ensemble/grid" ] || fail "ensemble: a grid file without AGEFENCE_GRID"
+say "ensemble: array $id: member-0000.h5 and member-0001.h5, seeds 7 and 8, 2 ranks each"
 say "waiting for the time-limit jobs"
 wait_job limit-srun "$limit_srun" 5
 check_limit limit-srun srun "$work/limit-srun.h5"
 wait_job limit-mpirun "$limit_mpirun" 5
 check_limit limit-mpirun mpirun "$work/limit-mpirun.h5"
 
-say "PASS: Slurm jobs (srun, mpirun, time limit with SIGTERM forwarding) and srun refusals"
+say "PASS: Slurm jobs (srun, mpirun, an ensemble array, time limit with SIGTERM forwarding) and srun refusals"
