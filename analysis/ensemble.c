@@ -639,20 +639,6 @@ void af_ensemble_free(af_ensemble_t *e)
 static const af_replay_policy_t ORDER[AF_REPLAY_NPOLICY] = {
     AF_REPLAY_CHECKPOINT_RESTART, AF_REPLAY_REMAP, AF_REPLAY_SHRINK_REBUILD};
 
-static const char *interval(char *buf, size_t n, double x, double W)
-{
-    if (!isfinite(x)) {
-        snprintf(buf, n, "none needed");
-    } else if (x >= W) {
-        snprintf(buf, n, "none in the window");
-    } else if (x < 36000.0) {
-        snprintf(buf, n, "%.0f s", x);
-    } else {
-        snprintf(buf, n, "%.4g h", x / 3600.0);
-    }
-    return buf;
-}
-
 void af_ensemble_text(const af_ensemble_t *e, FILE *out)
 {
     int64_t smin = INT64_MAX;
@@ -695,9 +681,11 @@ void af_ensemble_text(const af_ensemble_t *e, FILE *out)
             }
             fprintf(out, "  %-19s %7.4f %17s %7.4f %7.4f %7.4f %8.4f %8.4f   checkpoints %s",
                     af_replay_policy_name(ORDER[k]), P->mean, ci, P->p5, P->p50, P->p95,
-                    P->young_mean, P->daly_mean, interval(a, sizeof a, P->best_tau_s, W));
+                    P->young_mean, P->daly_mean,
+                    af_goodput_interval_text(a, sizeof a, P->best_tau_s, W));
             if (ORDER[k] == AF_REPLAY_REMAP) {
-                fprintf(out, ", replicas %s", interval(b, sizeof b, P->best_rho_s, W));
+                fprintf(out, ", replicas %s",
+                        af_goodput_interval_text(b, sizeof b, P->best_rho_s, W));
             }
             fprintf(out, ": %.4f\n", P->best_mean);
         }

@@ -139,3 +139,17 @@ af_result_t af_goodput_replay(const af_replay_timeline_t *tl, const af_replay_pa
     }
     return AF_OK;
 }
+
+const char *af_goodput_interval_text(char *buf, size_t n, double x, double W)
+{
+    if (!isfinite(x)) {
+        snprintf(buf, n, "none needed");
+    } else if (x >= W) {
+        snprintf(buf, n, "none in the window");
+    } else if (x < 36000.0) {
+        snprintf(buf, n, "every %.0f s", x);
+    } else {
+        snprintf(buf, n, "every %.4g h", x / 3600.0);
+    }
+    return buf;
+}

@@ -11,6 +11,7 @@
 #ifndef AF_GOODPUT_H
 #define AF_GOODPUT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "../common/af_result.h"
@@ -71,5 +72,10 @@ af_result_t af_goodput_replay(const af_replay_timeline_t *tl, const af_replay_pa
 af_result_t af_goodput_at(const af_replay_timeline_t *tl, const af_replay_params_t *p,
                           af_replay_policy_t policy, double tau_s, double rho_s,
                           af_replay_result_t *out);
+
+/* An interval as the reports say it: "every 996 s" (hours from 10 h: "every 21.2 h"), "none
+ * needed" where nothing needs guarding against (x infinite), "none in the window" where one
+ * interval over the whole window W did best (no write). Returns buf. */
+const char *af_goodput_interval_text(char *buf, size_t n, double x, double W);
 
 #endif

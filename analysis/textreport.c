@@ -249,23 +249,6 @@ static void containment_section(const af_summary_t *s, FILE *out)
 #undef T
 }
 
-/* An interval as the goodput lines say it: seconds (hours from 10 h) of work, "none needed"
- * where nothing needs guarding against, "none in the window" where one interval over the whole
- * window did best (no write). */
-static const char *interval_text(char *buf, size_t n, double x, double W)
-{
-    if (!isfinite(x)) {
-        snprintf(buf, n, "none needed");
-    } else if (x >= W) {
-        snprintf(buf, n, "none in the window");
-    } else if (x < 36000.0) {
-        snprintf(buf, n, "every %.0f s", x);
-    } else {
-        snprintf(buf, n, "every %.4g h", x / 3600.0);
-    }
-    return buf;
-}
-
 /* The goodput by replay (analysis/goodput.h, docs/goodput.md), a line per policy: the ETTR at
  * the intervals searched on this history, the intervals, the ETTR at Young's and Daly's
  * intervals, and where the rest of the window went, in hours. The timeline's make-up and the
@@ -287,9 +270,10 @@ static void goodput_text(const af_summary_t *s, FILE *out)
         fprintf(out, "  %-12s %-18s %.4f", k == 0 ? "goodput" : "", af_replay_policy_name(order[k]),
                 g->ettr);
         fprintf(out, k == 0 ? " ETTR by replay, checkpoints %s" : ", checkpoints %s",
-                interval_text(a, sizeof a, g->interval_s, W));
+                af_goodput_interval_text(a, sizeof a, g->interval_s, W));
         if (order[k] == AF_REPLAY_REMAP) {
-            fprintf(out, ", replicas %s", interval_text(b, sizeof b, g->replica_interval_s, W));
+            fprintf(out, ", replicas %s",
+                    af_goodput_interval_text(b, sizeof b, g->replica_interval_s, W));
         }
         fprintf(out,
                 " (Young's %.4f, Daly's %.4f); hours lost %.4g, restarting %.4g, writing %.4g, "

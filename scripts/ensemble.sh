@@ -18,8 +18,10 @@
 # files there (member-*.h5, member-*.err, grid, members.txt).
 # Environment: AGEFENCE_BIN the agefence binary [build/agefence of this repository];
 # AGEFENCE_MPIEXEC the launcher, called as LAUNCHER -n RANKS PROGRAM ARGS [scripts/mpirun.sh].
-# Exit status: 0 every member exited 0 or 4 (capacity exhausted is a result), 1 some member
-# exited otherwise (named on stderr) or the ensemble was interrupted, 2 bad options.
+# Exit status: 0 every member exited 0, 3 or 4 (a final state that differs from the reference
+# through an undetected corruption, or capacity exhausted: results, whose logs are whole; the
+# members that exited 3 are named on stderr), 1 some member exited otherwise (named on stderr)
+# or the ensemble was interrupted, 2 bad options.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 me=ensemble.sh
@@ -260,12 +262,21 @@ done
 
 el=$(since)
 failed=()
+differ=()
 for ((i = 0; i < total; i++)); do
   case "${status[i]:-none}" in
     0 | 4) ;;
+    3) differ+=("$(name "$i")") ;;
     *) failed+=("$(name "$i") (exit ${status[i]:-none})") ;;
   esac
 done
+if [ "${#differ[@]}" -gt 0 ]; then
+  # exit 3: a corruption no detector saw reached the final state. The log is whole and its
+  # interruptions are what they are: a result for the ensemble, said here and in members.txt.
+  echo "ensemble: ${#differ[@]} members ended with a final state that differs from the" \
+    "reference (exit 3: a corruption no detector saw; agefence-report says which):" \
+    "${differ[*]}" >&2
+fi
 rate=$(awk -v n="$done_count" -v e="$el" 'BEGIN { printf "%.2f", (e > 0 ? n / e : 0) }')
 echo "ensemble: $done_count members in $el s ($rate members/s), logs in $dir"
 if [ -n "$stopping" ]; then

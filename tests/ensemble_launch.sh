@@ -12,8 +12,9 @@
 # 3. --force over the ensemble with --seed0 100 and one grid key of two values: the old
 #    members gone (a stray member-0009.h5 among them), a file not the script's kept, the new
 #    seeds 100-102 in members.txt and the logs, no grid line left of another key.
-# 4. A member that fails (a launcher that exits 3 for seed 101): exit 1, the member named on
-#    stderr and exit=3 in members.txt, the other members run.
+# 4. A member that fails (a launcher that exits 1 for seed 101): exit 1, the member named on
+#    stderr and exit=1 in members.txt, the other members run; one that exits 3 (a final state
+#    that differs from the reference) is a result: exit 0, named on stderr, exit=3 listed.
 # 5. configs/slurm/agefence-ensemble.sbatch's tasks 0-5 run by hand (no Slurm) with the grid and
 #    scenario of 1: the same member names, seeds and grid values, DIR/grid; a task past the
 #    ensemble refused with one line, exit 2. (tests/slurm.sh submits a real 2-task array.)
@@ -112,7 +113,7 @@ ok "--force: the old members and grid removed, notes.txt kept, seeds 100-102 fro
 # ---- 4. a failing member ------------------------------------------------------------------------
 cat >failing-launcher <<EOF
 #!/usr/bin/env bash
-case " \$* " in *" scenario.seed=101 "*) echo "injected failure" >&2; exit 3 ;; esac
+case " \$* " in *" scenario.seed=101 "*) echo "injected failure" >&2; exit 1 ;; esac
 exec "$mpiexec" "\$@"
 EOF
 chmod +x failing-launcher
@@ -120,11 +121,27 @@ AGEFENCE_MPIEXEC=$work/failing-launcher ens -o fails -n 3 -j 2 --seed0 100 -c "$
   --set scenario.steps=40 >fails.out 2>fails.err
 rc=$?
 [ "$rc" = 1 ] || { cat fails.out fails.err; fail "a failing member: exit $rc, expected 1"; }
-grep -q 'failed: member-0001.h5 (exit 3)' fails.err || { cat fails.err; fail "the failed member is not named"; }
-grep -qx 'member-0001.h5 seed=101 exit=3' fails/members.txt || fail "members.txt: no exit=3 for member-0001"
+grep -q 'failed: member-0001.h5 (exit 1)' fails.err || { cat fails.err; fail "the failed member is not named"; }
+grep -qx 'member-0001.h5 seed=101 exit=1' fails/members.txt || fail "members.txt: no exit=1 for member-0001"
 [ "$(grep -c 'exit=0$' fails/members.txt)" = 2 ] || fail "the other members did not pass"
 grep -q 'injected failure' fails/member-0001.err || fail "no member-0001.err with the member's output"
-ok "a failing member: exit 1, named, exit=3 in members.txt, its output in member-0001.err"
+ok "a failing member: exit 1, named, exit=1 in members.txt, its output in member-0001.err"
+# A member whose final state differs from the reference (exit 3) is a result: exit 0, named.
+cat >differing-launcher <<EOF
+#!/usr/bin/env bash
+"$mpiexec" "\$@"; rc=\$?
+case " \$* " in *" scenario.seed=101 "*) exit 3 ;; esac
+exit \$rc
+EOF
+chmod +x differing-launcher
+AGEFENCE_MPIEXEC=$work/differing-launcher ens -o differs -n 3 -j 2 --seed0 100 -c "$fixture" \
+  --set scenario.steps=40 >differs.out 2>differs.err
+rc=$?
+[ "$rc" = 0 ] || { cat differs.out differs.err; fail "a member of exit 3: exit $rc, expected 0"; }
+grep -q 'differs from the reference .*member-0001.h5' differs.err ||
+  { cat differs.err; fail "the member of exit 3 is not named"; }
+grep -qx 'member-0001.h5 seed=101 exit=3' differs/members.txt || fail "members.txt: no exit=3"
+ok "a member of exit 3 (an undetected corruption) counts as a result, named"
 
 # ---- 5. the Slurm array script's members, without Slurm -------------------------------------------
 # configs/slurm/agefence-ensemble.sbatch run by hand as tasks 0-5 of an array, through
