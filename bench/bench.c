@@ -16,7 +16,7 @@
 
 static const af_bench_def_t *const BENCHES[] = {
     &af_bench_kernel, &af_bench_remap,  &af_bench_recovery, &af_bench_coord, &af_bench_log,
-    &af_bench_scale,  &af_bench_jitter, &af_bench_graph,    &af_bench_sdc};
+    &af_bench_scale,  &af_bench_jitter, &af_bench_graph,    &af_bench_sdc,   &af_bench_ensemble};
 #define NBENCH ((int)(sizeof BENCHES / sizeof BENCHES[0]))
 
 af_stats_t af_stats_of(const double *v, int n)

@@ -91,6 +91,7 @@ extern const af_bench_def_t af_bench_scale;
 extern const af_bench_def_t af_bench_jitter;
 extern const af_bench_def_t af_bench_graph;
 extern const af_bench_def_t af_bench_sdc;
+extern const af_bench_def_t af_bench_ensemble;
 
 /* `bench kernel` with workload.kind = attention (bench/bench_kernel_attn.c): the masked
  * attention step's flop rate against the multiply-add peak. AF_ERR_USAGE when the scenario is

@@ -53,6 +53,14 @@ with h5py.File(sys.argv[1], "r") as f:
         assert d.shape[0] > 0 and "p50" in d.attrs and "cv" in d.attrs, s
 print("ok:", len(series), "series")
 PY
+if [ "$name" = ensemble ]; then
+  # The members' directory is an ensemble agefence-report gathers: a group per fleet size.
+  report=$(dirname "$agefence")/agefence-report
+  "$report" "$out.ensemble" >"$work/report.txt" 2>&1 || { cat "$work/report.txt"; fail "report: exit $?"; }
+  [ "$(grep -c '^GROUP scenario.devices = ' "$work/report.txt")" = 2 ] ||
+    { cat "$work/report.txt"; fail "the ensemble report has not a group per fleet size"; }
+  grep -q "^  minutes for the sizes x 16 seeds" "$work/stdout" || fail "no projected minutes"
+fi
 if [ "$name" = jitter ]; then
   # agefence-report reads the results: the trade-off table, and its plot when Python can.
   report=$(dirname "$agefence")/agefence-report
