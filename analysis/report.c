@@ -391,8 +391,8 @@ int main(int argc, char **argv)
     if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
         if (check || obj != NULL || same != NULL || other != NULL) {
             fprintf(stderr,
-                    "agefence-report: %s is a directory: an ensemble takes --json, "
-                    "--plots and --record only\n",
+                    "agefence-report: %s: a directory, read as an ensemble: it takes "
+                    "--json, --plots and --record only\n",
                     path);
             return AF_EXIT_USAGE;
         }

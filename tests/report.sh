@@ -284,7 +284,9 @@ mode_bad_input() {
     fail "cannot make schema99.h5"
   mkdir -p adir.h5
   refuse missing "$work/nosuch.h5" "cannot open: No such file"
-  refuse directory "$work/adir.h5" "not a regular file"
+  # a directory is an ensemble (agefence-report DIR): this one holds no log; with --check or
+  # --compare it is refused as such, and as OTHER of --compare it is not a regular file
+  refuse directory "$work/adir.h5" "not a regular file|no agefence logs|a directory, read as an ensemble"
   refuse text "$fixtures/not_hdf5.h5" "not an HDF5 file"
   refuse empty "$fixtures/empty.h5" "not an HDF5 file"
   refuse truncated_100_bytes "$work/trunc100.h5" "not an HDF5 file|HDF5 cannot open it"
