@@ -437,7 +437,11 @@ static af_result_t group_figures(af_ensemble_t *e, int g)
         P->daly_mean = dsum / n;
 
         /* One setting for the whole group, from the members' mean Daly intervals. */
-        const af_replay_params_t *p = &e->members[0].params;
+        /* the group's own [goodput] keys (a grid may vary them): its first member's */
+        const af_replay_params_t *p = NULL;
+        for (int i = 0; i < e->nmembers && p == NULL; ++i) {
+            p = e->members[i].group == g ? &e->members[i].params : NULL;
+        }
         double tau = finite_mean(daly, n);
         double rho = pol == AF_REPLAY_REMAP ? finite_mean(dalyr, n) : INFINITY;
         tau = tau < Wmax ? tau : Wmax;
