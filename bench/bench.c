@@ -11,8 +11,8 @@
 #include "../common/af_alloc.h"
 #include "../kernels/kernels.h"
 #include "../common/percentile.h"
-#include "../sim/log.h"
-#include "../sim/version.h"
+#include "../sim/io/log.h"
+#include "../sim/io/version.h"
 
 static const af_bench_def_t *const BENCHES[] = {
     &af_bench_kernel, &af_bench_remap,  &af_bench_recovery, &af_bench_coord, &af_bench_log,

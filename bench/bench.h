@@ -12,8 +12,8 @@
 
 #include "../common/af_result.h"
 #include "../fabric/fabric.h"
-#include "../sim/config.h"
-#include "../sim/run.h"
+#include "../sim/io/config.h"
+#include "../sim/driver/run.h"
 
 #define AF_BENCH_MAX_SERIES 64
 #define AF_BENCH_MAX_RATIOS 64

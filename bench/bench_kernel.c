@@ -16,9 +16,9 @@
 #include "../common/af_alloc.h"
 #include "../common/af_time.h"
 #include "bench.h"
-#include "../sim/aging.h"
-#include "../sim/placement.h"
-#include "../sim/reference.h"
+#include "../sim/fleet/aging.h"
+#include "../sim/plan/placement.h"
+#include "../sim/oracle/reference.h"
 
 enum { V_MASKED, V_UNMASKED, V_COPY, V_TRIAD, V_RUN_MASKED, V_RUN_UNMASKED, V_FUSED, NV };
 static const char *VNAME[NV] = {"masked_kernel",      "unmasked_kernel",        "stream_copy",

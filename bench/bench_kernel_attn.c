@@ -26,7 +26,7 @@
 #include "../common/af_rsum.h"
 #include "../common/af_time.h"
 #include "../kernels/kernels.h"
-#include "../sim/aging.h"
+#include "../sim/fleet/aging.h"
 #include "bench.h"
 
 enum { V_ATTN, V_PEAK, NV };

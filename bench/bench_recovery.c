@@ -16,8 +16,8 @@
 #include "../common/af_time.h"
 #include "../common/logfile.h"
 #include "bench.h"
-#include "../sim/reference.h"
-#include "../sim/run_internal.h"
+#include "../sim/oracle/reference.h"
+#include "../sim/driver/run_internal.h"
 #include "bench_common.h"
 
 typedef struct rec {

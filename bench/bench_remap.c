@@ -10,7 +10,7 @@
 #include "../common/af_alloc.h"
 #include "../common/af_time.h"
 #include "bench.h"
-#include "../sim/coord.h"
+#include "../sim/plan/coord.h"
 
 /* The naive baseline: rebuild both tables from scratch over the live units (what a system
  * that reshapes does to its partition), O(blocks + units). */

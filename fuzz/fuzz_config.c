@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../sim/config.h"
+#include "../sim/io/config.h"
 #include "fuzz_common.h"
 
 #define MAX_SETS 8

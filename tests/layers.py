@@ -10,7 +10,7 @@ Parts and what each may use (README, "Layout"):
     sim       fabric, kernels, common (the driver)
     bench     sim, fabric, kernels, common (the benchmarks of `agefence bench`)
     analysis  common
-    sim/main.c, the program's entry point, may call bench/ too.
+    sim/driver/main.c, the program's entry point, may call bench/ too.
 Checks, each printing one line per violation and failing the test:
   1. every #include "..." of a part's files resolves to a file of a part it may use;
   2. every agefence symbol an object file needs (nm -u) is defined by an object of a part it
@@ -31,11 +31,11 @@ ALLOWED = {
     "sim": {"sim", "fabric", "kernels", "common"},
     "bench": {"bench", "sim", "fabric", "kernels", "common"},
     "analysis": {"analysis", "common"},
-    # sim/main.c, the entry point of `agefence run|config|bench`, sits above both.
+    # sim/driver/main.c, the entry point of `agefence run|config|bench`, sits above both.
     "main": {"main", "bench", "sim", "fabric", "kernels", "common"},
 }
 PARTS = set(ALLOWED) - {"main"}
-ENTRY = os.path.join("sim", "main.c")
+ENTRY = os.path.join("sim", "driver", "main.c")
 
 
 def part_of(path, src):
@@ -51,7 +51,9 @@ def check_includes(src, out):
         folder = os.path.join(src, part)
         if not os.path.isdir(folder):
             continue
-        for name in sorted(os.listdir(folder)):
+        names = sorted(os.path.relpath(os.path.join(d, f), folder)
+                       for d, _, fs in os.walk(folder) for f in fs)
+        for name in names:
             if not name.endswith((".c", ".h", ".cu")):
                 continue
             path = os.path.join(folder, name)
@@ -61,7 +63,7 @@ def check_includes(src, out):
                     m = inc.match(line)
                     if not m:
                         continue
-                    target = os.path.normpath(os.path.join(folder, m.group(1)))
+                    target = os.path.normpath(os.path.join(os.path.dirname(path), m.group(1)))
                     if not os.path.exists(target):
                         target = os.path.normpath(os.path.join(src, m.group(1)))
                     if not os.path.exists(target):

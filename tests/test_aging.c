@@ -4,9 +4,9 @@
  * closed-form arithmetic (every unit every step), with loads changed through the placement's
  * list of changed units. */
 #include "common/af_alloc.h"
-#include "sim/aging.h"
-#include "sim/config.h"
-#include "sim/placement.h"
+#include "sim/fleet/aging.h"
+#include "sim/io/config.h"
+#include "sim/plan/placement.h"
 
 #include <stdarg.h>
 #include <stddef.h>

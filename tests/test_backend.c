@@ -1,8 +1,8 @@
 /* Unit tests of backend selection (sim/backend.c): every rule of af_backend_decide() from
  * explicit facts (built with CUDA or not, GPUs visible, ranks per node), so they run without a
  * GPU; then af_backend_select() as this build and machine see it, and the buffer helpers. */
-#include "sim/backend.h"
-#include "sim/config.h"
+#include "sim/io/backend.h"
+#include "sim/io/config.h"
 
 #include <stdarg.h>
 #include <stddef.h>

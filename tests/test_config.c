@@ -1,7 +1,7 @@
 /* Unit tests of sim/config: the embedded default, --set precedence, the round trip through
  * af_config_format, [event.N] sections, and one precise line of error text for every kind of
  * bad input (file and line or "--set", the key, the allowed range). */
-#include "sim/config.h"
+#include "sim/io/config.h"
 
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,7 +1,7 @@
 /* Unit tests of sim/coord: the choice of a target slot, the plan of restores and drains that
  * follows health changes (checked against the placement invariants over random failure
  * histories), and the buddy device that holds each block's replica. */
-#include "sim/coord.h"
+#include "sim/plan/coord.h"
 
 #include <stdarg.h>
 #include <stddef.h>

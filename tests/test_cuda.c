@@ -13,10 +13,10 @@
  *                      and the "share GPU" message, none may hang */
 #include "fabric/fabric.h"
 #include "kernels/kernels.h"
-#include "sim/backend.h"
-#include "sim/aging.h"
-#include "sim/config.h"
-#include "sim/reference.h"
+#include "sim/io/backend.h"
+#include "sim/fleet/aging.h"
+#include "sim/io/config.h"
+#include "sim/oracle/reference.h"
 
 #include <stdarg.h>
 #include <stddef.h>

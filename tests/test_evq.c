@@ -2,7 +2,7 @@
  * lower unit, re-keying in both directions, removal from any place, units indexed from the
  * start of a range, every allocation failure, and random operations against a sorted oracle. */
 #include "common/af_alloc.h"
-#include "sim/evq.h"
+#include "sim/fleet/evq.h"
 
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,7 +1,7 @@
 /* Unit tests of sim/jobintr: job-level interruptions drawn from the seed as Poisson processes
  * at their grain (the job, a node, a device; a trailing node of fewer devices among them), the
  * scripted ones at their step, none on dead hardware, and the step's fixed buffer. */
-#include "sim/jobintr.h"
+#include "sim/fleet/jobintr.h"
 
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,7 +12,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "sim/aging.h"
+#include "sim/fleet/aging.h"
 
 static af_config_t cfg;
 static char err[1024];

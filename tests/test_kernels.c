@@ -5,9 +5,9 @@
  * diagnostics. */
 #include "kernels/kernels.h"
 #include "kernels/af_burgers.h"
-#include "sim/aging.h"
-#include "sim/config.h"
-#include "sim/reference.h"
+#include "sim/fleet/aging.h"
+#include "sim/io/config.h"
+#include "sim/oracle/reference.h"
 
 #include <stdarg.h>
 #include <stddef.h>

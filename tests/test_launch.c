@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "sim/launch.h"
+#include "sim/io/launch.h"
 
 /* Every variable launch.c reads; each test starts with none of them set. */
 static const char *const vars[] = {

@@ -2,7 +2,7 @@
  * schema checker (analysis/logread.h) accept, every seeded inconsistency is caught, bad files
  * are refused with one line naming the path, and af_percentile_sorted follows numpy's linear
  * interpolation. */
-#include "sim/log.h"
+#include "sim/io/log.h"
 #include "common/log_schema.h"
 #include "common/percentile.h"
 #include "analysis/logread.h"

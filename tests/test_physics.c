@@ -9,8 +9,8 @@
  * on N = 64..512 cells to the same final time with the diffusion number nu dt / dx^2 held at
  * 0.2; the scheme is first order in time and second in space, so with dt proportional to dx^2
  * the max-norm error must fall as dx^2: observed orders near 2. */
-#include "sim/config.h"
-#include "sim/reference.h"
+#include "sim/io/config.h"
+#include "sim/oracle/reference.h"
 
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,7 +1,7 @@
 /* Unit tests of sim/placement: the static capacity formula, the split of the fleet over ranks,
  * the initial placement, moves between preallocated slots and the list of units whose load
  * changed. */
-#include "sim/placement.h"
+#include "sim/plan/placement.h"
 
 #include <stdarg.h>
 #include <stddef.h>

@@ -10,7 +10,7 @@
 #include "analysis/stats.h"
 #include "analysis/summary.h"
 #include "analysis/textreport.h"
-#include "sim/log.h"
+#include "sim/io/log.h"
 #include "common/log_schema.h"
 
 #include <stdarg.h>

@@ -4,7 +4,7 @@
  * median over the measured devices), the EWMA pacer (no wait in the warm-up, then exactly up to
  * the EWMA bound, never a negative wait) and the quantile pacer (its deadline within its stated
  * error of a known distribution's quantile, monotone in the quantile, no wait in the warm-up). */
-#include "sim/straggler.h"
+#include "sim/fleet/straggler.h"
 
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,0 +1,190 @@
+/* agefence memory budget (see memory.h). The sizes follow the allocations of start-up one by
+ * one (sim/placement.c, sim/step.c, sim/recover.c, sim/aging.c, sim/evq.c, sim/straggler.c,
+ * sim/log.c, sim/run.c) and of the verdict (sim/run.c, sim/reference.c); tests/memory.sh
+ * compares the sum with what the allocator really held and with the process's peak resident
+ * memory. */
+#include "memory.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../../common/af_rsum.h"
+#include "../../common/log_schema.h"
+#include "../plan/coord.h"
+#include "../fleet/evq.h"
+#include "../plan/placement.h"
+#include "run_internal.h"
+
+/* What the MPI fabric holds besides (its request array: fabric/fabric_mpi.c), and the log
+ * writer's own struct (paths and handles: sim/log.c). */
+#define FABRIC_BYTES     (4.0 * AF_FABRIC_MAX_P2P * 8.0)
+#define FABRIC_PER_RANK  24.0 /* its offsets and all-gather counts, per rank of the launch */
+#define LOG_STRUCT_BYTES 20480.0
+#define LOG_BATCHES      2.0 /* the step thread fills one, the writer thread writes the other */
+#define LOG_EVENT_BUFFER 4096.0
+#define LOG_INTR_BUFFER  1024.0
+
+/* Blocks placed on `rank`'s devices at start-up. */
+static double blocks_of(int64_t B, int64_t D, int nranks, int rank)
+{
+    int64_t lo = 0;
+    int64_t hi = 0;
+    af_rank_devices(D, nranks, rank, &lo, &hi);
+    return (double)((hi * B) / D - (lo * B) / D);
+}
+
+void af_memory_estimate(const af_config_t *cfg, int nranks, int rank, const af_kernels_ops_t *kops,
+                        af_memory_t *m)
+{
+    memset(m, 0, sizeof *m);
+    const int64_t D = af_config_devices(cfg, nranks);
+    const double U = (double)cfg->units_per_device;
+    const double B = (double)cfg->blocks;
+    const double T = (double)af_config_cells(cfg);
+    const double R = (double)nranks;
+    const double C = (double)af_capacity(cfg->blocks, D, cfg->units_per_device, cfg->max_blackout);
+    const double units = (double)D * U;
+    int64_t lo = 0;
+    int64_t hi = 0;
+    af_rank_devices(D, nranks, rank, &lo, &hi);
+    const double ldev = (double)(hi - lo);
+    const double xlen = 5.0 * B + 1.0 + (cfg->straggler_detect ? (double)D : 0.0);
+    const double flush = (double)cfg->flush_interval;
+    const double chg = sizeof(af_health_change_t);
+    const double mv = sizeof(af_move_t);
+
+    /* Every unit and slot of the fleet: placement (slot_block, unit_load, the list of changed
+     * units and its marks), health (unit_state), the plan's changes, the devices' words and
+     * the local devices' delays. */
+    m->fleet = 4.0 * units * C + 4.0 * units + 5.0 * units + 1.0 * units + 2.0 * chg * units +
+               8.0 * (double)D + 8.0 * fmax(ldev, 1.0) +
+               (cfg->straggler_detect ? 4.0 * units : 0.0) /* the declared stragglers' units */
+               + 10.0 * (double)D + 8.0 * (double)(D / cfg->devices_per_node) /* interruptions */
+               + 6.0 * (double)D /* the replicas' devices: gone and lost marks, the lost list */
+               + (double)af_placement_dir_bytes(D); /* the free-capacity directory */
+
+    /* Every block: block_slot and block_rank, the two exchange vectors, the move list, the replica
+     * map (rep_rank, rep_off, rep_step), items and twins. */
+    /* items holds the twin candidates before their deduplication: two int64 per block. */
+    m->blocks = 8.0 * B + 2.0 * 8.0 * xlen + mv * B + 20.0 * B + 20.0 * B + 4.0 * B /* rep_dev */ +
+                5.0 * B /* the placement's moved blocks and their marks */;
+    /* The halo (sim/halo.c): two (index, bits) pairs each way for every block the rank can
+     * hold, its fenced ones and published slots, every rank's fenced ones (B), counts and offsets
+     * per rank, and the figures' words. */
+    const double most = fmax(fmin(B, ldev * U * C), 1.0);
+    m->blocks += 2.0 * 32.0 * most + 8.0 * most + 4.0 * B +
+                 (3.0 * 8.0 + sizeof(af_p2p_t) * 2.0) * R + 8.0 * (2.0 * AF_RSUM_WORDS + 3.0);
+
+    /* The shard: the backend's host memory for its slots, the DMR marks and the commit marks.
+     * A slot holds a block's doubles of state, af_config_cells (block_len x dim for attention),
+     * as run_init's descriptor says, not block_len. */
+    af_shard_desc_t desc;
+    memset(&desc, 0, sizeof desc);
+    desc.n_slots = (int)(ldev * U * C);
+    desc.block_len = (int)af_config_cells(cfg);
+    desc.blocks = (int)cfg->blocks;
+    desc.workload = af_config_wl(cfg)->kind;
+    m->shard = (double)kops->host_bytes(&desc) + 2.0 * (double)desc.n_slots;
+
+    /* The replicas this rank keeps: those of the blocks that start on the rank whose buddy it
+     * is (af_replica_rank is a permutation of the ranks). */
+    double reps = 0;
+    for (int q = 0; q < nranks; ++q) {
+        if (af_replica_rank(q, nranks) == rank) {
+            reps += blocks_of(cfg->blocks, D, nranks, q);
+        }
+    }
+    const double chunk = fmin(B, AF_XFER_CHUNK);
+    /* Beside each replica: its block's read-set (two edge words) for each logical step kept
+     * (replica_interval with replay = local, the newest with global), the replica's block, the
+     * read-set its block's rank sends each step; one more block buffer for a replay, and the
+     * read-sets carried with a batch's moves (AF_XFER_CHUNK triples each way). */
+    const double depth = cfg->replay == AF_REPLAY_LOCAL ? (double)cfg->replica_interval : 1.0;
+    const double edge_log =
+        fmax(reps, 1.0) * (16.0 * depth + 4.0 + 24.0) + 8.0 * T + 2.0 * 24.0 * AF_XFER_CHUNK;
+    m->replicas = 8.0 * fmax(reps, 1.0) * T + edge_log + 2.0 * 8.0 * chunk * T + 2.0 * 8.0 * T +
+                  sizeof(af_p2p_t) * 2.0 * AF_XFER_CHUNK + 8.0 * AF_XFER_SET +
+                  4.0 * 2.0 * AF_XFER_CHUNK + FABRIC_BYTES + FABRIC_PER_RANK * R +
+                  sizeof(af_payload_t) * (flush + 1.0);
+
+    /* The aging model of the rank's own units: per unit six doubles (lifetime, sudden,
+     * offset, base age, rate, temperature), three int64 (base step, fade and death steps), two
+     * int32 (rate load, fading list) and three int8 (state, cause, sudden cause), and its event
+     * queue (a 16-byte heap entry and a 4-byte position); what it shares each step (its changes,
+     * the scripted events' changes set aside); the own units' corruption probability and throttling
+     * (unit_p, unit_base, unit_deg, unit_stamp, slow_list: 36 bytes a unit). */
+    const double own = fmax(ldev * U, 1.0);
+    const double scripted = (double)af_config_scripted_units(cfg);
+    m->aging = (6.0 * 8.0 + 3.0 * 8.0 + 2.0 * 4.0 + 3.0 + sizeof(af_evq_entry_t) + 4.0) * own +
+               chg * (own + scripted + 1.0) + chg * (scripted + 1.0) + 36.0 * own;
+    /* The own units' first corrupted step (unit_first_corrupt). */
+    m->aging += 4.0 * own;
+    /* Every rank's coordinator: the list of the fleet's FADING units and the model's states,
+     * and the straggler detector (57 bytes per device). */
+    m->aging += 4.0 * units + units + (cfg->straggler_detect ? 57.0 * (double)D : 0.0);
+    /* The detectors (sim/step.c detectors_init): sampled's blocks by turn and the turns'
+     * offsets; the quarantine's fence counts and declaration steps of every unit, the suspects
+     * of a step, and the drain list it shares with the stragglers. */
+    if (af_detect_flags(cfg->detect) & AF_DET_SAMPLED) {
+        m->aging += 4.0 * B + 8.0 * (ceil(1.0 / cfg->sample_fraction) + 1.0);
+    }
+    if (cfg->quarantine_after > 0) {
+        m->aging +=
+            6.0 * units + 4.0 * fmin(7.0 * B, units) + (cfg->straggler_detect ? 0.0 : 4.0 * units);
+    }
+    if (rank == 0) {
+        double log = LOG_STRUCT_BYTES + 8.0 * flush + 8.0 * flush * R +
+                     LOG_BATCHES * (sizeof(af_step_row_t) * flush + 8.0 * flush * AF_NPHASES * R +
+                                    sizeof(af_event_row_t) * LOG_EVENT_BUFFER +
+                                    sizeof(af_intr_row_t) * LOG_INTR_BUFFER);
+        double gathered = sizeof(af_payload_t) * (flush + 1.0) * R +
+                          sizeof(af_step_row_t) * (flush + 1.0) + 8.0 * AF_NPHASES * R;
+        m->rank0 = log + gathered;
+    }
+    m->startup = m->fleet + m->blocks + m->shard + m->replicas + m->aging + m->rank0;
+
+    /* The verdict (sim/run.c): every rank sends its blocks in rounds of at most K blocks
+     * (R K T <= 2^20 cells); rank 0 holds the gathered state and the reference (computed in
+     * place), a round's receive buffer and the blocks grouped by rank. */
+    double k_blocks = fmax(floor(1048576.0 / (R * T)), 1.0);
+    m->verdict =
+        8.0 * k_blocks * T +
+        (rank == 0 ? 2.0 * 8.0 * B * T + 8.0 * R * k_blocks * T + 4.0 * B + 16.0 * R : 0.0);
+    m->peak = m->startup + m->verdict;
+}
+
+/* A "Name:   N kB" line of a /proc file, in bytes; 0 when absent. */
+static double proc_kb(const char *path, const char *name)
+{
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        return 0;
+    }
+    char line[256];
+    double kb = 0;
+    size_t len = strlen(name);
+    while (fgets(line, sizeof line, f) != NULL) {
+        if (strncmp(line, name, len) == 0 && line[len] == ':' &&
+            sscanf(line + len + 1, "%lf", &kb) == 1) {
+            break;
+        }
+    }
+    fclose(f);
+    return kb * 1024.0;
+}
+
+double af_memory_rss_now(void)
+{
+    return proc_kb("/proc/self/status", "VmRSS");
+}
+
+double af_memory_rss_peak(void)
+{
+    return proc_kb("/proc/self/status", "VmHWM");
+}
+
+double af_memory_node_available(void)
+{
+    return proc_kb("/proc/meminfo", "MemAvailable");
+}

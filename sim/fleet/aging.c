@@ -1,0 +1,547 @@
+#include "aging.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "../../kernels/af_burgers.h"
+#include "../../common/af_alloc.h"
+
+#define AF_BOLTZMANN_EV 8.617333262e-5 /* eV / K */
+
+/* Streams of the counter-based RNG, so that draws for different purposes never collide. */
+enum {
+    RNG_LIFETIME = 1,
+    RNG_SUDDEN = 2,
+    RNG_HOT_DEVICE = 3,
+    RNG_HOT_UNIT = 4,
+    RNG_DEVICE_LOSS = 6,
+    RNG_NODE_LOSS = 7,
+    RNG_LINK_LOSS = 8,
+    RNG_SILENT = 0x511e
+};
+
+/* An exponential time (hours) from a counter draw: +inf when the rate is 0. */
+static double exp_hours(uint64_t seed, int stream, uint64_t id, double rate)
+{
+    double y = 1.0 - af_u01(af_hash4(seed, (uint64_t)stream, id, 0));
+    return rate > 0 ? -log(y) / rate : INFINITY;
+}
+
+/* A Weibull time (hours) of shape k and scale 1/rate from the same counter draw: F(t) = 1 -
+ * exp(-(rate t)^k), by the inverse CDF (-log(1 - U))^(1/k) / rate. Shape 1 is exp_hours bit for
+ * bit (no pow), so a scenario that leaves the shapes at 1 draws what it drew before them. */
+static double weibull_hours(uint64_t seed, int stream, uint64_t id, double rate, double k)
+{
+    if (k == 1.0 || !(rate > 0)) {
+        return exp_hours(seed, stream, id, rate);
+    }
+    double y = 1.0 - af_u01(af_hash4(seed, (uint64_t)stream, id, 0));
+    return pow(-log(y), 1.0 / k) / rate;
+}
+
+/* No step: a threshold the closed form never reaches (a rate of zero, or NaN). */
+#define NEVER INT64_MAX
+
+/* How far ahead a prediction searches. A crossing farther away than this is not looked for:
+ * the unit is queued at the horizon instead, where its check finds nothing and it is predicted
+ * again, so the prediction stays exact however slowly a unit ages (no run comes near 2^40
+ * steps anyway). */
+#define HORIZON_STEPS ((int64_t)1 << 40)
+
+double af_arrhenius(double ea_ev, double t_ref_k, double t_k)
+{
+    return exp(ea_ev / AF_BOLTZMANN_EV * (1.0 / t_ref_k - 1.0 / t_k));
+}
+
+/* A linear segment v(s) = a + b * (double)(s - off), the shape of both clocks of the model:
+ * a unit's age (base_age_h, rate_h, base_step) and the simulated hours (0, dt, 0), since
+ * 0 + dt * (double)s is (double)s * dt bit for bit. */
+typedef struct segment {
+    double a;
+    double b;
+    int64_t off;
+} segment_t;
+
+static double seg_at(segment_t g, int64_t s)
+{
+    return g.a + g.b * (double)(s - g.off);
+}
+
+static int reached(segment_t g, double thr, int64_t s)
+{
+    return seg_at(g, s) >= thr;
+}
+
+/* The first step s >= from with v(s) >= thr, exactly as evaluating v at every step would find
+ * it: NEVER when no step does, from + HORIZON_STEPS when none does before that (see above).
+ * v is non-decreasing in s for b >= 0 (conversion, product and sum round monotonically), so the
+ * division only gives a first guess, which a galloping search and a bisection on the exact
+ * expression correct (two evaluations when the guess is right, as it nearly always is). */
+static int64_t first_step(segment_t g, double thr, int64_t from)
+{
+    if (reached(g, thr, from)) {
+        return from;
+    }
+    if (!(g.b > 0.0) || !(g.b < INFINITY) || isnan(thr) || isnan(g.a)) {
+        return NEVER; /* v stays where it is (or is NaN): not reached at from, never reached */
+    }
+    const int64_t limit = from + HORIZON_STEPS;
+    double est = (double)g.off + ceil((thr - g.a) / g.b);
+    int64_t guess = limit;
+    if (est < (double)limit) {
+        guess = est > (double)from ? (int64_t)est : from + 1;
+    }
+    int64_t lo = from; /* not reached at lo */
+    int64_t hi;        /* reached at hi */
+    if (reached(g, thr, guess)) {
+        hi = guess;
+        for (int64_t d = 1; hi - d > lo; d *= 2) {
+            if (!reached(g, thr, hi - d)) {
+                lo = hi - d;
+                break;
+            }
+            hi -= d;
+        }
+    } else {
+        if (guess == limit) {
+            return limit;
+        }
+        lo = guess;
+        for (int64_t d = 1;; d *= 2) {
+            if (lo + d >= limit) {
+                if (!reached(g, thr, limit)) {
+                    return limit;
+                }
+                hi = limit;
+                break;
+            }
+            if (reached(g, thr, lo + d)) {
+                hi = lo + d;
+                break;
+            }
+            lo += d;
+        }
+    }
+    while (hi - lo > 1) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (reached(g, thr, mid)) {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    return hi;
+}
+
+static segment_t age_segment(const af_aging_t *a, int64_t k)
+{
+    segment_t g = {a->base_age_h[k], a->rate_h[k], a->base_step[k]};
+    return g;
+}
+
+static segment_t hours_segment(const af_config_t *cfg)
+{
+    segment_t g = {0.0, cfg->sim_hours_per_step, 0};
+    return g;
+}
+
+/* The age of the unit at table index k at step s, on its current segment. */
+static double age_at(const af_aging_t *a, int64_t k, int64_t s)
+{
+    return seg_at(age_segment(a, k), s);
+}
+
+static double fade_threshold(const af_aging_t *a, const af_config_t *cfg, int64_t k)
+{
+    return (1.0 - cfg->fade_window) * a->lifetime_h[k];
+}
+
+/* The first step >= from at which the check of a live unit (index k) changes its state, or
+ * NEVER. Only the unit's own segment and draws enter, so the prediction stays valid until its
+ * rate changes or an event moves its age. */
+static int64_t predict(const af_aging_t *a, const af_config_t *cfg, int64_t k, int64_t from)
+{
+    segment_t g = age_segment(a, k);
+    int64_t next = first_step(hours_segment(cfg), a->sudden_h[k], from);
+    int64_t die = first_step(g, a->lifetime_h[k], from);
+    next = die < next ? die : next;
+    if (a->state[k] == AF_HEALTHY) {
+        int64_t fade = first_step(g, fade_threshold(a, cfg, k), from);
+        next = fade < next ? fade : next;
+    }
+    return next;
+}
+
+static void requeue(af_aging_t *a, const af_config_t *cfg, int64_t k, int64_t from)
+{
+    int64_t s = predict(a, cfg, k, from);
+    if (s == NEVER) {
+        af_evq_remove(&a->queue, a->u_lo + k);
+    } else {
+        af_evq_set(&a->queue, a->u_lo + k, s);
+    }
+}
+
+void af_aging_destroy(af_aging_t *a)
+{
+    af_free(a->lifetime_h);
+    af_free(a->sudden_h);
+    af_free(a->sudden_cause);
+    af_free(a->temp_off_k);
+    af_free(a->base_age_h);
+    af_free(a->base_step);
+    af_free(a->rate_h);
+    af_free(a->temp_k);
+    af_free(a->rate_load);
+    af_free(a->state);
+    af_free(a->cause);
+    af_free(a->fade_step);
+    af_free(a->death_step);
+    af_free(a->fading_list);
+    af_evq_destroy(&a->queue);
+    a->lifetime_h = NULL;
+    a->sudden_h = NULL;
+    a->sudden_cause = NULL;
+    a->temp_off_k = NULL;
+    a->base_age_h = NULL;
+    a->base_step = NULL;
+    a->rate_h = NULL;
+    a->temp_k = NULL;
+    a->rate_load = NULL;
+    a->state = NULL;
+    a->cause = NULL;
+    a->fade_step = NULL;
+    a->death_step = NULL;
+    a->fading_list = NULL;
+}
+
+af_result_t af_aging_init(af_aging_t *a, const af_config_t *cfg, int64_t devices)
+{
+    return af_aging_init_range(a, cfg, devices, 0, devices * cfg->units_per_device);
+}
+
+af_result_t af_aging_init_range(af_aging_t *a, const af_config_t *cfg, int64_t devices,
+                                int64_t u_lo, int64_t u_hi)
+{
+    memset(a, 0, sizeof *a);
+    a->per_device = cfg->units_per_device;
+    a->units = devices * cfg->units_per_device;
+    a->u_lo = u_lo;
+    a->u_hi = u_hi;
+    if (u_lo < 0 || u_hi < u_lo || u_hi > a->units) {
+        af_error_set("aging: the units [%lld, %lld) are not a range of the %lld units",
+                     (long long)u_lo, (long long)u_hi, (long long)a->units);
+        return AF_ERR_USAGE;
+    }
+    size_t n = (size_t)(u_hi - u_lo);
+    a->lifetime_h = af_alloc(n * sizeof(double));
+    a->sudden_h = af_alloc(n * sizeof(double));
+    a->sudden_cause = af_alloc(n);
+    a->temp_off_k = af_alloc(n * sizeof(double));
+    a->base_age_h = af_alloc(n * sizeof(double));
+    a->base_step = af_alloc(n * sizeof(int64_t));
+    a->rate_h = af_alloc(n * sizeof(double));
+    a->temp_k = af_alloc(n * sizeof(double));
+    a->rate_load = af_alloc(n * sizeof(int32_t));
+    a->state = af_alloc(n);
+    a->cause = af_alloc(n);
+    a->fade_step = af_alloc(n * sizeof(int64_t));
+    a->death_step = af_alloc(n * sizeof(int64_t));
+    a->fading_list = af_alloc(n * sizeof(int32_t));
+    if (!a->lifetime_h || !a->sudden_h || !a->sudden_cause || !a->temp_off_k || !a->base_age_h ||
+        !a->base_step || !a->rate_h || !a->temp_k || !a->rate_load || !a->state || !a->cause ||
+        !a->fade_step || !a->death_step || !a->fading_list) {
+        af_aging_destroy(a);
+        af_error_set("aging: cannot allocate the state of %lld units", (long long)n);
+        return AF_ERR_NOMEM;
+    }
+    af_result_t rc = af_evq_init(&a->queue, u_lo, u_hi);
+    if (rc != AF_OK) {
+        af_aging_destroy(a);
+        return rc;
+    }
+    uint64_t seed = (uint64_t)cfg->seed;
+    for (int64_t u = u_lo; u < u_hi; ++u) {
+        int64_t k = u - u_lo;
+        int64_t d = u / a->per_device;
+        /* Inverse-CDF draws; 1 - U in (0, 1] keeps the logarithms finite. */
+        double x = 1.0 - af_u01(af_hash4(seed, RNG_LIFETIME, (uint64_t)u, 0));
+        a->lifetime_h[k] = cfg->weibull_scale_hours * pow(-log(x), 1.0 / cfg->weibull_shape);
+        /* A unit dies suddenly at the first of its own exponential time, its device's and its
+         * node's: every unit of a device (a node) draws the same device (node) time, so they
+         * die in the same step. Ties go to the larger domain. */
+        int64_t node = d / cfg->devices_per_node;
+        double su = exp_hours(seed, RNG_SUDDEN, (uint64_t)u, cfg->sudden_rate_per_hour);
+        double sd = weibull_hours(seed, RNG_DEVICE_LOSS, (uint64_t)d, cfg->device_rate_per_hour,
+                                  cfg->device_shape);
+        double sn = weibull_hours(seed, RNG_NODE_LOSS, (uint64_t)node, cfg->node_rate_per_hour,
+                                  cfg->node_shape);
+        /* The link's loss comes after the others in a tie: a device or node lost loses its
+         * link with it. */
+        double sl = weibull_hours(seed, RNG_LINK_LOSS, (uint64_t)d, cfg->link_rate_per_hour,
+                                  cfg->link_shape);
+        a->sudden_h[k] = su;
+        a->sudden_cause[k] = AF_CAUSE_SUDDEN;
+        if (sl < a->sudden_h[k]) {
+            a->sudden_h[k] = sl;
+            a->sudden_cause[k] = AF_CAUSE_LINK;
+        }
+        if (sd <= a->sudden_h[k]) {
+            a->sudden_h[k] = sd;
+            a->sudden_cause[k] = AF_CAUSE_DEVICE;
+        }
+        if (sn <= a->sudden_h[k]) {
+            a->sudden_h[k] = sn;
+            a->sudden_cause[k] = AF_CAUSE_NODE;
+        }
+        a->temp_off_k[k] =
+            cfg->hotspot_device_k * af_u01(af_hash4(seed, RNG_HOT_DEVICE, (uint64_t)d, 0)) +
+            cfg->hotspot_unit_k * af_u01(af_hash4(seed, RNG_HOT_UNIT, (uint64_t)u, 0));
+        a->fade_step[k] = -1;
+        a->death_step[k] = -1;
+        a->temp_k[k] = cfg->t_ambient_k + a->temp_off_k[k];
+        a->rate_load[k] = -1;
+    }
+    return AF_OK;
+}
+
+/* The sorted list of FADING units: insert / remove (few units fade at once). */
+static int64_t fading_index(const af_aging_t *a, int64_t u)
+{
+    int64_t lo = 0;
+    int64_t hi = a->fading;
+    while (lo < hi) {
+        int64_t mid = (lo + hi) / 2;
+        if (a->fading_list[mid] < u) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    return lo;
+}
+
+static void change(af_aging_t *a, int64_t u, int state, int cause, int64_t step, double time_h,
+                   af_health_change_t *out, int64_t *n)
+{
+    int64_t k = u - a->u_lo;
+    if (state == AF_FADING) {
+        if (a->state[k] != AF_HEALTHY) {
+            return;
+        }
+        int64_t at = fading_index(a, u);
+        memmove(&a->fading_list[at + 1], &a->fading_list[at],
+                sizeof(int32_t) * (size_t)(a->fading - at));
+        a->fading_list[at] = (int32_t)u;
+        a->fading++;
+        a->fade_step[k] = step;
+    } else {
+        if (a->state[k] == AF_DEAD) {
+            return;
+        }
+        if (a->state[k] == AF_FADING) {
+            int64_t at = fading_index(a, u);
+            memmove(&a->fading_list[at], &a->fading_list[at + 1],
+                    sizeof(int32_t) * (size_t)(a->fading - at - 1));
+            a->fading--;
+        }
+        a->dead++;
+        a->death_step[k] = step;
+        a->cause[k] = (int8_t)cause;
+        af_evq_remove(&a->queue, u); /* the dead neither age nor change */
+    }
+    a->state[k] = (int8_t)state;
+    out[*n].unit = (int32_t)u;
+    out[*n].state = (int8_t)state;
+    out[*n].cause = (int8_t)cause;
+    out[*n].time_h = time_h;
+    (*n)++;
+}
+
+/* A new load for the live unit at index k, seen at `step`: the segment so far ends at the age
+ * of step - 1, and the new one runs at the Arrhenius rate of the new temperature. */
+static void new_load(af_aging_t *a, const af_config_t *cfg, int64_t k, int32_t load,
+                     int64_t capacity, int64_t step)
+{
+    if (a->base_step[k] != step - 1) {
+        a->base_age_h[k] = age_at(a, k, step - 1);
+        a->base_step[k] = step - 1;
+    }
+    double frac = (double)load / (double)capacity;
+    double t = cfg->t_ambient_k + a->temp_off_k[k] + cfg->load_delta_k * frac;
+    a->temp_k[k] = t;
+    a->rate_h[k] = cfg->sim_hours_per_step * af_arrhenius(cfg->ea_ev, cfg->t_ref_k, t);
+    a->rate_load[k] = load;
+}
+
+/* The hour in step `step` at which the age of the unit at index k reached thr: the age is linear
+ * in the step's hours between the ends of the step (the step's segment), so the crossing is
+ * interpolated there; clamped to the step (a unit whose age was past thr before is due now). */
+static double crossing_h(const af_aging_t *a, const af_config_t *cfg, int64_t k, int64_t step,
+                         double thr)
+{
+    double a0 = age_at(a, k, step - 1);
+    double a1 = age_at(a, k, step);
+    double h0 = seg_at(hours_segment(cfg), step - 1);
+    double h1 = seg_at(hours_segment(cfg), step);
+    double f = a1 > a0 ? (thr - a0) / (a1 - a0) : 1.0;
+    f = f < 0.0 ? 0.0 : f > 1.0 ? 1.0 : f;
+    return h0 + f * (h1 - h0);
+}
+
+/* The check of a live unit that is due at `step`: the first condition that holds decides, as
+ * in the description of the model; a unit that stays alive gets its next prediction. */
+static void check_unit(af_aging_t *a, const af_config_t *cfg, int64_t u, int64_t step,
+                       af_health_change_t *out, int64_t *n)
+{
+    int64_t k = u - a->u_lo;
+    double age = age_at(a, k, step);
+    if (a->hours >= a->sudden_h[k]) {
+        change(a, u, AF_DEAD, a->sudden_cause[k], step, a->sudden_h[k], out, n);
+        return;
+    }
+    if (age >= a->lifetime_h[k]) {
+        change(a, u, AF_DEAD, AF_CAUSE_WEAROUT, step, crossing_h(a, cfg, k, step, a->lifetime_h[k]),
+               out, n);
+        return;
+    }
+    if (a->state[k] == AF_HEALTHY && age >= fade_threshold(a, cfg, k)) {
+        change(a, u, AF_FADING, AF_CAUSE_WEAROUT, step,
+               crossing_h(a, cfg, k, step, fade_threshold(a, cfg, k)), out, n);
+    }
+    requeue(a, cfg, k, step + 1);
+}
+
+void af_aging_start(af_aging_t *a, const af_config_t *cfg, int64_t first_step,
+                    const int32_t *unit_load, int64_t capacity)
+{
+    for (int64_t k = 0; k < a->u_hi - a->u_lo; ++k) {
+        if (a->state[k] != AF_DEAD) {
+            new_load(a, cfg, k, unit_load[a->u_lo + k], capacity, first_step);
+            requeue(a, cfg, k, first_step);
+        }
+    }
+    a->primed = 1;
+}
+
+int64_t af_aging_step(af_aging_t *a, const af_config_t *cfg, int64_t step, const int32_t *unit_load,
+                      const int32_t *changed, int64_t n_changed, int64_t capacity,
+                      af_health_change_t *changes)
+{
+    int64_t n = 0;
+    a->step = step;
+    a->hours = seg_at(hours_segment(cfg), step);
+    a->touched = 0;
+    /* New rates first, so that the units due now are checked on the segment of this step. */
+    if (!a->primed) {
+        af_aging_start(a, cfg, step, unit_load, capacity);
+        a->touched += a->u_hi - a->u_lo;
+    } else {
+        for (int64_t i = 0; i < n_changed; ++i) {
+            int64_t u = changed[i];
+            if (u < a->u_lo || u >= a->u_hi) {
+                continue;
+            }
+            int64_t k = u - a->u_lo;
+            a->touched++;
+            if (a->state[k] == AF_DEAD || unit_load[u] == a->rate_load[k]) {
+                continue;
+            }
+            new_load(a, cfg, k, unit_load[u], capacity, step);
+            requeue(a, cfg, k, step);
+        }
+    }
+    /* Every unit due now, in ascending unit order (the queue breaks ties by unit). A unit
+     * checked here is queued again after this step at the earliest, so the loop ends. */
+    int64_t due = 0;
+    int64_t u = 0;
+    while (af_evq_peek(&a->queue, &due, &u) && due <= step) {
+        (void)af_evq_pop(&a->queue, &due, &u);
+        a->touched++;
+        check_unit(a, cfg, u, step, changes, &n);
+    }
+    const double w = cfg->fade_window;
+    for (int i = 0; i < cfg->n_events; ++i) {
+        const af_event_cfg_t *e = &cfg->events[i];
+        if (e->step != step || e->action == AF_EVENT_INTERRUPT ||
+            e->action == AF_EVENT_RESET_DEVICE) {
+            continue; /* an interruption, or a memory reset, changes no unit's health */
+        }
+        for (int64_t j = 0; j < af_event_devices(e) * (e->unit_hi - e->unit_lo + 1); ++j) {
+            /* Devices [device, dev_hi], units [unit_lo, unit_hi] of each, in that order. */
+            int64_t span = e->unit_hi - e->unit_lo + 1;
+            u = (e->device + j / span) * a->per_device + e->unit_lo + j % span;
+            if (u < a->u_lo || u >= a->u_hi) {
+                continue;
+            }
+            int64_t k = u - a->u_lo;
+            a->touched++;
+            if (e->action == AF_EVENT_KILL || e->action == AF_EVENT_KILL_DEVICE ||
+                e->action == AF_EVENT_KILL_NODE) {
+                change(a, u, AF_DEAD, AF_CAUSE_SCRIPTED, step, a->hours, changes, &n);
+            } else if (e->action == AF_EVENT_LINK_DOWN) {
+                change(a, u, AF_DEAD, AF_CAUSE_LINK_DOWN, step, a->hours, changes, &n);
+            } else if (e->action == AF_EVENT_FADE && a->state[k] == AF_HEALTHY) {
+                /* A scripted fade starts the precursor window now, on a segment that starts
+                 * there; death follows naturally. */
+                a->base_age_h[k] = (1.0 - w) * a->lifetime_h[k];
+                a->base_step[k] = step;
+                change(a, u, AF_FADING, AF_CAUSE_SCRIPTED, step, a->hours, changes, &n);
+                requeue(a, cfg, k, step + 1);
+            }
+        }
+    }
+    return n;
+}
+
+double af_aging_age_h(const af_aging_t *a, int64_t u)
+{
+    int64_t k = u - a->u_lo;
+    return age_at(a, k, a->state[k] == AF_DEAD ? a->death_step[k] : a->step);
+}
+
+double af_aging_degradation(const af_aging_t *a, const af_config_t *cfg, int64_t u)
+{
+    int64_t k = u - a->u_lo;
+    if (a->state[k] != AF_FADING) {
+        return 0.0;
+    }
+    double w = cfg->fade_window * a->lifetime_h[k];
+    double start = a->lifetime_h[k] - w;
+    double frac = w > 0 ? (age_at(a, k, a->step) - start) / w : 1.0;
+    return frac < 0 ? 0 : frac > 1 ? 1 : frac;
+}
+
+int af_aging_silent(const af_config_t *cfg, int64_t unit)
+{
+    return cfg->silent_fraction > 0.0 && af_u01(af_hash4((uint64_t)cfg->seed, RNG_SILENT,
+                                                         (uint64_t)unit, 0)) < cfg->silent_fraction;
+}
+
+af_corrupt_mix_t af_corrupt_mix(const af_config_t *cfg)
+{
+    af_corrupt_mix_t m;
+    m.nonfinite = cfg->corrupt_nonfinite;
+    m.single = m.nonfinite + cfg->corrupt_single_bit;
+    m.mantissa = m.single + cfg->corrupt_multi_mantissa;
+    m.harm_rel = cfg->corrupt_harm_rel;
+    return m;
+}
+
+double af_aging_p_corrupt(const af_aging_t *a, const af_config_t *cfg, int64_t u)
+{
+    if (a->state[u - a->u_lo] != AF_FADING) {
+        return 0.0;
+    }
+    /* Never zero inside the window: a fading unit is already unreliable. */
+    return cfg->p_max * (0.1 + 0.9 * af_aging_degradation(a, cfg, u));
+}
+
+int64_t af_aging_stale_loads(const af_aging_t *a, const int32_t *unit_load)
+{
+    int64_t n = 0;
+    for (int64_t k = 0; k < a->u_hi - a->u_lo; ++k) {
+        n += a->state[k] != AF_DEAD && a->rate_load[k] != unit_load[a->u_lo + k];
+    }
+    return n;
+}
