@@ -102,9 +102,4 @@ extern const af_workload_t af_workload_attention;
  * 2 nu / umax^2), the two limits its check enforces (dt = auto takes a fraction of it). */
 double af_burgers_dt_limit(const af_wl_config_t *c);
 
-/* One attention block's step on the host without injection; *abft_ok is 1 when every softmax
- * row summed to 1 within its bound. Row by row (af_attn_row): the serial reference, the check of
- * the CPU backend's vector path (af_attn_block_update) in tests and benchmarks. */
-void af_attn_block(const double *u, double *un, const af_attn_params_t *p, double g, int *abft_ok);
-
 #endif

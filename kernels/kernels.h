@@ -259,7 +259,8 @@ size_t af_kernels_occ_bytes(const af_shard_desc_t *desc);
  * through here; upload_control() still publishes it. O(1), never allocates. */
 void af_kernels_set_block(af_kernels_t *k, int s, int32_t block);
 
-/* Host helpers shared by the CPU backend and the reference: the diagnostics of T values. */
+/* The host arithmetic the CPU backend and the workload table (the reference, the replay of a
+ * lost block) share, kernels/arith_cpu.c. The diagnostics of T values. */
 void af_block_diag(const double *u, int len, double *mass, double *energy);
 /* One step of one block on the host, exactly as every backend computes it: un[i] from u[i-1],
  * u[i], u[i+1] (af_burgers_cell), with ul and ur the neighbours' edge cells. The driver
@@ -272,5 +273,9 @@ void af_block_update(const double *u, double *un, int len, double ul, double ur,
  * af_attn_block, so the bitwise verdict compares the vector path with code it does not share. */
 void af_attn_block_update(const double *u, double *un, const af_attn_params_t *p, double g,
                           int *abft_ok);
+/* One attention block's step on the host without injection; *abft_ok is 1 when every softmax
+ * row summed to 1 within its bound. Row by row (af_attn_row): the serial reference, the check of
+ * the CPU backend's vector path (af_attn_block_update) in tests and benchmarks. */
+void af_attn_block(const double *u, double *un, const af_attn_params_t *p, double g, int *abft_ok);
 
 #endif

@@ -209,22 +209,6 @@ static double attn_global_word(double mass_sum, int64_t blocks, int64_t cells)
     return mass_sum / ((double)blocks * (double)cells);
 }
 
-void af_attn_block(const double *u, double *un, const af_attn_params_t *p, double g, int *abft_ok)
-{
-    double srow[AF_ATTN_MAX_TOKENS];
-    af_corrupt_mix_t none;
-    memset(&none, 0, sizeof none);
-    int ok = 1;
-    for (int i = 0; i < p->tokens; ++i) {
-        int inj = 0;
-        int harm = 0;
-        int row_ok = 1;
-        af_attn_row(u, un, i, g, *p, 0.0, 0, 0, 0, none, srow, &inj, &harm, &row_ok);
-        ok &= row_ok;
-    }
-    *abft_ok = ok;
-}
-
 static void attn_block_update(const double *u, double *un, int64_t cells, const af_wl_params_t *p,
                               double w0, double w1)
 {
@@ -280,7 +264,7 @@ static void attn_shape(const af_wl_config_t *c, char *buf, size_t n)
 /* The multiply-adds of the scores and the weighted values that the CPU backend executes, a
  * multiply and an add each (2 flops); the scaling, the softmax, the exponential and the update
  * are not counted. A block of a multiple of 8 tokens takes the vector path (cpu_attn_rows8 in
- * kernels/kernels_cpu.c), which computes the rows in groups of eight and, for the group of rows
+ * kernels/arith_cpu.c), which computes the rows in groups of eight and, for the group of rows
  * i0 .. i0 + 7, the scores and values of tokens 0 .. i0 + 7 only (the tokens beyond are masked
  * for all eight rows): 8 rows x (i0 + 8) tokens x d features for the scores, and as many for
  * the values, whose features go four at a time (a last group of fewer than four is computed

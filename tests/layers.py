@@ -17,7 +17,10 @@ Checks, each printing one line per violation and failing the test:
      may use, so a call across layers fails even where a header was side-stepped;
   3. the driver's objects call each other without a cycle (run -> step -> recover, ...): a
      cycle is reported with its members;
-  4. only fabric/ calls MPI, and only kernels/*.cu and fabric/fabric_nccl.c call CUDA or NCCL.
+  4. only fabric/ calls MPI, and only kernels/*.cu and fabric/fabric_nccl.c call CUDA or NCCL;
+  5. within kernels/, the workload table (workloads.c) and the CPU backend (kernels_cpu.c) use
+     no symbol the other defines (nm -u of one against nm -g --defined-only of the other): the
+     host arithmetic both need lies below both (arith_cpu.c, the af_*.h headers).
 """
 import os
 import re
@@ -151,6 +154,30 @@ def check_objects(build, src, out):
     return bad
 
 
+KERNEL_PAIR = (os.path.join("kernels", "workloads.c"), os.path.join("kernels", "kernels_cpu.c"))
+
+
+def check_kernel_pair(build, src, out):
+    """Check 5: neither of the workload table and the CPU backend calls the other."""
+    objs = {source: path for path, _, source in objects(build, src) if source in KERNEL_PAIR}
+    missing = [source for source in KERNEL_PAIR if source not in objs]
+    if missing:
+        print(f"no object of {', '.join(missing)} under {build}/CMakeFiles: build agefence first",
+              file=out)
+        return 1
+    defined = {source: {sym for kind, sym in nm(path, "-g", "--defined-only") if kind != "U"}
+               for source, path in objs.items()}
+    bad = 0
+    for user, other in (KERNEL_PAIR, KERNEL_PAIR[::-1]):
+        for _, sym in nm(objs[user], "-u"):
+            if sym in defined[other]:
+                print(f"{user}: uses {sym} of {other}: the workload table and the CPU backend "
+                      f"share arithmetic below both (kernels/arith_cpu.c), not each other's",
+                      file=out)
+                bad += 1
+    return bad
+
+
 def report_cycles(edges, out):
     """Tarjan's strongly connected components of the driver's call graph; each of more than one
     object is a cycle."""
@@ -196,12 +223,14 @@ def main():
         print(__doc__.strip().splitlines()[2], file=sys.stderr)
         return 2
     src, build = sys.argv[1], sys.argv[2]
-    bad = check_includes(src, sys.stdout) + check_objects(build, src, sys.stdout)
+    bad = (check_includes(src, sys.stdout) + check_objects(build, src, sys.stdout) +
+           check_kernel_pair(build, src, sys.stdout))
     if bad:
         print(f"FAIL: {bad} layering violation(s)")
         return 1
     print("PASS: includes and object dependencies follow common <- fabric, kernels <- sim; "
-          "common <- analysis; no cycle in the driver")
+          "common <- analysis; no cycle in the driver; the workload table and the CPU backend "
+          "do not call each other")
     return 0
 
 
