@@ -97,6 +97,7 @@ done
 dpkg-deb -c "$deb" | awk '{ print $6 }' >"$work/contents"
 for f in ./usr/bin/agefence ./usr/bin/agefence-report ./usr/share/agefence/plots.py \
   ./usr/share/agefence/configs/default.ini ./usr/share/agefence/configs/slurm/agefence.sbatch \
+  ./usr/share/doc/agefence/README.md ./usr/share/doc/agefence/docs/log.md \
   ./usr/share/man/man1/agefence.1 ./usr/share/man/man1/agefence-report.1; do
   grep -qx "$f" "$work/contents" || fail "the package lacks $f"
 done
@@ -152,7 +153,7 @@ fi
 # 5. Removed.
 DEBIAN_FRONTEND=noninteractive apt-get remove -y -qq agefence >"$work/remove.log" 2>&1 ||
   { cat "$work/remove.log"; fail "apt-get remove agefence"; }
-for f in /usr/bin/agefence /usr/bin/agefence-report /usr/share/agefence; do
+for f in /usr/bin/agefence /usr/bin/agefence-report /usr/share/agefence /usr/share/doc/agefence; do
   [ ! -e "$f" ] || fail "$f is still there after apt-get remove"
 done
 t2=$(date +%s)

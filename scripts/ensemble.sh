@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs an ensemble on this machine: N members of one scenario that differ in scenario.seed, at
 # every point of an optional grid over one or two keys, each member its own MPI launch and its
-# own log in one directory, which `agefence-report DIR` aggregates (README, "Ensembles").
+# own log in one directory, which `agefence-report DIR` aggregates (docs/clusters.md, "Ensembles").
 #   scripts/ensemble.sh -o DIR -n MEMBERS [-j PARALLEL] [-r RANKS]
 #                       [--grid section.key=v1,v2,...]... [--seed0 S] [--force]
 #                       [-c FILE] [--set section.key=value]...

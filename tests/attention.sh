@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The masked-attention workload through whole runs (README "Workloads", docs/workloads.md):
+# The masked-attention workload through whole runs (docs/workloads.md):
 #   attention.sh AGEFENCE REPORT MPIEXEC WORKDIR FAULTFREE_FIXTURE
 #   - the embedded default scenario's aging (units fading, corrupting and dying to ~87%
 #     blackout, a scripted kill, DMR, drains, restores replayed alone) with the attention

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Crash consistency of the log (README, "The log"): a SIGKILL at any moment leaves either no
+# Crash consistency of the log (docs/log.md, "What survives a crash"): a SIGKILL at any moment leaves either no
 # file at the log's path (killed before the first step) or a readable log that holds exactly
 # the steps of its last completed flush, which `agefence-report --check` reports as one
 # violation, "the run did not finish", and nothing else.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The detectors of recovery.detect (README, "Silent corruption") on whole runs:
+# The detectors of recovery.detect (docs/corruption.md) on whole runs:
 # - sampled: in any sample_period consecutive steps every block is twinned exactly once (the
 #   /steps/twins of a fault-free fleet, on 1 and 3 ranks), and nothing is fenced;
 # - abft: a fault-free run fences nothing; on the default scenario, for several seeds, it

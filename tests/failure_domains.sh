@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Node-aware replicas and link losses through whole runs (README "Replicas", "Failure domains"):
+# Node-aware replicas and link losses through whole runs (docs/recovery.md, "Replica"; docs/failure-model.md, "Failure domains", "Link losses"):
 #   failure_domains.sh AGEFENCE REPORT MPIEXEC WORKDIR FIXTURE
 # A fleet of 8 devices, 2 a node (4 nodes), that does not age by itself; 6 blocks a device.
 # Block b's replica is kept on the device of the same index in the node half the fleet away

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# agefence under `mpirun --hostfile`, the multi-node launch without a scheduler (README.md, "Running on a cluster"),
+# agefence under `mpirun --hostfile`, the multi-node launch without a scheduler (docs/clusters.md),
 # on a hostfile of this machine alone ("localhost slots=N"):
 #   1. `mpirun --hostfile F -np N`: a run checked through its log by run_case.sh (exit 0, schema,
 #      bitwise equal, no allocation after start-up, nothing leaked), with N ranks logged;

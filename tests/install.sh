@@ -2,7 +2,8 @@
 # The installed tree, moved away from where it was installed, works on its own.
 #   install.sh BUILD_DIR SOURCE_DIR WORKDIR
 # Installs BUILD_DIR (cmake --install) into a temporary prefix, moves the prefix elsewhere (mv),
-# then checks, from an empty folder, with a bare environment (env -i: PATH is the moved bin/
+# then checks that every file of the list below is there (the manual in share/doc/agefence/
+# included), and, from an empty folder, with a bare environment (env -i: PATH is the moved bin/
 # plus /usr/bin:/bin, no AGEFENCE_* variable):
 #   1. nothing in the tree names the source tree, the build tree or the prefix it was installed
 #      to: no such string in any file (binaries included, grep -a), no such RPATH/RUNPATH;
@@ -33,8 +34,10 @@ mv "$tmp/prefix" "$tmp/elsewhere/agefence-moved" || { echo "FAIL: mv"; exit 1; }
 root=$tmp/elsewhere/agefence-moved
 for f in bin/agefence bin/agefence-report share/agefence/plots.py \
   share/agefence/configs/default.ini share/agefence/configs/README.md \
-  share/agefence/configs/slurm/agefence.sbatch share/agefence/docs/GPU.md \
-  share/agefence/docs/workloads.md \
+  share/agefence/configs/slurm/agefence.sbatch \
+  share/doc/agefence/README.md share/doc/agefence/CHANGELOG.md share/doc/agefence/docs/log.md \
+  share/doc/agefence/docs/GPU.md share/doc/agefence/docs/workloads.md \
+  share/doc/agefence/docs/img/report_step_latency.png \
   share/man/man1/agefence.1 share/man/man1/agefence-report.1; do
   [ -f "$root/$f" ] || fail "not installed: $f"
 done

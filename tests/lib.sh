@@ -4,8 +4,8 @@
 # allocated through agefence's allocator and no communicator created after start-up (summed
 # over all ranks), no NaN/Inf committed and no event lost by the log. Prints every broken promise on one line and
 # returns 1, or prints nothing. (The allocation counter sees af_alloc and the CUDA allocations
-# the backends report, not what MPI, HDF5 or NCCL allocate inside themselves: README, "What
-# one step does".)
+# the backends report, not what MPI, HDF5 or NCCL allocate inside themselves: docs/recovery.md,
+# "One step, phase by phase".)
 af_clean_run() {
   local report=$1 log=$2 name got broken=""
   for name in allocs_after_init comms_after_init nonfinite_leaked_total event_log_errors; do

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What `agefence run -o FILE` may do to the files it finds (README, "The log"; agefence(1)):
+# What `agefence run -o FILE` may do to the files it finds (docs/log.md, "What `-o` replaces"; agefence(1)):
 #   - a path it cannot take (empty, a folder, a missing folder, a path through a regular
 #     file), a file that is not an agefence log (a text file, the -c scenario itself under its
 #     name or another, a non-log at FILE.tmp): exit 2, one line from rank 0, and every file as

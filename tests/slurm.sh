@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # agefence on a real Slurm: a single-node cluster of this machine, started from nothing in a
-# scratch folder, and jobs from configs/slurm/agefence.sbatch (README.md, "Running on a cluster").
+# scratch folder, and jobs from configs/slurm/agefence.sbatch (docs/clusters.md).
 #   slurm.sh AGEFENCE REPORT SRCDIR WORKDIR
 #
 # 1. scripts/setup.sh --slurm installs Slurm and munge when missing. A private munged (its own

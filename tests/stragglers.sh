@@ -37,7 +37,7 @@ case "$mode" in
 throttle)
   # 6 blocks on device 1 x 400 us x (3 - 1) = 4.8 ms of modelled delay per step on its rank.
   common=(--set scenario.steps=120 --set throttle.block_us=400)
-  # Two checks (README, "Stragglers and pacing"). Exact, on any machine: the model asks for
+  # Two checks (docs/stragglers.md, "Throttling"). Exact, on any machine: the model asks for
   # 4.8 ms per step on rank 0 (device 1 is among its devices) and none without the event, and
   # the slowed rank spends at least that inside its kernel phase in every step (a busy wait
   # never ends early). Wall-clock, so only on a machine not loaded by other work: the step

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# DMR with no room left for twins (README, "Containment"): a 7-device fleet of the default
+# DMR with no room left for twins (docs/recovery.md, "Kernel"; docs/corruption.md): a 7-device fleet of the default
 # scenario on 3 ranks runs out of healthy units in its last steps. Blocks of FADING units are
 # then committed without a twin; the run must count them (/steps/unverified_commits,
 # /final@unverified_commits_total, the summary line), every finite corruption that got through
