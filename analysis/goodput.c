@@ -56,7 +56,7 @@ void af_goodput_parse(af_goodput_params_t *p, const char *text)
         }
         at = end + 1;
     }
-    /* sim/config.c allows at most 1e9 spare nodes: an integer, exactly a double */
+    /* sim/io/config.c allows at most 1e9 spare nodes: an integer, exactly a double */
     p->spare_nodes = spare <= 1e9 ? (int64_t)spare : (int64_t)1e9;
 }
 

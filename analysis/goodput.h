@@ -17,7 +17,7 @@
 #include "../common/af_result.h"
 #include "replay.h"
 
-/* The [goodput] keys (sim/config.c names them: step_seconds, checkpoint_seconds, ...). */
+/* The [goodput] keys (sim/io/config.c names them: step_seconds, checkpoint_seconds, ...). */
 typedef struct af_goodput_params {
     double step_s;
     double checkpoint_s;
@@ -31,7 +31,7 @@ typedef struct af_goodput_params {
     int64_t spare_nodes;
 } af_goodput_params_t;
 
-/* The [goodput] keys' built-in defaults (sim/config.c). */
+/* The [goodput] keys' built-in defaults (sim/io/config.c). */
 void af_goodput_defaults(af_goodput_params_t *p);
 /* The [goodput] section of a resolved scenario's text (the log's /@config); keys it lacks keep
  * what p holds. */

@@ -7,7 +7,7 @@
 
 #include "../common/logfile.h"
 
-/* Validates the file against the schema the writer produces (sim/log.c, sim/run.c and the
+/* Validates the file against the schema the writer produces (sim/io/log.c, sim/driver/run.c and the
  * README's "The log"): every group, dataset and attribute, its type and shape, and the
  * consistency of the contents (contiguous steps, counters against each other, against /events,
  * /units and the /final totals). Prints each violation as one line "PATH: problem" to out and

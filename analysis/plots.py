@@ -66,7 +66,7 @@ def open_log(path):
 def committed_rows(f):
     """Rows of /steps and /ranks that count: all of them for a finished run, the commit
     record's /committed[0] (/steps@committed[0] before schema 3) for one that did not finish
-    (sim/log.h)."""
+    (sim/io/log.h)."""
     finished = "final" in f and "exit_reason" in f["final"].attrs
     if not finished and "committed" in f:
         return int(f["committed"][0])

@@ -330,7 +330,7 @@ int af_bench_main(int argc, char **argv)
     /* The output must be writable before any work, and what is at its path must be an
      * agefence file (an earlier result, replaced at the end) or nothing: a folder, the empty
      * name, a folder that is not there or any other file is refused, and left as it is (the
-     * rules of agefence run's -o, sim/log.h). */
+     * rules of agefence run's -o, sim/io/log.h). */
     int bad = 0;
     if (b->world.rank == 0) {
         if (af_log_check_path(b->out, NULL) != AF_OK) {

@@ -43,7 +43,7 @@ af_result_t af_bench_run_scenario_code(af_bench_ctx_t *b, const char *const *ext
     }
     o.output = log_path;
     /* The benchmark's own scenario logs (af_bench_log_path), rewritten round after round: each
-     * replaces the last rather than leave a #NAME.N# backup of it (sim/log.h, af_log_claim). */
+     * replaces the last rather than leave a #NAME.N# backup of it (sim/io/log.h, af_log_claim). */
     o.force = 1;
     o.quiet = 1;
     o.hook = hook;

@@ -6,7 +6,7 @@
 
 #define AF_MAX_CRUMBS 16
 
-/* One error state per thread: the log's writer thread (sim/log.c) records its own error, and
+/* One error state per thread: the log's writer thread (sim/io/log.c) records its own error, and
  * the step thread takes over the message when it collects the writer's result. */
 static _Thread_local char af_message[512];
 static _Thread_local char af_crumbs[AF_MAX_CRUMBS][160];

@@ -1,5 +1,5 @@
 /* agefence log schema: the one list of per-step columns and per-rank phases, shared by the
- * writer (sim/log.c), the reader (common/logfile.c), the checker and report (analysis/) and the
+ * writer (sim/io/log.c), the reader (common/logfile.c), the checker and report (analysis/) and the
  * tests. Bump AF_SCHEMA_VERSION when a reader of the old schema would misread the new one. */
 #ifndef AF_LOG_SCHEMA_H
 #define AF_LOG_SCHEMA_H
@@ -197,14 +197,14 @@ int64_t af_log_event_type(void);
  * time_h.
  *
  * time_h is the simulated hour the interruption happened at, exactly as the model drew it: a
- * drawn job-level or hbm interruption's t_k (sim/jobintr.h); a device, node or link loss's, or
- * a unit's sudden death's, loss time (sim/aging.h); a wear-out death's, the hour its age reached
- * its lifetime on the step's linear segment; the earliest of those the row counts (the units of
- * one device dying in one step are one row). A scripted event's is its step's hour,
- * step x sim_hours_per_step. The step the run took it at is the first whose hours reach it, so
- * time_h lies in (hours(step - 1), hours(step)]. Written into logs of schema 5 after the field
- * was added; a log without it reads with time_h = sim_hours (af_logfile_intr_timed says which),
- * and a reader of a log without it misreads nothing, so the schema's number stays 5. */
+ * drawn job-level or hbm interruption's t_k (sim/fleet/jobintr.h); a device, node or link loss's,
+ * or a unit's sudden death's, loss time (sim/fleet/aging.h); a wear-out death's, the hour its age
+ * reached its lifetime on the step's linear segment; the earliest of those the row counts (the
+ * units of one device dying in one step are one row). A scripted event's is its step's hour, step x
+ * sim_hours_per_step. The step the run took it at is the first whose hours reach it, so time_h lies
+ * in (hours(step - 1), hours(step)]. Written into logs of schema 5 after the field was added; a log
+ * without it reads with time_h = sim_hours (af_logfile_intr_timed says which), and a reader of a
+ * log without it misreads nothing, so the schema's number stays 5. */
 typedef struct af_intr_row {
     int64_t step;
     double sim_hours;

@@ -41,7 +41,7 @@ af_result_t af_logfile_open(af_logfile_t *lf, const char *path, char *err, size_
     hid_t file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
     if (file < 0) {
         /* A killed run's log stays marked as open for SWMR writing, which only SWMR readers
-         * may open; SWMR writing keeps it consistent (sim/log.h). */
+         * may open; SWMR writing keeps it consistent (sim/io/log.h). */
         file = H5Fopen(path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, H5P_DEFAULT);
         lf->live = file >= 0;
     }

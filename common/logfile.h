@@ -26,14 +26,14 @@ typedef struct af_logfile {
  * for (SWMR) writing: it is opened with SWMR read access. When the run did not finish (no
  * /final@exit_reason), only the rows its commit record (/committed; /steps@committed before schema
  * 3) counts are read: af_logfile_shape, af_logfile_events_count and the readers below see that
- * prefix (sim/log.h, "Crash consistency"). */
+ * prefix (sim/io/log.h, "Crash consistency"). */
 af_result_t af_logfile_open(af_logfile_t *lf, const char *path, char *err, size_t errlen);
 void af_logfile_close(af_logfile_t *lf);
 
 /* Whether path is an agefence log: a regular file that HDF5 opens (with SWMR read access when
  * a killed writer left it marked) and whose root has the attribute schema_version, of any
  * version. 0 for anything else (missing, unreadable, another file). The run's writer asks it
- * before it replaces a file (sim/log.c, af_log_check_path). */
+ * before it replaces a file (sim/io/log.c, af_log_check_path). */
 int af_logfile_is_log(const char *path);
 
 /* The commit record /committed (schema 3; /steps@committed before): {rows of /steps and /ranks,

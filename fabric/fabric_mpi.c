@@ -383,7 +383,7 @@ af_result_t af_world_node_sum_f64(double *v, int n)
 af_result_t af_world_init(int *argc, char ***argv, af_world_t *world)
 {
     memset(world, 0, sizeof *world);
-    /* Rank 0 runs a second thread, the log's writer (sim/log.c), which makes no MPI call:
+    /* Rank 0 runs a second thread, the log's writer (sim/io/log.c), which makes no MPI call:
      * only the main thread calls MPI (FUNNELED). */
     int provided = MPI_THREAD_SINGLE;
     if (MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {

@@ -1,4 +1,4 @@
-/* libFuzzer harness: the scenario parser (sim/config.c).
+/* libFuzzer harness: the scenario parser (sim/io/config.c).
  *
  * Input: INI text, then up to 8 `--set` strings, the parts separated by NUL bytes ("[scenario]\n
  * steps = 3\0scenario.seed=4\0event.1.step=2"). A scenario file cannot hold a NUL (the loader

@@ -5,7 +5,7 @@
  * stream rarely stays a readable file, so raw-byte fuzzing spends its time in HDF5's format
  * parsing and seldom reaches agefence's checks. This harness instead reads the input as a list
  * of decisions and writes, through the HDF5 API, a well-formed HDF5 file laid out like an
- * agefence log (sim/log.c, README "The log") in which every part may be absent, of another kind
+ * agefence log (sim/io/log.c, README "The log") in which every part may be absent, of another kind
  * (a group for a dataset), of another type (32-bit, unsigned, float for integer, string, a
  * compound missing fields), of another rank or length, extendible or not, and filled with
  * consistent values, hostile ones (NaN, Inf, INT64_MIN, huge counts) or raw bytes. HDF5 only

@@ -122,7 +122,7 @@ enum {
  * uniform draw: [0, nonfinite) NaN/+Inf/-Inf, [nonfinite, single) one bit flipped, [single,
  * mantissa) several mantissa bits, [mantissa, 1) several bits reaching the exponent), and the
  * relative error above which a corrupted value is harmful (non-finite values always are). The
- * driver builds it from [corruption] (sim/config.c); every backend injects with it. */
+ * driver builds it from [corruption] (sim/io/config.c); every backend injects with it. */
 typedef struct af_corrupt_mix {
     double nonfinite; /* cumulative share: non-finite */
     double single;    /* cumulative share: + single-bit flips */

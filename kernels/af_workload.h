@@ -51,7 +51,7 @@ AF_HD void af_wl_read_set(int kind, int64_t B, int64_t b, size_t *i0, size_t *i1
     *i1 = (size_t)(2 * ((b + 1) % B));
 }
 
-/* What a workload takes from the scenario (sim/config.c fills it). */
+/* What a workload takes from the scenario (sim/io/config.c fills it). */
 typedef struct af_wl_config {
     int64_t blocks;
     int64_t block_len; /* scenario.block_len: cells (burgers) or tokens (attention) */
@@ -64,7 +64,7 @@ typedef struct af_workload {
     const char *name;
     int kind;
     /* 1: a block's read-set is its neighbours' edge cells, which the driver trades between
-     * owners (sim/halo.c); 0: it is the global word. */
+     * owners (sim/exchange/halo.c); 0: it is the global word. */
     int neighbour_edges;
     /* doubles of state per block */
     int64_t (*cells)(const af_wl_config_t *c);

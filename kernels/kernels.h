@@ -31,7 +31,7 @@ enum {
 /* The containment decision of a step without DMR twins: a slot's computed result is committed
  * when the slot is occupied, published (HEALTHY or FADING), every output is finite and (with
  * desc.abft) its mass balance holds. The
- * driver's containment (sim/step.c) and the backends' step graphs decide by this rule. */
+ * driver's containment (sim/driver/step.c) and the backends' step graphs decide by this rule. */
 AF_HD uint8_t af_commit_decision(int32_t block, int mode, int32_t nonfinite, int32_t abft_fail)
 {
     return (uint8_t)(block >= 0 && (mode == AF_MODE_HEALTHY || mode == AF_MODE_FADING) &&
@@ -112,7 +112,7 @@ typedef struct af_kernels_ops {
     af_result_t (*create)(const af_shard_desc_t *desc, af_kernels_t **out);
     void (*destroy)(af_kernels_t *k);
     /* The host memory create() (and graph_prepare()) will allocate for desc's shard, in bytes
-     * (device memory aside): what the driver budgets before start-up (sim/memory.c). */
+     * (device memory aside): what the driver budgets before start-up (sim/driver/memory.c). */
     size_t (*host_bytes)(const af_shard_desc_t *desc);
     /* Copies the control host views (slot_block, slot_mode, slot_p, commit) to where the
      * kernels read them. Asynchronous on CUDA (stream-ordered). */

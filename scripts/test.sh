@@ -68,7 +68,7 @@ if [ "$mode" = sanitize ]; then
   # MPI tests: ASan and UBSan stay on; LeakSanitizer is off, because Open MPI's plugins leak at
   # exit from libraries they have already unloaded, so those reports cannot be attributed or
   # suppressed. agefence's own allocations are still checked: every run ends by asserting that
-  # af_alloc holds no live bytes (sim/run.c).
+  # af_alloc holds no live bytes (sim/driver/run.c).
   ASAN_OPTIONS=detect_leaks=0 ctest -L mpi --output-on-failure -j "$jobs"
 else
   "$top/scripts/build.sh" -DAGEFENCE_WERROR=ON

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Device memory (HBM) errors through whole runs (cause hbm, sim/jobintr.h, sim/coord.h):
+# Device memory (HBM) errors through whole runs (cause hbm, sim/fleet/jobintr.h, sim/plan/coord.h):
 #   hbm_resets.sh AGEFENCE REPORT MPIEXEC WORKDIR FIXTURE
 # A fleet that does not age by itself, first with scripted reset_device events (one on a device
 # whose units are FADING and drained in the same step), then with aging.hbm_rate_per_hour, each

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Job-level interruptions (sim/jobintr.h) through whole runs:
+# Job-level interruptions (sim/fleet/jobintr.h) through whole runs:
 #   job_interrupts.sh AGEFENCE REPORT MPIEXEC WORKDIR FIXTURE
 # A fleet that does not age by itself, with job-level rates of every grain and scripted
 # interrupts, run on 1 and 3 ranks: the same history (--same), a valid log, no unit killed and
@@ -112,7 +112,7 @@ assert not any("no time_h" in m for m in new["missing"]), new["missing"]
 assert old["interruptions"] == new["interruptions"], (old["interruptions"], new["interruptions"])
 PY
 fi
-# Dead hardware interrupts nothing (sim/jobintr.h): node 1 (devices 2 and 3) killed at step 10
+# Dead hardware interrupts nothing (sim/fleet/jobintr.h): node 1 (devices 2 and 3) killed at step 10
 # and device 6 at step 20, then every node- and device-grain cause at rates that strike the
 # dead ones often (a third of the draws), and scripted interrupts at step 30 on dead device 6
 # and dead node 1 (dropped) and on live device 7 (kept); on 1 and 3 ranks: the same log, and in

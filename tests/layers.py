@@ -3,7 +3,7 @@
 
     layers.py SOURCE_DIR BUILD_DIR
 
-Parts and what each may use (README, "Layout"):
+Parts and what each may use (docs/contributing.md, "Layout"):
     common    (result codes, allocator, clock, order statistics, reproducible sums, log schema
               and reader): nothing
     fabric    common                  kernels   common
@@ -102,7 +102,7 @@ def objects(build, src):
                 if not f.endswith(".o"):
                     continue
                 rel = os.path.relpath(os.path.join(root, f), tdir)
-                source = rel[:-2]  # sim/run.c.o -> sim/run.c
+                source = rel[:-2]  # sim/driver/run.c.o -> sim/driver/run.c
                 top = source.split(os.sep)[0]
                 if source == ENTRY:
                     part = "main"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The log's writer thread (docs/log.md, "The writer thread"; sim/log.c): rank 0 hands each batch of rows to a
+# The log's writer thread (docs/log.md, "The writer thread"; sim/io/log.c): rank 0 hands each batch of rows to a
 # thread that writes and commits it off the step's path.
 #   1. a write error in the writer (AGEFENCE_DEBUG=logfail=2: the second commit fails between
 #      its two flushes): the run says so in one line, ends through the error path (exit 1),

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The memory budget (sim/memory.c) against what a run really holds:
+# The memory budget (sim/driver/memory.c) against what a run really holds:
 #   1. the default scenario on 2 ranks: the budget of start-up is what agefence's allocator
 #      held at its peak, within 2% (the budget follows every allocation);
 #   2. 100,000 devices x 8 units on 2 ranks: the budget of the whole run (start-up and the

@@ -382,7 +382,7 @@ mode_killed() {
   # shellcheck disable=SC2086
   kill -9 $pids
   wait "$launcher" 2>/dev/null
-  # The log is crash-consistent (sim/log.h): whatever the SIGKILL interrupted, it is readable
+  # The log is crash-consistent (sim/io/log.h): whatever the SIGKILL interrupted, it is readable
   # and holds the steps of its last flush. tests/crashlog.sh kills at many more moments.
   "$report" --check "$log" >check.txt 2>check.err
   local rc=$?

@@ -93,7 +93,7 @@ int main(int argc, char **argv)
     } else if (strcmp(op, "del") == 0 && argc == 4) {
         rc = H5Ldelete(f, argv[3], H5P_DEFAULT) < 0;
     } else if (strcmp(op, "killed") == 0 && argc == 3) {
-        /* The writer links /units and /final into the file at the end (sim/log.h). */
+        /* The writer links /units and /final into the file at the end (sim/io/log.h). */
         rc = H5Ldelete(f, "/final", H5P_DEFAULT) < 0 || H5Ldelete(f, "/units", H5P_DEFAULT) < 0;
     } else if (strcmp(op, "killed-empty") == 0 && argc == 3) {
         /* The earlier writer created /units empty at the start and filled it at the end. */

@@ -1,5 +1,5 @@
 # agefence on Slurm and on several "nodes" (included from tests/CMakeLists.txt).
-#   test_launch         label unit: sim/launch.c (launch checks, Slurm description) from the
+#   test_launch         label unit: sim/io/launch.c (launch checks, Slurm description) from the
 #                       environment variables srun, sbatch and mpirun set
 #   mpirun_hostfile     label mpi: `mpirun --hostfile` with a hostfile of localhost slots=N,
 #                       checked through its log (tests/hostfile.sh)

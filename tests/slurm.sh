@@ -28,7 +28,7 @@
 # 3. srun without PMIx must not run N copies: `srun --mpi=none -n 2` (Debian's Open MPI stops
 #    in MPI_Init), and the same with SLURM_NODELIST hidden from the tasks, which makes Open MPI
 #    start each task as a one-rank job, as an MPI without Slurm support does: agefence must
-#    refuse with the task count line (exit 2) and leave no log (the launch check, sim/launch.c).
+#    refuse with the task count line (exit 2) and leave no log (the launch check, sim/io/launch.c).
 # Exit 0 pass, 1 fail, 77 skip (not root: the daemons need it).
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"

@@ -977,7 +977,7 @@ static uint64_t next_random(uint64_t *s)
 
 /* ---- the event-driven model against a dense reference ------------------------------------- */
 
-/* The reference: the arithmetic of the model as sim/aging.h defines it, evaluated the plain
+/* The reference: the arithmetic of the model as sim/fleet/aging.h defines it, evaluated the plain
  * way, every live unit every step, reading every unit's load. It takes the draws (lifetime,
  * sudden time, offsets) from a model's tables, which the tests above check, and keeps its own
  * segments, states and counts. */

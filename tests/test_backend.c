@@ -1,4 +1,4 @@
-/* Unit tests of backend selection (sim/backend.c): every rule of af_backend_decide() from
+/* Unit tests of backend selection (sim/io/backend.c): every rule of af_backend_decide() from
  * explicit facts (built with CUDA or not, GPUs visible, ranks per node), so they run without a
  * GPU; then af_backend_select() as this build and machine see it, and the buffer helpers. */
 #include "sim/io/backend.h"

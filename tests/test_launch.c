@@ -1,4 +1,4 @@
-/* Unit tests of sim/launch.c: the launch checks and the Slurm description of a launch, driven
+/* Unit tests of sim/io/launch.c: the launch checks and the Slurm description of a launch, driven
  * by the environment variables srun, sbatch and mpirun set (as seen on Slurm 22.05 with Open
  * MPI 4.1: tests/slurm.sh runs the real thing). */
 #include <setjmp.h>

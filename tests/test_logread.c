@@ -1,4 +1,4 @@
-/* Unit tests of the HDF5 log: the writer (sim/log.h) produces a file that the reader and
+/* Unit tests of the HDF5 log: the writer (sim/io/log.h) produces a file that the reader and
  * schema checker (analysis/logread.h) accept, every seeded inconsistency is caught, bad files
  * are refused with one line naming the path, and af_percentile_sorted follows numpy's linear
  * interpolation. */
@@ -97,7 +97,7 @@ static void write_log(const char *path, defect_t defect)
     assert_int_equal(af_log_attr_i64(log, "/calibration", "warmup_iterations", 0), AF_OK);
     assert_int_equal(af_log_attr_i64(log, "/host", "cores", 2), AF_OK);
     assert_int_equal(af_log_attr_f64(log, "/host", "loadavg_1min_after", NAN), AF_OK);
-    /* As sim/run.c does before the first step: crash-consistent from here on. */
+    /* As sim/driver/run.c does before the first step: crash-consistent from here on. */
     assert_int_equal(af_log_begin(log), AF_OK);
     assert_int_equal(access(path, F_OK), 0);
 
@@ -153,7 +153,7 @@ static void write_log(const char *path, defect_t defect)
             }
         }
         assert_int_equal(af_log_append(log, &row, phases), AF_OK);
-        /* The events of the step, logged during it as sim/step.c does: the drain of step 3;
+        /* The events of the step, logged during it as sim/driver/step.c does: the drain of step 3;
          * dead_units = row / 4, so units 0 and 1 die in steps 5 and 9. */
         af_event_row_t ev;
         memset(&ev, 0, sizeof ev);
@@ -192,7 +192,7 @@ static void write_log(const char *path, defect_t defect)
     assert_int_equal(af_log_rows(log), NROWS);
     assert_int_equal(af_log_flush(log), AF_OK);
 
-    /* /units, as sim/run.c writes them at the end */
+    /* /units, as sim/driver/run.c writes them at the end */
     int64_t iv[DEVICES * UNITS];
     double fv[DEVICES * UNITS];
     for (int u = 0; u < DEVICES * UNITS; ++u) {
@@ -248,7 +248,7 @@ static void write_log(const char *path, defect_t defect)
     assert_int_equal(af_log_attr_str(log, "/final", "state_checksum", "0123456789abcdef"), AF_OK);
     assert_int_equal(af_log_attr_str(log, "/final", "reference_checksum", "0123456789abcdef"),
                      AF_OK);
-    /* The rest of what sim/run.c's write_final writes, consistent with the rows. */
+    /* The rest of what sim/driver/run.c's write_final writes, consistent with the rows. */
     const struct {
         const char *name;
         int64_t v;
@@ -595,7 +595,7 @@ static void test_missing_exit_reason_is_a_violation(void **state)
 /* The end of a run changes the root group and /host in place: the links to /final and /units
  * go into room the writer made for them in the root group's object header, and
  * /host@loadavg_1min_after (a placeholder until then) is rewritten where it is, so that each of
- * those commits is a single write (sim/log.h). A finished log has no more header chunks there
+ * those commits is a single write (sim/io/log.h). A finished log has no more header chunks there
  * than one killed mid-run. */
 static void test_end_of_run_changes_object_headers_in_place(void **state)
 {

@@ -5,8 +5,8 @@
  *   phi(x, t) = a0 + 2 sum_{n>=1} a_n exp(-nu (2 pi n)^2 t) cos(2 pi n x),
  *   a_n = integral_0^1 exp(cos(2 pi x) / (4 pi nu)) cos(2 pi n x) dx,
  * so u = 2 nu * sum_n 2 a_n e_n (2 pi n) sin(2 pi n x) / (a0 + 2 sum_n a_n e_n cos(2 pi n x)).
- * The serial reference (sim/reference.c, the same per-cell arithmetic as every backend) is run
- * on N = 64..512 cells to the same final time with the diffusion number nu dt / dx^2 held at
+ * The serial reference (sim/oracle/reference.c, the same per-cell arithmetic as every backend) is
+ * run on N = 64..512 cells to the same final time with the diffusion number nu dt / dx^2 held at
  * 0.2; the scheme is first order in time and second in space, so with dt proportional to dx^2
  * the max-norm error must fall as dx^2: observed orders near 2. */
 #include "sim/io/config.h"

@@ -1,8 +1,8 @@
 /* agefence memory budget (see memory.h). The sizes follow the allocations of start-up one by
- * one (sim/placement.c, sim/step.c, sim/recover.c, sim/aging.c, sim/evq.c, sim/straggler.c,
- * sim/log.c, sim/run.c) and of the verdict (sim/run.c, sim/reference.c); tests/memory.sh
- * compares the sum with what the allocator really held and with the process's peak resident
- * memory. */
+ * one (sim/plan/placement.c, sim/driver/step.c, sim/recovery/recover.c, sim/fleet/aging.c,
+ * sim/fleet/evq.c, sim/fleet/straggler.c, sim/io/log.c, sim/driver/run.c) and of the verdict
+ * (sim/driver/run.c, sim/oracle/reference.c); tests/memory.sh compares the sum with what the
+ * allocator really held and with the process's peak resident memory. */
 #include "memory.h"
 
 #include <math.h>
@@ -17,7 +17,7 @@
 #include "run_internal.h"
 
 /* What the MPI fabric holds besides (its request array: fabric/fabric_mpi.c), and the log
- * writer's own struct (paths and handles: sim/log.c). */
+ * writer's own struct (paths and handles: sim/io/log.c). */
 #define FABRIC_BYTES     (4.0 * AF_FABRIC_MAX_P2P * 8.0)
 #define FABRIC_PER_RANK  24.0 /* its offsets and all-gather counts, per rank of the launch */
 #define LOG_STRUCT_BYTES 20480.0
@@ -69,7 +69,7 @@ void af_memory_estimate(const af_config_t *cfg, int nranks, int rank, const af_k
     /* items holds the twin candidates before their deduplication: two int64 per block. */
     m->blocks = 8.0 * B + 2.0 * 8.0 * xlen + mv * B + 20.0 * B + 20.0 * B + 4.0 * B /* rep_dev */ +
                 5.0 * B /* the placement's moved blocks and their marks */;
-    /* The halo (sim/halo.c): two (index, bits) pairs each way for every block the rank can
+    /* The halo (sim/exchange/halo.c): two (index, bits) pairs each way for every block the rank can
      * hold, its fenced ones and published slots, every rank's fenced ones (B), counts and offsets
      * per rank, and the figures' words. */
     const double most = fmax(fmin(B, ldev * U * C), 1.0);
@@ -123,7 +123,7 @@ void af_memory_estimate(const af_config_t *cfg, int nranks, int rank, const af_k
     /* Every rank's coordinator: the list of the fleet's FADING units and the model's states,
      * and the straggler detector (57 bytes per device). */
     m->aging += 4.0 * units + units + (cfg->straggler_detect ? 57.0 * (double)D : 0.0);
-    /* The detectors (sim/step.c detectors_init): sampled's blocks by turn and the turns'
+    /* The detectors (sim/driver/step.c detectors_init): sampled's blocks by turn and the turns'
      * offsets; the quarantine's fence counts and declaration steps of every unit, the suspects
      * of a step, and the drain list it shares with the stragglers. */
     if (af_detect_flags(cfg->detect) & AF_DET_SAMPLED) {
@@ -144,7 +144,7 @@ void af_memory_estimate(const af_config_t *cfg, int nranks, int rank, const af_k
     }
     m->startup = m->fleet + m->blocks + m->shard + m->replicas + m->aging + m->rank0;
 
-    /* The verdict (sim/run.c): every rank sends its blocks in rounds of at most K blocks
+    /* The verdict (sim/driver/run.c): every rank sends its blocks in rounds of at most K blocks
      * (R K T <= 2^20 cells); rank 0 holds the gathered state and the reference (computed in
      * place), a round's receive buffer and the blocks grouped by rank. */
     double k_blocks = fmax(floor(1048576.0 / (R * T)), 1.0);

@@ -1,7 +1,7 @@
 /* agefence memory budget: what a run will hold in host memory on one rank, from the scenario
  * alone, before anything is allocated; and what the process really holds (for the log). The
  * driver refuses a scenario whose ranks do not fit in their node's available memory before it
- * allocates anything (sim/run.c), and logs the estimate beside the measured peaks so the two
+ * allocates anything (sim/driver/run.c), and logs the estimate beside the measured peaks so the two
  * can be compared (tests/memory.sh holds them within 20%). */
 #ifndef AF_MEMORY_H
 #define AF_MEMORY_H

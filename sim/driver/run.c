@@ -177,7 +177,7 @@ static af_result_t write_root_attrs(run_t *r)
     double load[3] = {0, 0, 0};
     if (getloadavg(load, 3) > 0) {
         AF_CHECK(af_log_attr_f64(log, "/host", "loadavg_1min_before", load[0]));
-        /* Rewritten in place at the end (sim/log.h): NaN in the log of a run that did not
+        /* Rewritten in place at the end (sim/io/log.h): NaN in the log of a run that did not
          * finish. */
         AF_CHECK(af_log_attr_f64(log, "/host", "loadavg_1min_after", NAN));
     }
@@ -241,7 +241,7 @@ static af_result_t load_initial_state(run_t *r)
     return AF_OK;
 }
 
-/* Backend selection (sim/backend.c) on every rank, then an agreement: every rank must run the
+/* Backend selection (sim/io/backend.c) on every rank, then an agreement: every rank must run the
  * same pair. A bad request is reported once, by rank 0, as bad input. */
 static af_result_t select_backends(run_t *r, const af_kernels_ops_t **kops, int *use_nccl,
                                    int *cuda_device)
@@ -266,7 +266,7 @@ static af_result_t select_backends(run_t *r, const af_kernels_ops_t **kops, int 
     return AF_OK;
 }
 
-/* What start-up and the verdict will allocate on each rank (sim/memory.c), summed over the
+/* What start-up and the verdict will allocate on each rank (sim/driver/memory.c), summed over the
  * ranks of each node and set against the node's available memory: refused up front on every
  * rank when any node lacks it, rather than failing (or swapping) half-way through start-up.
  * Collective. */

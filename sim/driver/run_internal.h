@@ -50,7 +50,7 @@ typedef struct af_payload {
     int64_t count[NCOUNTS];
 } af_payload_t;
 
-/* The memory figures of /final (sim/run.c). */
+/* The memory figures of /final (sim/driver/run.c). */
 #define AF_NMEM 5
 
 /* Transfers of whole blocks (T doubles) between ranks go through host staging in chunks. */
@@ -86,7 +86,7 @@ typedef struct af_run_state {
     uint64_t *dxchg_prev;
     uint64_t *dxchg_cur;
     af_fabric_t *nccl; /* the device fabric for the halo (nccl), or NULL */
-    /* The halo (sim/halo.c): buffers for the neighbour edges of the blocks a rank can hold
+    /* The halo (sim/exchange/halo.c): buffers for the neighbour edges of the blocks a rank can hold
      * (halo_blocks = min(B, local slots)), counts and offsets per rank, the fenced blocks of
      * this rank and (sorted) of every rank, and the figures' words. */
     int64_t halo_blocks;
@@ -156,7 +156,7 @@ typedef struct af_run_state {
                             HEALTHY here) */
     int64_t dead_units;  /* units DEAD so far */
 
-    /* Throttling (sim/straggler.h) of this rank's own units. */
+    /* Throttling (sim/fleet/straggler.h) of this rank's own units. */
     double *unit_base;   /* own units: slowdown set by scripted slow events (1 nominal) */
     double *unit_deg;    /* own units: degradation of a FADING unit, from its model */
     int64_t *unit_stamp; /* own units: scratch, the tick a unit's delay was counted in */

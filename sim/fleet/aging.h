@@ -23,7 +23,7 @@
  * The model is event-driven: it never visits every unit in a step. It keeps, for each live
  * unit, the first step at which that check would change its state (computed exactly from the
  * closed form, so it is the step a visit of every unit every step would find), in a priority
- * queue (sim/evq.h); a step re-predicts the units whose load changed (the caller passes their
+ * queue (sim/fleet/evq.h); a step re-predicts the units whose load changed (the caller passes their
  * list), pops the units due at it, and applies the scripted events. Its cost follows the units
  * whose state or rate changes, not the fleet.
  *

@@ -1,7 +1,7 @@
 /* agefence event queue: the predicted next step of each unit of a range, as a binary min-heap
  * keyed by (step, unit) with a position index per unit, so that a unit can be re-keyed or
- * removed in O(log n) when its rate changes. The aging model (sim/aging.c) keeps one entry per
- * live unit whose next event it could predict; popping everything due at a step yields those
+ * removed in O(log n) when its rate changes. The aging model (sim/fleet/aging.c) keeps one entry
+ * per live unit whose next event it could predict; popping everything due at a step yields those
  * units in ascending order, the order in which a scan of every unit would have met them.
  *
  * Units are global indices in [u_lo, u_hi); the tables are indexed from u_lo so that a rank

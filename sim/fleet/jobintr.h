@@ -30,7 +30,7 @@
  * scripted reset_device events), are drawn here the same way, after the job-level causes: an
  * HBM error recurs on a device that lives on, so it is a Poisson process like them, not a
  * loss time like a device's. Unlike them it moves blocks: the run restores every block of the
- * device from its replica (sim/step.c). */
+ * device from its replica (sim/driver/step.c). */
 #ifndef AF_JOBINTR_H
 #define AF_JOBINTR_H
 
@@ -47,7 +47,7 @@ typedef struct af_jobintr_hit {
 } af_jobintr_hit_t;
 
 /* The causes drawn here: the job-level ones and hbm (AF_INTR_FIRST_JOB + i, i below this); link,
- * after hbm, is a loss time of the aging model (sim/aging.h). */
+ * after hbm, is a loss time of the aging model (sim/fleet/aging.h). */
 #define AF_JOBINTR_NDRAWN (AF_INTR_hbm + 1 - AF_INTR_FIRST_JOB)
 
 typedef struct af_jobintr {

@@ -9,7 +9,7 @@
 #include "../../common/af_alloc.h"
 #include "../../common/af_time.h"
 
-/* The RNG stream of the spikes (sim/aging.c's streams are 1-4, 6 and 7). */
+/* The RNG stream of the spikes (sim/fleet/aging.c's streams are 1-4, 6 and 7). */
 #define RNG_SPIKE 0x5b1e
 
 double af_throttle_factor(double base, double slowdown, double exponent, double degradation)

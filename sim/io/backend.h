@@ -19,7 +19,7 @@ typedef struct af_backend_choice {
 } af_backend_choice_t;
 
 /* The decision itself, from explicit facts: want_compute is AF_BACKEND_* and want_fabric
- * AF_FABRIC_* (sim/config.h); cuda_built says whether this build has the CUDA backend;
+ * AF_FABRIC_* (sim/io/config.h); cuda_built says whether this build has the CUDA backend;
  * visible_gpus is how many GPUs this rank sees; local_rank/local_size place the rank on its
  * node. Rules:
  *   compute auto  -> cuda when built with CUDA and the node has a GPU for each of its ranks,

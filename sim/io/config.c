@@ -145,7 +145,8 @@ static const key_def_t KEYS[] = {
      "spread of per-unit temperature offsets (uniform in [0, value])"},
     {"aging", "load_delta_k", T_REAL, OFF(load_delta_k), 0, 0.0, 200, NULL, "30", "K",
      "temperature rise of a fully loaded unit (load = occupied-slot fraction)"},
-    /* Job-level interruptions (sim/jobintr.h): each key's name says the grain its rate is per. */
+    /* Job-level interruptions (sim/fleet/jobintr.h): each key's name says the grain its rate is
+       per. */
     {"interrupt", "software_per_hour", T_REAL,
      OFF(intr_per_hour[AF_INTR_software - AF_INTR_FIRST_JOB]), 0, 0.0, 1.0, NULL, "0", "1/hour",
      "job interruptions by a software bug (the record's 'software bug'), per hour of the job"},
@@ -1166,7 +1167,7 @@ af_result_t af_config_validate(af_config_t *cfg, int nranks, char *err, size_t e
         return AF_ERR_USAGE;
     }
     /* A job-level cause's interruptions a step, rate x its grain's count x hours a step, is
-     * bounded so that a step's fixed buffer (sim/jobintr.h) holds them all but with a chance
+     * bounded so that a step's fixed buffer (sim/fleet/jobintr.h) holds them all but with a chance
      * below 1e-100. */
     for (int c = AF_INTR_FIRST_JOB; c <= AF_INTR_LAST_JOB; ++c) {
         double rate = cfg->intr_per_hour[c - AF_INTR_FIRST_JOB];

@@ -15,8 +15,8 @@
 #define AF_MAX_EVENTS 64
 /* Job-level interruptions: the most one cause may make in a step on average (rate x its grain's
  * count x sim_hours_per_step; validation holds every cause to it), and the most the run logs in
- * one step (sim/jobintr.h: what is due beyond it moves to the next step; with every cause at the
- * bound the chance of that is below 1e-100). */
+ * one step (sim/fleet/jobintr.h: what is due beyond it moves to the next step; with every cause at
+ * the bound the chance of that is below 1e-100). */
 #define AF_JOBINTR_MEAN_MAX 4
 #define AF_JOBINTR_MAX_STEP 256
 #define AF_NAME_LEN         64
@@ -32,7 +32,7 @@
 enum { AF_BACKEND_AUTO = 0, AF_BACKEND_CPU = 1, AF_BACKEND_CUDA = 2 };
 enum { AF_FABRIC_AUTO = 0, AF_FABRIC_MPI = 1, AF_FABRIC_NCCL = 2 };
 enum { AF_GRAPH_AUTO = 0, AF_GRAPH_ON = 1, AF_GRAPH_OFF = 2 };
-/* recovery.detect: the index of its value in the key's list (sim/config.c), and the detectors
+/* recovery.detect: the index of its value in the key's list (sim/io/config.c), and the detectors
  * each value turns on (af_detect_flags). The finite check is always on. */
 enum { AF_DETECT_FINITE = 0, AF_DETECT_DMR = 1 };
 enum { AF_DET_DMR = 1, AF_DET_ABFT = 2, AF_DET_SAMPLED = 4 };
@@ -148,7 +148,7 @@ typedef struct af_config {
                                   Weibull shape link_shape): the device leaves the job */
     double link_shape;
     double hbm_rate_per_hour; /* device memory (HBM) errors per device-hour: Poisson, each one
-                                 resets one device's memory (sim/jobintr.h) */
+                                 resets one device's memory (sim/fleet/jobintr.h) */
     /* [interrupt]: job-level interruptions without hardware loss, by cause (index c -
      * AF_INTR_FIRST_JOB), per hour of their grain (the job, a node or a device) */
     double intr_per_hour[AF_NJOB_INTR];

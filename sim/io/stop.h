@@ -2,7 +2,7 @@
  * the SIGCONT with which Open MPI's launcher (mpirun, orted) opens its ending of a job (Ctrl-C
  * or SIGTERM to mpirun: SIGCONT, then SIGTERM and SIGKILL odls_base_sigkill_timeout seconds
  * apart), from the parent process of a rank it started. The handler only sets a flag; the
- * step's exchange carries it to every rank (sim/step.c), so all ranks stop after the same
+ * step's exchange carries it to every rank (sim/driver/step.c), so all ranks stop after the same
  * step. */
 #ifndef AF_STOP_H
 #define AF_STOP_H
