@@ -7,11 +7,11 @@
 
 #include "../common/logfile.h"
 
-/* Validates the file against the schema the writer produces (sim/io/log.c, sim/driver/run.c and the
- * README's "The log"): every group, dataset and attribute, its type and shape, and the
- * consistency of the contents (contiguous steps, counters against each other, against /events,
- * /units and the /final totals). Prints each violation as one line "PATH: problem" to out and
- * returns how many there were (0: valid). A row-wise violation is reported once per path, at
+/* Validates the file against the schema the writer produces (sim/io/log.c, sim/driver/run.c,
+ * sim/driver/verdict.c and docs/log.md): every group, dataset and attribute, its type and shape,
+ * and the consistency of the contents (contiguous steps, counters against each other, against
+ * /events, /units and the /final totals). Prints each violation as one line "PATH: problem" to out
+ * and returns how many there were (0: valid). A row-wise violation is reported once per path, at
  * its first row, with the number of further rows. A log whose /final@exit_reason is missing
  * (the run was killed before it finished) gets exactly that one violation for /final and
  * /units, which a killed run cannot have written. */

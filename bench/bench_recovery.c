@@ -71,26 +71,26 @@ static af_result_t ensure_buffers(rec_t *c, int64_t T)
 /* The baseline, on every rank: returns its duration (us), rank max. */
 static af_result_t rebuild(af_run_state_t *r, rec_t *c, double *us)
 {
-    const int R = r->world.size;
-    const int me = r->world.rank;
-    const int64_t B = r->B;
-    const int64_t T = r->T;
+    const int R = r->s.world.size;
+    const int me = r->s.world.rank;
+    const int64_t B = r->s.B;
+    const int64_t T = r->s.T;
     af_result_t rc = AF_OK;
     af_fabric_t *nf = NULL;
     af_kernels_t *nk = NULL;
     uint64_t *xchg = NULL;
-    AF_CHECK(r->fab->ops->barrier(r->fab));
+    AF_CHECK(r->s.fab->ops->barrier(r->s.fab));
     double t0 = af_now_us();
     /* 1. A new communicator for the survivors (every rank survives a unit's death here; the
      *    split is what a shrink costs). */
-    AF_CHECK_GOTO(af_fabric_mpi_split(r->fab, 0, me, &nf), rc, out);
+    AF_CHECK_GOTO(af_fabric_mpi_split(r->s.fab, 0, me, &nf), rc, out);
     /* 2. Free and reallocate to the new shape: exactly the blocks of a contiguous partition,
      *    no spare slots. */
     int64_t lo = me * B / R;
     int64_t hi = (me + 1) * B / R;
-    af_shard_desc_t desc = r->k->desc;
+    af_shard_desc_t desc = r->s.k->desc;
     desc.n_slots = (int)(hi - lo);
-    AF_CHECK_GOTO(r->k->ops->create(&desc, &nk), rc, out);
+    AF_CHECK_GOTO(r->s.k->ops->create(&desc, &nk), rc, out);
     xchg = af_alloc(sizeof(uint64_t) * af_xchg_len((int)B));
     AF_REQUIRE_GOTO(xchg != NULL, AF_ERR_NOMEM, rc, out);
     /* 3. Repartition: every block from where the run keeps it to its new owner. */
@@ -101,8 +101,8 @@ static af_result_t rebuild(af_run_state_t *r, rec_t *c, double *us)
         int ns = 0;
         int nr = 0;
         for (int64_t blk = c0; blk < c1; ++blk) {
-            int32_t g = r->pl.block_slot[blk];
-            int src = af_device_rank(r->D, R, af_slot_device(&r->pl, g));
+            int32_t g = r->s.pl.block_slot[blk];
+            int src = af_device_rank(r->s.D, R, af_slot_device(&r->s.pl, g));
             int dst = (int)((blk * R + R - 1) / B);
             while (dst > 0 && dst * B / R > blk) {
                 dst--;
@@ -112,7 +112,7 @@ static af_result_t rebuild(af_run_state_t *r, rec_t *c, double *us)
             }
             if (src == me) {
                 double *p = dst == me ? c->buf : c->stage + (size_t)ns++ * (size_t)T;
-                AF_CHECK_GOTO(r->k->ops->read_slot(r->k, (int)(g - r->slot0), p), rc, out);
+                AF_CHECK_GOTO(r->s.k->ops->read_slot(r->s.k, (int)(g - r->s.slot0), p), rc, out);
                 if (dst == me) {
                     AF_CHECK_GOTO(nk->ops->write_slot(nk, (int)(blk - lo), p), rc, out);
                     hash_new ^= block_hash(blk, p, T);
@@ -127,8 +127,8 @@ static af_result_t rebuild(af_run_state_t *r, rec_t *c, double *us)
         AF_CHECK_GOTO(nf->ops->exchange(nf, c->p2p, np), rc, out);
         nr = 0;
         for (int64_t blk = c0; blk < c1; ++blk) {
-            int32_t g = r->pl.block_slot[blk];
-            int src = af_device_rank(r->D, R, af_slot_device(&r->pl, g));
+            int32_t g = r->s.pl.block_slot[blk];
+            int src = af_device_rank(r->s.D, R, af_slot_device(&r->s.pl, g));
             if (blk >= lo && blk < hi && src != me) {
                 const double *p = c->stage2 + (size_t)nr++ * (size_t)T;
                 AF_CHECK_GOTO(nk->ops->write_slot(nk, (int)(blk - lo), p), rc, out);
@@ -146,7 +146,7 @@ static af_result_t rebuild(af_run_state_t *r, rec_t *c, double *us)
     AF_CHECK_GOTO(nf->ops->allreduce_max_u64(nf, xchg, af_xchg_len((int)B)), rc, out);
     /* The global word the run's next step reads (a globally coupled workload's; 0 otherwise):
      * the driver writes it after the exchange's sums, as here. */
-    xchg[5 * (size_t)B + AF_XCHG_GLOBAL] = af_bits(r->global_now);
+    xchg[5 * (size_t)B + AF_XCHG_GLOBAL] = af_bits(r->halo.global_now);
     AF_CHECK_GOTO(nk->ops->compute(nk, 1, xchg, 0), rc, out);
     AF_CHECK_GOTO(nk->ops->commit(nk), rc, out);
     AF_CHECK_GOTO(nk->ops->sync(nk), rc, out);
@@ -154,9 +154,9 @@ static af_result_t rebuild(af_run_state_t *r, rec_t *c, double *us)
     /* Check the repartition: the blocks received hash as the blocks the run holds. */
     uint64_t hash_run = 0;
     for (int64_t blk = 0; blk < B; ++blk) {
-        int32_t g = r->pl.block_slot[blk];
-        if (af_slot_is_local(&r->pl, g)) {
-            AF_CHECK_GOTO(r->k->ops->read_slot(r->k, (int)(g - r->slot0), c->buf), rc, out);
+        int32_t g = r->s.pl.block_slot[blk];
+        if (af_slot_is_local(&r->s.pl, g)) {
+            AF_CHECK_GOTO(r->s.k->ops->read_slot(r->s.k, (int)(g - r->s.slot0), c->buf), rc, out);
             hash_run ^= block_hash(blk, c->buf, T);
         }
     }
@@ -164,7 +164,7 @@ static af_result_t rebuild(af_run_state_t *r, rec_t *c, double *us)
     uint64_t mine[2] = {hash_new, hash_run};
     uint64_t *all = malloc(sizeof(uint64_t) * 2 * (size_t)R);
     AF_REQUIRE_GOTO(all != NULL, AF_ERR_NOMEM, rc, out);
-    rc = r->fab->ops->gather(r->fab, mine, sizeof mine, all, 0);
+    rc = r->s.fab->ops->gather(r->s.fab, mine, sizeof mine, all, 0);
     if (rc == AF_OK && me == 0) {
         uint64_t hn = 0;
         uint64_t hr = 0;
@@ -185,17 +185,17 @@ out:
 static af_result_t hook(af_run_state_t *r, double step_us, void *ctx)
 {
     rec_t *c = ctx;
-    AF_CHECK(ensure_buffers(c, r->T));
-    c->workload = r->wl->name;
+    AF_CHECK(ensure_buffers(c, r->s.T));
+    c->workload = r->s.wl->name;
     /* A death in this step: its step is the remap's recovery time. */
     int died = 0;
-    for (int64_t i = 0; i < r->plan.n_changes; ++i) {
-        died |= r->changes[i].state == AF_DEAD;
+    for (int64_t i = 0; i < r->health.plan.n_changes; ++i) {
+        died |= r->health.changes[i].state == AF_DEAD;
     }
     if (!died) {
         /* The same phases of an ordinary step, so the recovery's own cost can be told apart. */
-        double a = r->mine.phase[AF_PHASE_coord_us] + r->mine.phase[AF_PHASE_moves_us] +
-                   r->mine.phase[AF_PHASE_kernel_us] + r->mine.phase[AF_PHASE_halo_us];
+        double a = r->s.mine.phase[AF_PHASE_coord_us] + r->s.mine.phase[AF_PHASE_moves_us] +
+                   r->s.mine.phase[AF_PHASE_kernel_us] + r->s.mine.phase[AF_PHASE_halo_us];
         AF_CHECK(af_bench_max(c->b, &a));
         if (c->nn < 10 * c->cap) {
             c->normal[c->nn++] = a;
@@ -208,8 +208,8 @@ static af_result_t hook(af_run_state_t *r, double step_us, void *ctx)
     /* Death to commit: the coordinator, the moves, the compute and the halo of the step (the
      * replica refresh that follows the commit is not part of the recovery). */
     (void)step_us;
-    double a = r->mine.phase[AF_PHASE_coord_us] + r->mine.phase[AF_PHASE_moves_us] +
-               r->mine.phase[AF_PHASE_kernel_us] + r->mine.phase[AF_PHASE_halo_us];
+    double a = r->s.mine.phase[AF_PHASE_coord_us] + r->s.mine.phase[AF_PHASE_moves_us] +
+               r->s.mine.phase[AF_PHASE_kernel_us] + r->s.mine.phase[AF_PHASE_halo_us];
     AF_CHECK(af_bench_max(c->b, &a));
     double bl = 0;
     AF_CHECK(rebuild(r, c, &bl));

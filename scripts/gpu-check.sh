@@ -338,7 +338,7 @@ EOF
 done
 
 # Two or more GPUs: cross-rank moves between device slots over NCCL (ncclSend/ncclRecv straight
-# between committed buffers, sim/recovery/recover.c) against the cpu backend at the same rank count. One
+# between committed buffers, sim/recovery/xfer.c) against the cpu backend at the same rank count. One
 # GPU cannot run this: NCCL refuses two ranks on one device.
 ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
 if [ "${ngpu:-0}" -ge 2 ]; then

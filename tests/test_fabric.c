@@ -138,9 +138,9 @@ static void test_allreduce_max_u64_is_the_unsigned_maximum(void **state)
     }
 }
 
-/* The plan check's test (sim/driver/step.c check_plan): the maximum of each rank's digest and of
- * its complement give back the rank's own digest and complement on every rank only when all ranks
- * hold the same digest. Ranks that differ in any bit (the top one included) see it, every one
+/* The plan check's test (sim/driver/health.c af_check_plan): the maximum of each rank's digest and
+ * of its complement give back the rank's own digest and complement on every rank only when all
+ * ranks hold the same digest. Ranks that differ in any bit (the top one included) see it, every one
  * of them; ranks that agree see nothing. */
 static void test_digest_and_complement_maxima_catch_any_disagreement(void **state)
 {

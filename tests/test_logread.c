@@ -153,8 +153,8 @@ static void write_log(const char *path, defect_t defect)
             }
         }
         assert_int_equal(af_log_append(log, &row, phases), AF_OK);
-        /* The events of the step, logged during it as sim/driver/step.c does: the drain of step 3;
-         * dead_units = row / 4, so units 0 and 1 die in steps 5 and 9. */
+        /* The events of the step, logged during it as sim/driver/health.c does: the drain of step
+         * 3; dead_units = row / 4, so units 0 and 1 die in steps 5 and 9. */
         af_event_row_t ev;
         memset(&ev, 0, sizeof ev);
         if (row.step == 3) {
@@ -192,7 +192,7 @@ static void write_log(const char *path, defect_t defect)
     assert_int_equal(af_log_rows(log), NROWS);
     assert_int_equal(af_log_flush(log), AF_OK);
 
-    /* /units, as sim/driver/run.c writes them at the end */
+    /* /units, as sim/driver/verdict.c writes them at the end */
     int64_t iv[DEVICES * UNITS];
     double fv[DEVICES * UNITS];
     for (int u = 0; u < DEVICES * UNITS; ++u) {
@@ -248,7 +248,7 @@ static void write_log(const char *path, defect_t defect)
     assert_int_equal(af_log_attr_str(log, "/final", "state_checksum", "0123456789abcdef"), AF_OK);
     assert_int_equal(af_log_attr_str(log, "/final", "reference_checksum", "0123456789abcdef"),
                      AF_OK);
-    /* The rest of what sim/driver/run.c's write_final writes, consistent with the rows. */
+    /* The rest of what sim/driver/verdict.c's af_write_final writes, consistent with the rows. */
     const struct {
         const char *name;
         int64_t v;

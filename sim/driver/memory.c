@@ -1,8 +1,9 @@
 /* agefence memory budget (see memory.h). The sizes follow the allocations of start-up one by
- * one (sim/plan/placement.c, sim/driver/step.c, sim/recovery/recover.c, sim/fleet/aging.c,
- * sim/fleet/evq.c, sim/fleet/straggler.c, sim/io/log.c, sim/driver/run.c) and of the verdict
- * (sim/driver/run.c, sim/oracle/reference.c); tests/memory.sh compares the sum with what the
- * allocator really held and with the process's peak resident memory. */
+ * one (sim/plan/placement.c, sim/driver/step_init.c, sim/recovery/replicas.c,
+ * sim/exchange/halo.c, sim/fleet/aging.c, sim/fleet/evq.c, sim/fleet/straggler.c, sim/io/log.c,
+ * sim/driver/run.c) and of the verdict (sim/driver/verdict.c, sim/oracle/reference.c);
+ * tests/memory.sh compares the sum with what the allocator really held and with the process's peak
+ * resident memory. */
 #include "memory.h"
 
 #include <math.h>
@@ -123,9 +124,9 @@ void af_memory_estimate(const af_config_t *cfg, int nranks, int rank, const af_k
     /* Every rank's coordinator: the list of the fleet's FADING units and the model's states,
      * and the straggler detector (57 bytes per device). */
     m->aging += 4.0 * units + units + (cfg->straggler_detect ? 57.0 * (double)D : 0.0);
-    /* The detectors (sim/driver/step.c detectors_init): sampled's blocks by turn and the turns'
-     * offsets; the quarantine's fence counts and declaration steps of every unit, the suspects
-     * of a step, and the drain list it shares with the stragglers. */
+    /* The detectors (sim/driver/step_init.c detectors_init): sampled's blocks by turn and the
+     * turns' offsets; the quarantine's fence counts and declaration steps of every unit, the
+     * suspects of a step, and the drain list it shares with the stragglers. */
     if (af_detect_flags(cfg->detect) & AF_DET_SAMPLED) {
         m->aging += 4.0 * B + 8.0 * (ceil(1.0 / cfg->sample_fraction) + 1.0);
     }
@@ -144,7 +145,7 @@ void af_memory_estimate(const af_config_t *cfg, int nranks, int rank, const af_k
     }
     m->startup = m->fleet + m->blocks + m->shard + m->replicas + m->aging + m->rank0;
 
-    /* The verdict (sim/driver/run.c): every rank sends its blocks in rounds of at most K blocks
+    /* The verdict (sim/driver/verdict.c): every rank sends its blocks in rounds of at most K blocks
      * (R K T <= 2^20 cells); rank 0 holds the gathered state and the reference (computed in
      * place), a round's receive buffer and the blocks grouped by rank. */
     double k_blocks = fmax(floor(1048576.0 / (R * T)), 1.0);

@@ -27,7 +27,7 @@
 #include "../../common/af_rsum.h"
 #include "../../common/percentile.h"
 #include "../io/backend.h"
-#include "../driver/run_internal.h"
+#include "halo.h"
 #include "../io/stop.h"
 
 /* The words of the figures' all-reduce: two accumulators, then the counts. */
@@ -40,76 +40,77 @@ enum {
     SUM_WORDS
 };
 
-static int owner_of(const af_run_state_t *r, int64_t b)
+static int owner_of(const af_halo_t *h, int64_t b)
 {
-    return r->pl.block_rank[b];
+    return h->s->pl.block_rank[b];
 }
 
 /* Whether local slot s publishes its block (the pack writes its entries). */
-static int published(const af_run_state_t *r, int s)
+static int published(const af_halo_t *h, int s)
 {
-    const af_kernels_t *k = r->k;
+    const af_kernels_t *k = h->s->k;
     return k->slot_block[s] >= 0 && k->slot_mode[s] != AF_MODE_DEAD &&
            k->slot_mode[s] != AF_MODE_SHADOW;
 }
 
-af_result_t af_halo_init(af_run_state_t *r)
+af_result_t af_halo_init(af_halo_t *h, af_shard_t *s)
 {
-    const size_t R = (size_t)r->world.size;
-    int64_t most = r->B < r->n_local ? r->B : r->n_local;
-    r->halo_blocks = most > 0 ? most : 1;
+    h->s = s;
+    const size_t R = (size_t)h->s->world.size;
+    int64_t most = h->s->B < h->s->n_local ? h->s->B : h->s->n_local;
+    h->blocks = most > 0 ? most : 1;
     /* Two items (one per side) of two words per block a rank can hold, each way. */
-    r->halo_send = af_alloc(sizeof(uint64_t) * 4 * (size_t)r->halo_blocks);
-    r->halo_recv = af_alloc(sizeof(uint64_t) * 4 * (size_t)r->halo_blocks);
-    r->halo_count = af_alloc(sizeof(int64_t) * R);
-    r->halo_count2 = af_alloc(sizeof(int64_t) * R);
-    r->halo_at = af_alloc(sizeof(int64_t) * R);
-    r->halo_p2p = af_alloc(sizeof(af_p2p_t) * 2 * R);
-    r->fenced_mine = af_alloc(sizeof(int32_t) * (size_t)r->halo_blocks);
-    r->pub_slots = af_alloc(sizeof(int32_t) * (size_t)r->halo_blocks);
-    r->fenced = af_alloc(sizeof(int32_t) * (size_t)r->B);
-    r->sum_words = af_alloc(sizeof(int64_t) * SUM_WORDS);
-    if (!r->halo_send || !r->halo_recv || !r->halo_count || !r->halo_count2 || !r->halo_at ||
-        !r->halo_p2p || !r->fenced_mine || !r->pub_slots || !r->fenced || !r->sum_words) {
-        af_error_set("cannot allocate the halo buffers for %lld blocks", (long long)r->halo_blocks);
+    h->send = af_alloc(sizeof(uint64_t) * 4 * (size_t)h->blocks);
+    h->recv = af_alloc(sizeof(uint64_t) * 4 * (size_t)h->blocks);
+    h->count = af_alloc(sizeof(int64_t) * R);
+    h->count2 = af_alloc(sizeof(int64_t) * R);
+    h->at = af_alloc(sizeof(int64_t) * R);
+    h->p2p = af_alloc(sizeof(af_p2p_t) * 2 * R);
+    h->fenced_mine = af_alloc(sizeof(int32_t) * (size_t)h->blocks);
+    h->pub_slots = af_alloc(sizeof(int32_t) * (size_t)h->blocks);
+    h->fenced = af_alloc(sizeof(int32_t) * (size_t)h->s->B);
+    h->sum_words = af_alloc(sizeof(int64_t) * SUM_WORDS);
+    if (!h->send || !h->recv || !h->count || !h->count2 || !h->at || !h->p2p || !h->fenced_mine ||
+        !h->pub_slots || !h->fenced || !h->sum_words) {
+        af_error_set("cannot allocate the halo buffers for %lld blocks", (long long)h->blocks);
         return AF_ERR_NOMEM;
     }
     return AF_OK;
 }
 
-void af_halo_destroy(af_run_state_t *r)
+void af_halo_destroy(af_halo_t *h)
 {
-    af_free(r->halo_send);
-    af_free(r->halo_recv);
-    af_free(r->halo_count);
-    af_free(r->halo_count2);
-    af_free(r->halo_at);
-    af_free(r->halo_p2p);
-    af_free(r->fenced_mine);
-    af_free(r->pub_slots);
-    af_free(r->fenced);
-    af_free(r->sum_words);
-    r->halo_send = r->halo_recv = NULL;
-    r->halo_count = r->halo_count2 = r->halo_at = NULL;
-    r->halo_p2p = NULL;
-    r->fenced_mine = r->fenced = r->pub_slots = NULL;
-    r->sum_words = NULL;
+    af_free(h->send);
+    af_free(h->recv);
+    af_free(h->count);
+    af_free(h->count2);
+    af_free(h->at);
+    af_free(h->p2p);
+    af_free(h->fenced_mine);
+    af_free(h->pub_slots);
+    af_free(h->fenced);
+    af_free(h->sum_words);
+    h->send = h->recv = NULL;
+    h->count = h->count2 = h->at = NULL;
+    h->p2p = NULL;
+    h->fenced_mine = h->fenced = h->pub_slots = NULL;
+    h->sum_words = NULL;
 }
 
-int64_t af_halo_offsets(af_run_state_t *r, const int64_t *count)
+int64_t af_halo_offsets(af_halo_t *h, const int64_t *count)
 {
     int64_t at = 0;
-    for (int q = 0; q < r->world.size; ++q) {
-        r->halo_at[q] = at;
+    for (int q = 0; q < h->s->world.size; ++q) {
+        h->at[q] = at;
         at += count[q];
     }
     return at;
 }
 
-af_result_t af_halo_post(af_run_state_t *r, uint64_t *send, const int64_t *cs, uint64_t *recv,
+af_result_t af_halo_post(af_halo_t *h, uint64_t *send, const int64_t *cs, uint64_t *recv,
                          const int64_t *cr, int words, int64_t *got, int counter)
 {
-    const int R = r->world.size;
+    const int R = h->s->world.size;
     int np = 0;
     int64_t as = 0;
     int64_t ar = 0;
@@ -127,131 +128,130 @@ af_result_t af_halo_post(af_run_state_t *r, uint64_t *send, const int64_t *cs, u
     for (int q = 0; q < R; ++q) {
         if (cs[q] > 0) {
             size_t len = sizeof(uint64_t) * (size_t)words * (size_t)cs[q];
-            r->halo_p2p[np++] = (af_p2p_t){q, 1, send + as * words, len};
+            h->p2p[np++] = (af_p2p_t){q, 1, send + as * words, len};
             as += cs[q];
             bytes += (int64_t)len;
         }
         if (cr[q] > 0) {
             size_t len = sizeof(uint64_t) * (size_t)words * (size_t)cr[q];
-            r->halo_p2p[np++] = (af_p2p_t){q, 0, recv + ar * words, len};
+            h->p2p[np++] = (af_p2p_t){q, 0, recv + ar * words, len};
             ar += cr[q];
         }
     }
     *got = ar;
-    r->mine.count[counter] += bytes;
-    return np > 0 ? r->fab->ops->exchange(r->fab, r->halo_p2p, np) : AF_OK;
+    h->s->mine.count[counter] += bytes;
+    return np > 0 ? h->s->fab->ops->exchange(h->s->fab, h->p2p, np) : AF_OK;
 }
 
 /* The neighbour edges of this rank's published blocks, both ways (x: the host exchange). */
-static af_result_t neighbour_edges(af_run_state_t *r, uint64_t *x)
+static af_result_t neighbour_edges(af_halo_t *h, uint64_t *x)
 {
-    const int me = r->world.rank;
-    const int R = r->world.size;
-    const int64_t B = r->B;
-    if (R == 1 || !r->wl->neighbour_edges) {
+    const int me = h->s->world.rank;
+    const int R = h->s->world.size;
+    const int64_t B = h->s->B;
+    if (R == 1 || !h->s->wl->neighbour_edges) {
         return AF_OK; /* one rank, or a workload whose read-set is the global word */
     }
-    memset(r->halo_count, 0, sizeof(int64_t) * (size_t)R);
-    for (int64_t i = 0; i < r->n_pub; ++i) {
-        int64_t b = r->k->slot_block[r->pub_slots[i]];
-        int ql = owner_of(r, (b + B - 1) % B);
-        int qr = owner_of(r, (b + 1) % B);
-        r->halo_count[ql] += ql != me;
-        r->halo_count[qr] += qr != me;
+    memset(h->count, 0, sizeof(int64_t) * (size_t)R);
+    for (int64_t i = 0; i < h->n_pub; ++i) {
+        int64_t b = h->s->k->slot_block[h->pub_slots[i]];
+        int ql = owner_of(h, (b + B - 1) % B);
+        int qr = owner_of(h, (b + 1) % B);
+        h->count[ql] += ql != me;
+        h->count[qr] += qr != me;
     }
-    int64_t at = af_halo_offsets(r, r->halo_count);
-    if (at > 2 * r->halo_blocks) {
+    int64_t at = af_halo_offsets(h, h->count);
+    if (at > 2 * h->blocks) {
         af_error_set("halo: %lld edge items for room of %lld", (long long)at,
-                     (long long)(2 * r->halo_blocks));
+                     (long long)(2 * h->blocks));
         return AF_ERR_INTERNAL;
     }
-    for (int64_t i = 0; i < r->n_pub; ++i) {
-        int64_t b = r->k->slot_block[r->pub_slots[i]];
-        int ql = owner_of(r, (b + B - 1) % B);
-        int qr = owner_of(r, (b + 1) % B);
+    for (int64_t i = 0; i < h->n_pub; ++i) {
+        int64_t b = h->s->k->slot_block[h->pub_slots[i]];
+        int ql = owner_of(h, (b + B - 1) % B);
+        int qr = owner_of(h, (b + 1) % B);
         if (ql != me) {
-            uint64_t *e = r->halo_send + 2 * r->halo_at[ql]++;
+            uint64_t *e = h->send + 2 * h->at[ql]++;
             e[0] = (uint64_t)(2 * b); /* b's left edge, which b - 1 reads as its right */
             e[1] = x[2 * b];
         }
         if (qr != me) {
-            uint64_t *e = r->halo_send + 2 * r->halo_at[qr]++;
+            uint64_t *e = h->send + 2 * h->at[qr]++;
             e[0] = (uint64_t)(2 * b + 1);
             e[1] = x[2 * b + 1];
         }
     }
     int64_t got = 0;
-    AF_CHECK(af_halo_post(r, r->halo_send, r->halo_count, r->halo_recv, r->halo_count, 2, &got,
-                          CNT_HALO_BYTES));
+    AF_CHECK(af_halo_post(h, h->send, h->count, h->recv, h->count, 2, &got, CNT_HALO_BYTES));
     for (int64_t i = 0; i < got; ++i) {
-        uint64_t idx = r->halo_recv[2 * i];
+        uint64_t idx = h->recv[2 * i];
         if (idx >= (uint64_t)(2 * B)) {
             af_error_set("halo: an edge item for exchange index %llu of %lld",
                          (unsigned long long)idx, (long long)(2 * B));
             return AF_ERR_INTERNAL;
         }
-        x[idx] = r->halo_recv[2 * i + 1];
+        x[idx] = h->recv[2 * i + 1];
     }
     return AF_OK;
 }
 
 /* The global figures of the published blocks (x: the host exchange), and the fenced list. */
-static af_result_t figures(af_run_state_t *r, const uint64_t *x)
+static af_result_t figures(af_halo_t *h, const uint64_t *x)
 {
-    const int64_t B = r->B;
+    const int64_t B = h->s->B;
     af_rsum_t mass;
     af_rsum_t energy;
     af_rsum_clear(&mass);
     af_rsum_clear(&energy);
     int64_t leaked = 0;
     int64_t nf = 0;
-    for (int64_t i = 0; i < r->n_pub; ++i) {
-        int64_t b = r->k->slot_block[r->pub_slots[i]];
+    for (int64_t i = 0; i < h->n_pub; ++i) {
+        int64_t b = h->s->k->slot_block[h->pub_slots[i]];
         af_rsum_add(&mass, af_double(x[2 * B + b]));
         af_rsum_add(&energy, af_double(x[3 * B + b]));
         uint64_t st = x[4 * B + b];
         leaked += (int64_t)(st >> 1);
         if ((st & 1U) != 0) {
-            r->fenced_mine[nf++] = (int32_t)b;
+            h->fenced_mine[nf++] = (int32_t)b;
         }
     }
-    int64_t *w = r->sum_words;
+    int64_t *w = h->sum_words;
     memcpy(w + SUM_MASS, af_rsum_words(&mass), sizeof(int64_t) * AF_RSUM_WORDS);
     memcpy(w + SUM_ENERGY, af_rsum_words(&energy), sizeof(int64_t) * AF_RSUM_WORDS);
     w[SUM_LEAKED] = leaked;
     w[SUM_FENCED] = nf;
-    w[SUM_STOP] = r->stop_mine;
-    AF_CHECK(r->fab->ops->allreduce_sum_i64(r->fab, w, SUM_WORDS));
-    if (r->world.size > 1) {
-        r->mine.count[CNT_HALO_BYTES] += (int64_t)(sizeof(int64_t) * SUM_WORDS);
+    w[SUM_STOP] = h->stop_mine;
+    AF_CHECK(h->s->fab->ops->allreduce_sum_i64(h->s->fab, w, SUM_WORDS));
+    if (h->s->world.size > 1) {
+        h->s->mine.count[CNT_HALO_BYTES] += (int64_t)(sizeof(int64_t) * SUM_WORDS);
     }
     memcpy(af_rsum_words(&mass), w + SUM_MASS, sizeof(int64_t) * AF_RSUM_WORDS);
     memcpy(af_rsum_words(&energy), w + SUM_ENERGY, sizeof(int64_t) * AF_RSUM_WORDS);
-    double dx = af_config_dx(&r->cfg);
+    double dx = af_config_dx(&h->s->cfg);
     double mass_sum = af_rsum_value(&mass);
-    r->mass_now = mass_sum * dx;
-    if (r->wl->global_word != NULL) {
+    h->mass_now = mass_sum * dx;
+    if (h->s->wl->global_word != NULL) {
         /* The global word the next compute reads (AF_XCHG_GLOBAL), the same bits on every
          * rank: the exact sum of the published blocks' masses, rounded once. */
-        r->global_now = r->wl->global_word(mass_sum, B, r->T);
+        h->global_now = h->s->wl->global_word(mass_sum, B, h->s->T);
     }
-    r->energy_now = af_rsum_value(&energy) * dx;
-    r->leaked_now = w[SUM_LEAKED];
-    r->stop_now = w[SUM_STOP] != 0;
-    r->n_fenced = 0;
+    h->energy_now = af_rsum_value(&energy) * dx;
+    h->leaked_now = w[SUM_LEAKED];
+    h->stop_now = w[SUM_STOP] != 0;
+    h->n_fenced = 0;
     if (w[SUM_FENCED] > 0) {
         size_t total = 0;
-        AF_CHECK(r->fab->ops->allgatherv_i32(r->fab, r->fenced_mine, (size_t)nf, r->fenced,
-                                             (size_t)B, &total));
+        AF_CHECK(h->s->fab->ops->allgatherv_i32(h->s->fab, h->fenced_mine, (size_t)nf, h->fenced,
+                                                (size_t)B, &total));
         if ((int64_t)total != w[SUM_FENCED]) {
             af_error_set("halo: %zu fenced blocks gathered, %lld counted", total,
                          (long long)w[SUM_FENCED]);
             return AF_ERR_INTERNAL;
         }
-        af_sort_i32(r->fenced, total);
-        r->n_fenced = (int64_t)total;
-        r->mine.count[CNT_HALO_BYTES] +=
-            r->world.size > 1 ? (int64_t)(sizeof(int32_t) * (size_t)nf) : 0;
+        af_sort_i32(h->fenced, total);
+        h->n_fenced = (int64_t)total;
+        h->s->mine.count[CNT_HALO_BYTES] +=
+            h->s->world.size > 1 ? (int64_t)(sizeof(int32_t) * (size_t)nf) : 0;
     }
     return AF_OK;
 }
@@ -259,95 +259,96 @@ static af_result_t figures(af_run_state_t *r, const uint64_t *x)
 /* After the pack into the host exchange xchg_cur (or its copy from the device): the neighbour
  * edges when the vector was not combined whole, the figures, the straggler words, and the
  * result back into the device mirror when the compute reads one. */
-static af_result_t complete(af_run_state_t *r, int combined)
+static af_result_t complete(af_halo_t *h, int combined)
 {
-    uint64_t *x = r->xchg_cur;
+    uint64_t *x = h->xchg_cur;
     /* One pass over the shard's occupied slots; everything after it follows the published
      * blocks. */
-    r->n_pub = 0;
-    for (int i = 0; i < r->k->n_occ; ++i) {
-        int s = r->k->occ[i];
-        if (published(r, s)) {
-            if (r->n_pub == r->halo_blocks) {
-                af_error_set("halo: more than %lld published slots", (long long)r->halo_blocks);
+    h->n_pub = 0;
+    for (int i = 0; i < h->s->k->n_occ; ++i) {
+        int s = h->s->k->occ[i];
+        if (published(h, s)) {
+            if (h->n_pub == h->blocks) {
+                af_error_set("halo: more than %lld published slots", (long long)h->blocks);
                 return AF_ERR_INTERNAL;
             }
-            r->pub_slots[r->n_pub++] = s;
+            h->pub_slots[h->n_pub++] = s;
         }
     }
     if (!combined) {
-        AF_CHECK(neighbour_edges(r, x));
-        size_t tail = r->xlen - af_xchg_len((int)r->B);
+        AF_CHECK(neighbour_edges(h, x));
+        size_t tail = h->xlen - af_xchg_len((int)h->s->B);
         if (tail > 0) {
-            AF_CHECK(r->fab->ops->allreduce_max_u64(r->fab, x + af_xchg_len((int)r->B), tail));
+            AF_CHECK(
+                h->s->fab->ops->allreduce_max_u64(h->s->fab, x + af_xchg_len((int)h->s->B), tail));
         }
     }
-    AF_CHECK(figures(r, x));
-    const size_t at = 5 * (size_t)r->B + AF_XCHG_GLOBAL;
-    if (r->wl->global_word != NULL) {
-        x[at] = af_bits(r->global_now);
+    AF_CHECK(figures(h, x));
+    const size_t at = 5 * (size_t)h->s->B + AF_XCHG_GLOBAL;
+    if (h->s->wl->global_word != NULL) {
+        x[at] = af_bits(h->global_now);
     }
-    if (!combined && r->dxchg_cur != NULL) {
-        return af_buf_copy(r->dxchg_cur, AF_MEM_DEVICE, x, AF_MEM_HOST, sizeof(uint64_t) * r->xlen);
+    if (!combined && h->dxchg_cur != NULL) {
+        return af_buf_copy(h->dxchg_cur, AF_MEM_DEVICE, x, AF_MEM_HOST, sizeof(uint64_t) * h->xlen);
     }
-    if (r->wl->global_word != NULL && r->dxchg_cur != NULL) {
-        return af_buf_copy(r->dxchg_cur + at, AF_MEM_DEVICE, x + at, AF_MEM_HOST, sizeof x[at]);
+    if (h->s->wl->global_word != NULL && h->dxchg_cur != NULL) {
+        return af_buf_copy(h->dxchg_cur + at, AF_MEM_DEVICE, x + at, AF_MEM_HOST, sizeof x[at]);
     }
     return AF_OK;
 }
 
-af_result_t af_halo_after_graph(af_run_state_t *r, uint64_t stop_flag)
+af_result_t af_halo_after_graph(af_halo_t *h, uint64_t stop_flag, int combined)
 {
-    r->stop_mine = (int64_t)stop_flag;
-    return complete(r, r->gio.reduce != NULL);
+    h->stop_mine = (int64_t)stop_flag;
+    return complete(h, combined);
 }
 
-af_result_t af_exchange(af_run_state_t *r)
+af_result_t af_exchange(af_halo_t *h)
 {
-    const size_t len = r->xlen;
-    const size_t head = af_xchg_len((int)r->B);
+    const size_t len = h->xlen;
+    const size_t head = af_xchg_len((int)h->s->B);
     const size_t tail = len - head;
     const uint64_t flag = af_stop_flag() ? 1 : 0;
-    r->stop_mine = (int64_t)flag;
-    if (r->dxchg_cur == NULL) {
-        af_kernels_t *k = r->k;
-        AF_CHECK(k->ops->pack_owned != NULL ? k->ops->pack_owned(k, r->xchg_cur)
-                                            : k->ops->pack(k, r->xchg_cur));
+    h->stop_mine = (int64_t)flag;
+    if (h->dxchg_cur == NULL) {
+        af_kernels_t *k = h->s->k;
+        AF_CHECK(k->ops->pack_owned != NULL ? k->ops->pack_owned(k, h->xchg_cur)
+                                            : k->ops->pack(k, h->xchg_cur));
         if (tail > 0) {
-            memcpy(r->xchg_cur + head, r->dev_words, tail * sizeof(uint64_t));
+            memcpy(h->xchg_cur + head, h->dev_words, tail * sizeof(uint64_t));
         }
-        return complete(r, 0);
+        return complete(h, 0);
     }
     /* Device-resident exchange: pack there, set the flag and the straggler words there, and
      * combine it whole over nccl on the device, or bring it to the host for the neighbour
      * halo over mpi (and back, in complete()). */
-    AF_CHECK(r->k->ops->pack(r->k, r->dxchg_cur));
-    AF_CHECK(af_buf_copy(r->dxchg_cur + 5 * r->B + AF_XCHG_STOP, AF_MEM_DEVICE, &flag, AF_MEM_HOST,
-                         sizeof flag));
+    AF_CHECK(h->s->k->ops->pack(h->s->k, h->dxchg_cur));
+    AF_CHECK(af_buf_copy(h->dxchg_cur + 5 * h->s->B + AF_XCHG_STOP, AF_MEM_DEVICE, &flag,
+                         AF_MEM_HOST, sizeof flag));
     if (tail > 0) {
-        AF_CHECK(af_buf_copy(r->dxchg_cur + head, AF_MEM_DEVICE, r->dev_words, AF_MEM_HOST,
+        AF_CHECK(af_buf_copy(h->dxchg_cur + head, AF_MEM_DEVICE, h->dev_words, AF_MEM_HOST,
                              tail * sizeof(uint64_t)));
     }
-    if (r->nccl != NULL) {
-        AF_CHECK(r->nccl->ops->allreduce_max_u64(r->nccl, r->dxchg_cur, len));
+    if (h->s->nccl != NULL) {
+        AF_CHECK(h->s->nccl->ops->allreduce_max_u64(h->s->nccl, h->dxchg_cur, len));
     }
     AF_CHECK(
-        af_buf_copy(r->xchg_cur, AF_MEM_HOST, r->dxchg_cur, AF_MEM_DEVICE, len * sizeof(uint64_t)));
-    return complete(r, r->nccl != NULL);
+        af_buf_copy(h->xchg_cur, AF_MEM_HOST, h->dxchg_cur, AF_MEM_DEVICE, len * sizeof(uint64_t)));
+    return complete(h, h->s->nccl != NULL);
 }
 
-af_result_t af_exchange_swap(af_run_state_t *r)
+af_result_t af_exchange_swap(af_halo_t *h)
 {
-    uint64_t *t = r->xchg_prev;
-    r->xchg_prev = r->xchg_cur;
-    r->xchg_cur = t;
-    if (r->dxchg_prev != NULL && r->graph_on) {
+    uint64_t *t = h->xchg_prev;
+    h->xchg_prev = h->xchg_cur;
+    h->xchg_cur = t;
+    if (h->dxchg_prev != NULL && h->pinned) {
         /* The step graph reads and writes these two buffers, wherever the step is. */
-        return af_buf_copy(r->dxchg_prev, AF_MEM_DEVICE, r->dxchg_cur, AF_MEM_DEVICE,
-                           sizeof(uint64_t) * r->xlen);
+        return af_buf_copy(h->dxchg_prev, AF_MEM_DEVICE, h->dxchg_cur, AF_MEM_DEVICE,
+                           sizeof(uint64_t) * h->xlen);
     }
-    t = r->dxchg_prev;
-    r->dxchg_prev = r->dxchg_cur;
-    r->dxchg_cur = t;
+    t = h->dxchg_prev;
+    h->dxchg_prev = h->dxchg_cur;
+    h->dxchg_cur = t;
     return AF_OK;
 }

@@ -30,7 +30,7 @@
  * scripted reset_device events), are drawn here the same way, after the job-level causes: an
  * HBM error recurs on a device that lives on, so it is a Poisson process like them, not a
  * loss time like a device's. Unlike them it moves blocks: the run restores every block of the
- * device from its replica (sim/driver/step.c). */
+ * device from its replica (sim/driver/health.c). */
 #ifndef AF_JOBINTR_H
 #define AF_JOBINTR_H
 

@@ -53,7 +53,7 @@ typedef struct af_placement {
     uint8_t *dir_mark; /* D entries: 1 while the device is on dir_dirty */
     /* The blocks af_placement_move moved since the list was last emptied, each once, in the
      * order of their first move (the same on every rank: every rank makes the same moves), so
-     * the replicas follow the blocks that moved, not every block (sim/recovery/recover.c). */
+     * the replicas follow the blocks that moved, not every block (sim/recovery/replicas.c). */
     int32_t *moved; /* B entries at most */
     int64_t n_moved;
     uint8_t *moved_mark; /* B entries: 1 while the block is on the list */

@@ -1,0 +1,69 @@
+/* agefence driver, health (health.c): the fleet model's side of a step — every rank ages its own
+ * devices' units, the ranks share the health changes, and every rank makes the same plan from
+ * them (drains, restores, quarantine, declared stragglers) and applies it. */
+#ifndef AF_DRIVER_HEALTH_H
+#define AF_DRIVER_HEALTH_H
+
+#include <stdint.h>
+
+#include "../../common/af_result.h"
+#include "../fleet/aging.h"
+#include "../fleet/jobintr.h"
+#include "../plan/coord.h"
+
+struct af_run_state;
+
+/* Health: the fleet model's side of a step (aging, job-level interruptions) and the plan every
+ * rank makes from the shared health changes. */
+typedef struct af_health {
+    af_aging_t aging;     /* this rank's own devices' units */
+    af_jobintr_t jobintr; /* job-level interruptions (every rank draws them alike) */
+    af_jobintr_hit_t jobintr_hits[AF_JOBINTR_MAX_STEP]; /* this step's */
+    int n_hits;                                         /* of them */
+    int64_t reset_moves; /* this step's restores of memory resets: the plan's first moves */
+    /* The step's interruptions for /interruptions (rank 0): a device or node is one
+     * interruption a step per cause; these say which were counted in which executed step. */
+    int64_t *intr_dev_tick;  /* per device: the last step a hardware cause was counted */
+    uint16_t *intr_dev_mask; /* per device: the causes counted then (bit AF_INTR_*) */
+    int64_t *intr_node_tick; /* per node: the last step its loss was counted */
+    /* The step's plan, which every rank makes from the shared health changes. */
+    af_plan_header_t plan;
+    af_health_change_t *changes; /* units */
+    af_move_t *moves;            /* blocks */
+    /* What this rank's model gives each step, before the ranks share it (gather_health). */
+    af_health_change_t *my_changes; /* own units + the scripted events' units */
+    af_health_change_t *scripted;   /* scratch: the scripted events' units */
+    int64_t scripted_cap;           /* its entries */
+    int64_t slow_mine;              /* own live units running slower than nominal */
+    /* The coordinator's shared facts. */
+    int32_t *fade_units; /* units: the fleet's FADING units, ascending (the drain list) */
+    int64_t n_fade;
+    int8_t *model_state; /* units: the state the model gives (a declared straggler stays
+                            HEALTHY here) */
+    int64_t dead_units;  /* units DEAD so far */
+} af_health_t;
+
+/* Every rank, at each round of a step's retries: the units the fenced blocks ran on count a
+ * fence while the coordinator calls them HEALTHY; a unit that reaches
+ * recovery.quarantine_after is declared suspect at the next plan. */
+void af_count_fences(struct af_run_state *r);
+/* Every rank: the step of the aging model for its own units; returns the changes, in
+ * my_changes. */
+int64_t af_age_own_units(struct af_run_state *r);
+/* Every rank: the step's health changes and FADING units of the whole fleet, from every rank's
+ * own (n_mine of them), in the order one model of the whole fleet gives them. Collective. */
+af_result_t af_gather_health(struct af_run_state *r, int64_t n_mine, int64_t *n_model);
+/* The slot a replica or replica_lost event names as its `to`: the first of the device whose
+ * memory keeps (kept) block b's replica. */
+int64_t af_replica_slot(const struct af_run_state *r, int64_t b);
+/* Every rank: the plan, from the step's health changes (the n_model of the model first), applied
+ * to the placement. */
+void af_plan(struct af_run_state *r, int64_t n_model);
+/* Proves that every rank planned the same before any rank moves data. Collective. */
+af_result_t af_check_plan(struct af_run_state *r);
+/* Every rank: the health changes and the moves of the plan, in the tables and slots. */
+af_result_t af_apply_plan(struct af_run_state *r);
+/* Every rank, at the start of an executed step: the lose_replicas events of the step. */
+void af_lose_replicas(struct af_run_state *r);
+
+#endif

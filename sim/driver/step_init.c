@@ -1,0 +1,321 @@
+/* agefence driver: start-up of the step's state (af_step_init, af_step_destroy). Every array a
+ * step touches — the shard's, the halo's, recovery's, the health tables, throttling, the
+ * detectors' rotation and the log's batch — is allocated here, before the first step, so that
+ * no step allocates (DESIGN "Memory"). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../common/af_alloc.h"
+#include "../../common/af_time.h"
+#include "../io/backend.h"
+#include "run_internal.h"
+#include "../io/stop.h"
+
+/* The detectors' tables, at start-up (every rank the same): with detect = sampled the blocks
+ * grouped by their turn, so a step finds its sample without visiting every block; with
+ * quarantine the fence counts of every unit and the declared suspects' list. */
+static af_result_t detectors_init(af_run_state_t *r, size_t units)
+{
+    if (af_detect_flags(r->s.cfg.detect) & AF_DET_SAMPLED) {
+        int64_t n = (int64_t)ceil(1.0 / r->s.cfg.sample_fraction);
+        r->rc.det.sample_period = n;
+        r->rc.det.sample_order = af_alloc(sizeof(int32_t) * (size_t)r->s.B);
+        r->rc.det.sample_start = af_alloc(sizeof(int64_t) * (size_t)(n + 1));
+        if (r->rc.det.sample_order == NULL || r->rc.det.sample_start == NULL) {
+            af_error_set("cannot allocate the sampled detector's %lld groups of %lld blocks",
+                         (long long)n, (long long)r->s.B);
+            return AF_ERR_NOMEM;
+        }
+        /* A counting sort of the blocks by turn: ascending block order within a turn. */
+        memset(r->rc.det.sample_start, 0, sizeof(int64_t) * (size_t)(n + 1));
+        for (int64_t b = 0; b < r->s.B; ++b) {
+            r->rc.det.sample_start[af_sample_turn(&r->rc.det, r->s.cfg.seed, b) + 1]++;
+        }
+        for (int64_t t = 0; t < n; ++t) {
+            r->rc.det.sample_start[t + 1] += r->rc.det.sample_start[t];
+        }
+        for (int64_t b = 0; b < r->s.B; ++b) {
+            int64_t t = af_sample_turn(&r->rc.det, r->s.cfg.seed, b);
+            r->rc.det.sample_order[r->rc.det.sample_start[t]++] = (int32_t)b;
+        }
+        for (int64_t t = n; t > 0; --t) {
+            r->rc.det.sample_start[t] = r->rc.det.sample_start[t - 1];
+        }
+        r->rc.det.sample_start[0] = 0;
+    }
+    if (r->s.cfg.quarantine_after > 0) {
+        r->rc.det.fence_count = af_alloc(sizeof(uint16_t) * (units > 0 ? units : 1));
+        /* A unit reaches the count once; a step's fences (each retry round's, and the check
+         * before the last) name at most AF_MAX_RETRY_ROUNDS + 1 units per block. */
+        size_t most = (size_t)(AF_MAX_RETRY_ROUNDS + 1) * (size_t)r->s.B;
+        r->rc.det.suspect_cap = (int64_t)(most < units ? most : units);
+        r->rc.det.suspect_new = af_alloc(
+            sizeof(int32_t) * (size_t)(r->rc.det.suspect_cap > 0 ? r->rc.det.suspect_cap : 1));
+        r->rc.det.quarantined_step = af_alloc(sizeof(int32_t) * (units > 0 ? units : 1));
+        if (r->thr.strag_units == NULL) {
+            r->thr.strag_units = af_alloc(sizeof(int32_t) * (units > 0 ? units : 1));
+        }
+        if (!r->rc.det.fence_count || !r->rc.det.suspect_new || !r->rc.det.quarantined_step ||
+            !r->thr.strag_units) {
+            af_error_set("cannot allocate the quarantine tables of %zu units", units);
+            return AF_ERR_NOMEM;
+        }
+        memset(r->rc.det.fence_count, 0, sizeof(uint16_t) * units);
+        for (size_t u = 0; u < units; ++u) {
+            r->rc.det.quarantined_step[u] = -1;
+        }
+    }
+    return AF_OK;
+}
+
+af_result_t af_step_init(af_run_state_t *r)
+{
+    size_t B = (size_t)r->s.B;
+    size_t units = (size_t)r->s.units;
+    size_t T = (size_t)r->s.T;
+    size_t D = (size_t)r->s.D;
+    r->halo.xlen = af_xchg_len((int)r->s.B) + (r->s.cfg.straggler_detect ? D : 0);
+    r->halo.xchg_prev = af_alloc(sizeof(uint64_t) * r->halo.xlen);
+    r->halo.xchg_cur = af_alloc(sizeof(uint64_t) * r->halo.xlen);
+    r->s.cellbuf = af_alloc(sizeof(double) * T);
+    r->rc.tw.twin_buf = af_alloc(sizeof(double) * T);
+    r->s.unit_state = af_alloc(units);
+    r->s.own_u0 = r->s.pl.dev_lo * r->s.U;
+    r->s.own_units = (r->s.pl.dev_hi - r->s.pl.dev_lo) * r->s.U;
+    size_t own = (size_t)(r->s.own_units > 0 ? r->s.own_units : 1);
+    r->s.unit_p = af_alloc(sizeof(double) * own);
+    r->rc.det.unit_first_corrupt = af_alloc(sizeof(int32_t) * own);
+    /* Changes: the model's, then those of declared stragglers (units the model left HEALTHY). */
+    r->health.changes = af_alloc(sizeof(af_health_change_t) * 2 * units);
+    /* A block moves at most once a step (a restore or a drain), but with memory resets a
+     * block restored in place may also be drained: twice. */
+    int resets = r->s.cfg.hbm_rate_per_hour > 0;
+    for (int i = 0; i < r->s.cfg.n_events; ++i) {
+        resets |= r->s.cfg.events[i].action == AF_EVENT_RESET_DEVICE;
+    }
+    r->health.moves = af_alloc(sizeof(af_move_t) * B * (resets ? 2 : 1));
+    r->rc.rep.rank = af_alloc(sizeof(int32_t) * B);
+    r->rc.rep.off = af_alloc(sizeof(int64_t) * B);
+    size_t chunk = B < AF_XFER_CHUNK ? B : AF_XFER_CHUNK;
+    r->rc.xfer.stage_send = af_alloc(sizeof(double) * chunk * T);
+    r->rc.xfer.stage_recv = af_alloc(sizeof(double) * chunk * T);
+    r->rc.xfer.p2p = af_alloc(sizeof(af_p2p_t) * 2 * AF_XFER_CHUNK);
+    r->rc.xfer.set = af_alloc(sizeof(int64_t) * AF_XFER_SET);
+    r->rc.xfer.used = af_alloc(sizeof(int32_t) * 2 * AF_XFER_CHUNK);
+    for (size_t i = 0; r->rc.xfer.set != NULL && i < AF_XFER_SET; ++i) {
+        r->rc.xfer.set[i] = -1;
+    }
+    /* The twin candidates (FADING units' and stragglers' blocks, a unit possibly both, and the
+     * sampled ones) before they are sorted and deduplicated: at most twice the blocks. */
+    r->rc.xfer.items = af_alloc(sizeof(int64_t) * 2 * B);
+    r->rc.tw.twin = af_alloc(sizeof(int32_t) * B);
+    r->rc.tw.dmr_mark = af_alloc((size_t)(r->s.n_local > 0 ? r->s.n_local : 1));
+    r->rc.tw.committed_now = af_alloc((size_t)(r->s.n_local > 0 ? r->s.n_local : 1));
+    size_t ldev = (size_t)(r->s.pl.dev_hi - r->s.pl.dev_lo);
+    r->thr.unit_base = af_alloc(sizeof(double) * own);
+    r->thr.unit_deg = af_alloc(sizeof(double) * own);
+    r->thr.unit_stamp = af_alloc(sizeof(int64_t) * own);
+    r->thr.slow_list = af_alloc(sizeof(int32_t) * own);
+    r->thr.dev_delay = af_alloc(sizeof(double) * (ldev > 0 ? ldev : 1));
+    r->halo.dev_words = af_alloc(sizeof(uint64_t) * D);
+    if (!r->thr.unit_base || !r->thr.unit_deg || !r->thr.unit_stamp || !r->thr.slow_list ||
+        !r->thr.dev_delay || !r->halo.dev_words || !r->rc.det.unit_first_corrupt) {
+        af_error_set("cannot allocate the throttling tables for %lld units", (long long)r->s.units);
+        return AF_ERR_NOMEM;
+    }
+    const size_t nodes = D / (size_t)r->s.cfg.devices_per_node;
+    r->health.intr_dev_tick = af_alloc(sizeof(int64_t) * D);
+    r->health.intr_dev_mask = af_alloc(sizeof(uint16_t) * D);
+    r->health.intr_node_tick = af_alloc(sizeof(int64_t) * (nodes > 0 ? nodes : 1));
+    if (!r->health.intr_dev_tick || !r->health.intr_dev_mask || !r->health.intr_node_tick) {
+        af_error_set("cannot allocate the interruption marks of %lld devices", (long long)D);
+        return AF_ERR_NOMEM;
+    }
+    for (size_t d = 0; d < D; ++d) {
+        r->health.intr_dev_tick[d] = -1;
+    }
+    for (size_t n = 0; n < nodes; ++n) {
+        r->health.intr_node_tick[n] = -1;
+    }
+    for (int64_t k = 0; k < r->s.own_units; ++k) {
+        r->thr.unit_base[k] = 1.0;
+        r->thr.unit_stamp[k] = -1;
+        r->rc.det.unit_first_corrupt[k] = -1;
+    }
+    /* The own units any slow event names, once each (unit_stamp marks them for the moment). */
+    r->thr.n_slow = 0;
+    int any_slow = 0;
+    for (int i = 0; i < r->s.cfg.n_events; ++i) {
+        const af_event_cfg_t *e = &r->s.cfg.events[i];
+        any_slow |= e->action == AF_EVENT_SLOW;
+        for (int64_t k = e->unit_lo; e->action == AF_EVENT_SLOW && k <= e->unit_hi; ++k) {
+            int64_t u = e->device * r->s.U + k;
+            if (u >= r->s.own_u0 && u < r->s.own_u0 + r->s.own_units &&
+                r->thr.unit_stamp[af_own_unit(&r->s, u)] != -2) {
+                r->thr.unit_stamp[af_own_unit(&r->s, u)] = -2;
+                r->thr.slow_list[r->thr.n_slow++] = (int32_t)u;
+            }
+        }
+    }
+    for (int64_t i = 0; i < r->thr.n_slow; ++i) {
+        r->thr.unit_stamp[af_own_unit(&r->s, r->thr.slow_list[i])] = -1;
+    }
+    /* The same on every rank: what the scenario allows, not what this rank's units see. */
+    r->thr.throttle_possible =
+        r->s.cfg.throttle_slowdown > 0 || r->s.cfg.spike_rate > 0 || any_slow;
+    if (r->s.cfg.straggler_detect) {
+        /* Every rank runs the detector (its input, the exchange's per-device words, is the
+         * same on every rank) and lists the declared stragglers' units. */
+        r->thr.strag_units = af_alloc(sizeof(int32_t) * units);
+        AF_CHECK(af_straggler_init(&r->thr.strag, r->s.D, r->s.cfg.straggler_alpha,
+                                   r->s.cfg.straggler_threshold, r->s.cfg.straggler_patience));
+        r->thr.strag_in = af_alloc(sizeof(double) * D);
+        r->thr.strag_new = af_alloc(sizeof(int64_t) * D);
+        if (!r->thr.strag_units || !r->thr.strag_in || !r->thr.strag_new) {
+            af_error_set("cannot allocate the straggler tables for %lld devices",
+                         (long long)r->s.D);
+            return AF_ERR_NOMEM;
+        }
+    }
+    AF_CHECK(detectors_init(r, units));
+    if (r->s.cfg.pacing_mode == AF_PACING_QUANTILE) {
+        af_pacer_init_quantile(&r->thr.pacer, r->s.cfg.pacing_quantile, r->s.cfg.pacing_warmup);
+    } else {
+        af_pacer_init(&r->thr.pacer, r->s.cfg.pacing_gamma, r->s.cfg.pacing_alpha,
+                      r->s.cfg.pacing_warmup);
+    }
+    if (!r->halo.xchg_prev || !r->halo.xchg_cur || !r->s.cellbuf || !r->rc.tw.twin_buf ||
+        !r->s.unit_state || !r->s.unit_p || !r->health.changes || !r->health.moves ||
+        !r->rc.rep.rank || !r->rc.rep.off || !r->rc.xfer.stage_send || !r->rc.xfer.stage_recv ||
+        !r->rc.xfer.p2p || !r->rc.xfer.set || !r->rc.xfer.used || !r->rc.xfer.items ||
+        !r->rc.tw.twin || !r->rc.tw.dmr_mark || !r->rc.tw.committed_now) {
+        af_error_set("cannot allocate the step buffers for %lld blocks and %lld units",
+                     (long long)r->s.B, (long long)r->s.units);
+        return AF_ERR_NOMEM;
+    }
+    /* Every rank ages its own devices' units (the model draws each unit from the seed and
+     * the unit alone, so the shards together are the one model of the fleet). */
+    const int64_t own_lo = r->s.pl.dev_lo * r->s.U;
+    const int64_t own_hi = r->s.pl.dev_hi * r->s.U;
+    AF_CHECK(af_aging_init_range(&r->health.aging, &r->s.cfg, r->s.D, own_lo, own_hi));
+    /* Every unit's first rate and prediction, from the initial placement, here rather than
+     * in the first step: the loop's first tick is tick + 1 (af_step counts it before it
+     * plans), and what moves before then is on the placement's list of changed units. */
+    af_aging_start(&r->health.aging, &r->s.cfg, r->s.tick + 1, r->s.pl.unit_load, r->s.C);
+    af_jobintr_init(&r->health.jobintr, &r->s.cfg, r->s.D);
+    int64_t scripted = af_config_scripted_units(&r->s.cfg);
+    r->health.my_changes =
+        af_alloc(sizeof(af_health_change_t) * ((size_t)(own_hi - own_lo) + (size_t)scripted + 1));
+    r->health.scripted = af_alloc(sizeof(af_health_change_t) * (size_t)(scripted + 1));
+    r->health.scripted_cap = scripted + 1;
+    /* The coordinator's targets beyond a block's own device come from the placement's
+     * directory of free capacity, which follows unit_state (all HEALTHY now). */
+    AF_CHECK(af_placement_dir_attach(&r->s.pl, r->s.unit_state));
+    r->health.fade_units = af_alloc(sizeof(int32_t) * units);
+    r->health.model_state = af_alloc(units);
+    if (!r->health.my_changes || !r->health.scripted || !r->health.fade_units ||
+        !r->health.model_state) {
+        af_error_set("cannot allocate the health lists for %lld units", (long long)r->s.units);
+        return AF_ERR_NOMEM;
+    }
+    AF_CHECK(af_halo_init(&r->halo, &r->s));
+    af_recovery_bind(&r->rc, &r->s, &r->halo, r->health.moves);
+    AF_CHECK(af_replicas_init(&r->rc));
+    return AF_OK;
+}
+
+void af_step_destroy(af_run_state_t *r)
+{
+    af_halo_destroy(&r->halo);
+    af_free(r->halo.xchg_prev);
+    af_free(r->halo.xchg_cur);
+    if (r->halo.dxchg_prev != NULL) {
+        af_buf_free(AF_MEM_DEVICE, r->halo.dxchg_prev);
+        af_buf_free(AF_MEM_DEVICE, r->halo.dxchg_cur);
+        r->halo.dxchg_prev = r->halo.dxchg_cur = NULL;
+    }
+    af_free(r->s.cellbuf);
+    af_free(r->rc.tw.twin_buf);
+    af_free(r->s.unit_state);
+    af_free(r->s.unit_p);
+    af_free(r->rc.det.unit_first_corrupt);
+    r->rc.det.unit_first_corrupt = NULL;
+    af_free(r->health.changes);
+    af_free(r->health.moves);
+    af_free(r->rc.rep.rank);
+    af_free(r->rc.rep.off);
+    af_free(r->rc.rep.store);
+    af_free(r->rc.rep.step);
+    af_free(r->rc.rep.dev);
+    af_free(r->rc.rep.dev_gone);
+    af_free(r->rc.rep.dev_lost_now);
+    af_free(r->rc.rep.dev_lost_list);
+    r->rc.rep.dev = NULL;
+    r->rc.rep.dev_gone = NULL;
+    r->rc.rep.dev_lost_now = NULL;
+    r->rc.rep.dev_lost_list = NULL;
+    af_free(r->rc.rep.log);
+    af_free(r->rc.rep.blocks);
+    af_free(r->rc.rep.replay_buf);
+    af_free(r->rc.rep.edges_in);
+    af_free(r->rc.rep.carry_send);
+    af_free(r->rc.rep.carry_recv);
+    r->rc.rep.edges_in = r->rc.rep.carry_send = r->rc.rep.carry_recv = NULL;
+    r->rc.rep.store = r->rc.rep.replay_buf = NULL;
+    r->rc.rep.step = NULL;
+    r->rc.rep.log = NULL;
+    r->rc.rep.blocks = NULL;
+    af_free(r->rc.xfer.stage_send);
+    af_free(r->rc.xfer.stage_recv);
+    af_free(r->rc.xfer.p2p);
+    af_free(r->rc.xfer.set);
+    af_free(r->rc.xfer.used);
+    af_free(r->rc.xfer.items);
+    af_free(r->rc.tw.twin);
+    af_free(r->rc.tw.dmr_mark);
+    af_free(r->rc.tw.committed_now);
+    r->rc.tw.committed_now = NULL;
+    af_free(r->thr.unit_base);
+    af_free(r->thr.unit_deg);
+    af_free(r->thr.unit_stamp);
+    af_free(r->thr.slow_list);
+    af_free(r->health.intr_dev_tick);
+    af_free(r->health.intr_dev_mask);
+    af_free(r->health.intr_node_tick);
+    r->health.intr_dev_tick = r->health.intr_node_tick = NULL;
+    r->health.intr_dev_mask = NULL;
+    af_free(r->thr.dev_delay);
+    af_free(r->halo.dev_words);
+    af_free(r->thr.strag_in);
+    af_free(r->thr.strag_new);
+    af_free(r->thr.strag_units);
+    af_free(r->rc.det.sample_order);
+    af_free(r->rc.det.sample_start);
+    af_free(r->rc.det.fence_count);
+    af_free(r->rc.det.suspect_new);
+    af_free(r->rc.det.quarantined_step);
+    r->rc.det.sample_order = r->rc.det.suspect_new = NULL;
+    r->rc.det.sample_start = NULL;
+    r->rc.det.quarantined_step = NULL;
+    r->rc.det.fence_count = NULL;
+    af_free(r->health.my_changes);
+    af_free(r->health.scripted);
+    af_free(r->health.fade_units);
+    af_free(r->health.model_state);
+    r->health.my_changes = r->health.scripted = NULL;
+    r->health.fade_units = NULL;
+    r->health.model_state = NULL;
+    r->thr.unit_base = r->thr.unit_deg = NULL;
+    r->thr.unit_stamp = NULL;
+    r->thr.slow_list = NULL;
+    r->thr.dev_delay = r->thr.strag_in = NULL;
+    r->halo.dev_words = NULL;
+    r->thr.strag_new = NULL;
+    r->thr.strag_units = NULL;
+    if (r->thr.strag.mean != NULL) {
+        af_straggler_destroy(&r->thr.strag);
+    }
+    af_aging_destroy(&r->health.aging);
+}

@@ -1,0 +1,265 @@
+/* agefence driver: the step log (DESIGN "One step", 6) — rank 0's rows of /events and
+ * /interruptions within a step, and the log phase: every rank batches its payload, the batch
+ * is gathered to rank 0 every flush_interval steps, and rank 0 writes its /steps rows and the
+ * live metrics. The bottom of the driver: it calls only sim/io. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../common/af_alloc.h"
+#include "../../common/af_time.h"
+#include "../io/backend.h"
+#include "run_internal.h"
+#include "../io/stop.h"
+
+/* Rank 0: appends one event row of this step. */
+static void log_row(af_run_state_t *r, af_event_row_t *e, const char *kind)
+{
+    e->step = r->s.tick;
+    snprintf(e->kind, sizeof e->kind, "%s", kind);
+    if (af_log_event(r->slog.log, e) != AF_OK) {
+        /* The run goes on (the steps are still logged); the loss is counted into /final and the
+         * summary, and said once here. */
+        if (r->slog.event_log_errors++ == 0) {
+            fprintf(stderr,
+                    "agefence: rank 0: the log lost an event (step %lld, %s): %s; further losses "
+                    "are counted in /final@event_log_errors\n",
+                    (long long)r->s.tick, kind, af_error_message());
+        }
+    }
+}
+
+void af_step_event(af_run_state_t *r, const char *kind, int64_t block, int64_t from_slot,
+                   int64_t to_slot, int64_t detail)
+{
+    if (r->slog.log == NULL) {
+        return;
+    }
+    af_event_row_t e;
+    memset(&e, 0, sizeof e);
+    e.block = block;
+    const af_placement_t *p = &r->s.pl;
+    e.from_device = from_slot >= 0 ? af_slot_device(p, from_slot) : -1;
+    e.from_unit = from_slot >= 0 ? af_slot_unit(p, from_slot) % p->units : -1;
+    e.from_slot = from_slot >= 0 ? from_slot % p->capacity : -1;
+    e.to_device = to_slot >= 0 ? af_slot_device(p, to_slot) : -1;
+    e.to_unit = to_slot >= 0 ? af_slot_unit(p, to_slot) % p->units : -1;
+    e.to_slot = to_slot >= 0 ? to_slot % p->capacity : -1;
+    e.detail = detail;
+    log_row(r, &e, kind);
+}
+
+/* Rank 0: one row of /interruptions in this step (its hours: those the step ends at, as its
+ * /steps row says; a step whose plan found the capacity exhausted stops before it serves its
+ * hours, so its row keeps the previous step's), at time_h as the model drew it. Called from
+ * af_plan(), after plan.exhausted. */
+static void log_intr_row(af_run_state_t *r, int cause, int64_t device, int64_t node, double time_h)
+{
+    double hours =
+        r->prog.sim_hours + (r->health.plan.exhausted ? 0.0 : r->s.cfg.sim_hours_per_step);
+    af_intr_row_t row = {r->s.tick, hours, cause, device, node, time_h};
+    if (af_log_interruption(r->slog.log, &row) != AF_OK && r->slog.event_log_errors++ == 0) {
+        fprintf(stderr,
+                "agefence: rank 0: the log lost an interruption (step %lld): %s; further losses "
+                "are counted in /final@event_log_errors\n",
+                (long long)r->s.tick, af_error_message());
+    }
+}
+
+/* The interruption cause (AF_INTR_*) of a death. */
+static int death_intr_cause(const af_health_change_t *c)
+{
+    int link = c->cause == AF_CAUSE_LINK || c->cause == AF_CAUSE_LINK_DOWN;
+    return c->cause == AF_CAUSE_DEVICE     ? AF_INTR_device
+           : c->cause == AF_CAUSE_NODE     ? AF_INTR_node
+           : link                          ? AF_INTR_link
+           : c->cause == AF_CAUSE_SCRIPTED ? AF_INTR_scripted
+           : c->cause == AF_CAUSE_SUDDEN   ? AF_INTR_sudden
+                                           : AF_INTR_wearout;
+}
+
+/* Rank 0: the interruption the death ch[i] makes, unless the step counted it already: one per
+ * node lost, per device lost, and per device whose units died of one other cause (the grouping
+ * agefence-report applies to /events, analysis/interrupts.h). Its time is the earliest of the
+ * deaths it counts: the model's changes are by ascending unit, so those of one device follow
+ * ch[i] (those of a node's units all carry the node's loss time). */
+void af_log_death_interruption(af_run_state_t *r, const af_health_change_t *ch, int64_t i,
+                               int64_t n)
+{
+    const int64_t dpn = r->s.cfg.devices_per_node;
+    const af_health_change_t *c = &ch[i];
+    const int64_t dev = c->unit / r->s.U;
+    int cause = death_intr_cause(c);
+    if (cause == AF_INTR_node) {
+        if (r->health.intr_node_tick[dev / dpn] == r->s.tick) {
+            return;
+        }
+        r->health.intr_node_tick[dev / dpn] = r->s.tick;
+    } else {
+        if (r->health.intr_dev_tick[dev] != r->s.tick) {
+            r->health.intr_dev_tick[dev] = r->s.tick;
+            r->health.intr_dev_mask[dev] = 0;
+        }
+        if (r->health.intr_dev_mask[dev] & (1u << cause)) {
+            return;
+        }
+        r->health.intr_dev_mask[dev] |= (uint16_t)(1u << cause);
+    }
+    double time_h = c->time_h;
+    for (int64_t j = i + 1; j < n && ch[j].unit / r->s.U == dev; ++j) {
+        if (ch[j].state != AF_FADING && death_intr_cause(&ch[j]) == cause &&
+            ch[j].time_h < time_h) {
+            time_h = ch[j].time_h;
+        }
+    }
+    log_intr_row(r, cause, cause == AF_INTR_node ? -1 : dev, dev / dpn, time_h);
+}
+
+/* Rank 0: a job-level interruption's event: from_device is the device it struck, or the first
+ * device of the node it struck, or -1 (the job); detail is its cause (AF_INTR_*). */
+void af_log_interrupt(af_run_state_t *r, const af_jobintr_hit_t *x)
+{
+    if (r->slog.log == NULL) {
+        return;
+    }
+    af_event_row_t e;
+    memset(&e, 0, sizeof e);
+    e.block = -1;
+    e.from_device = x->device >= 0 ? x->device
+                    : x->node >= 0 ? x->node * r->s.cfg.devices_per_node
+                                   : -1;
+    e.from_unit = e.from_slot = e.to_device = e.to_unit = e.to_slot = -1;
+    e.detail = x->cause;
+    log_row(r, &e, "interrupt");
+    log_intr_row(r, x->cause, x->device, x->node, x->time_h);
+}
+
+/* Rank 0: the rows of `n` buffered steps get every rank's counters and phase times (gathered
+ * into r->slog.all, rank-major) and go to the log, which then writes and commits them. */
+static af_result_t write_rows(af_run_state_t *r, int64_t n)
+{
+    const int R = r->s.world.size;
+    const int64_t cap = r->s.cfg.flush_interval + 1;
+    for (int64_t k = 0; k < n; ++k) {
+        af_step_row_t *row = &r->slog.rows[k];
+        for (int q = 0; q < R; ++q) {
+            const af_payload_t *p = &r->slog.all[(size_t)q * (size_t)cap + (size_t)k];
+            row->corrupt_injected += p->count[CNT_INJECTED];
+            row->corrupt_detected += p->count[CNT_DETECTED];
+            row->fenced += p->count[CNT_FENCED];
+            row->retried += p->count[CNT_RETRIED];
+            row->sdc_undetected += p->count[CNT_SDC];
+            row->sdc_harmful += p->count[CNT_SDC_HARMFUL];
+            row->corrupt_harmful += p->count[CNT_HARMFUL];
+            row->detected_finite += p->count[CNT_DET_FINITE];
+            row->detected_abft += p->count[CNT_DET_ABFT];
+            row->detected_twin += p->count[CNT_DET_TWIN];
+            row->abft_false_alarms += p->count[CNT_ABFT_FALSE];
+            row->twins += p->count[CNT_TWINS];
+            row->unverified_commits += p->count[CNT_UNVERIFIED];
+            row->allocs_after_init += p->count[CNT_ALLOCS];
+            row->halo_bytes += p->count[CNT_HALO_BYTES];
+            row->replica_log_bytes += p->count[CNT_LOG_BYTES];
+            row->comms_after_init += p->count[CNT_COMMS];
+            for (int ph = 0; ph < AF_NPHASES; ++ph) {
+                r->slog.phases[ph * R + q] = p->phase[ph];
+            }
+        }
+        r->tally.sdc_total += row->sdc_undetected;
+        r->slog.totals.corrupt_injected += row->corrupt_injected;
+        r->slog.totals.corrupt_detected += row->corrupt_detected;
+        r->slog.totals.fenced += row->fenced;
+        r->slog.totals.retried += row->retried;
+        r->slog.totals.unverified_commits += row->unverified_commits;
+        r->slog.totals.sdc_harmful += row->sdc_harmful;
+        r->slog.totals.corrupt_harmful += row->corrupt_harmful;
+        r->slog.totals.detected_finite += row->detected_finite;
+        r->slog.totals.detected_abft += row->detected_abft;
+        r->slog.totals.detected_twin += row->detected_twin;
+        r->slog.totals.abft_false_alarms += row->abft_false_alarms;
+        r->slog.totals.quarantined_units += row->quarantined_units;
+        r->slog.totals.twins += row->twins;
+        r->slog.totals.moves_drain += row->moves_drain;
+        r->slog.totals.moves_restore += row->moves_restore;
+        r->slog.totals.moves_retry += row->moves_retry;
+        r->slog.totals.rollbacks += row->rollbacks;
+        r->slog.totals.replayed_steps += row->replayed_steps;
+        r->slog.totals.replayed_blocks += row->replayed_blocks;
+        r->slog.totals.replayed_block_steps += row->replayed_block_steps;
+        /* Cumulative per rank, summed over the ranks: the last row holds the run's totals. */
+        r->slog.totals.allocs_after_init = row->allocs_after_init;
+        r->slog.totals.comms_after_init = row->comms_after_init;
+        AF_CHECK(af_log_append(r->slog.log, row, r->slog.phases));
+        r->slog.flushed_step = row->step;
+    }
+    /* The log's writer thread writes and commits them; the step goes on (it waits only for
+     * the writer's previous batch, inside log_us). */
+    return af_log_submit(r->slog.log);
+}
+
+/* The log phase. Every rank keeps its per-step payloads in a batch; rank 0 keeps the rows it
+ * can fill alone (health, moves, diagnostics). Every flush_interval steps (and at the end) one
+ * gather brings the batch to rank 0, which completes the rows and writes them, so a step costs
+ * the log a few stores, not a collective. A step's own step_us and log_us are known only at
+ * the next step: the newest entry waits for them. */
+af_result_t af_step_log(af_run_state_t *r, int final)
+{
+    const int64_t cap = r->s.cfg.flush_interval + 1;
+    if (r->slog.n_batch > 0) {
+        af_payload_t *last = &r->slog.batch[r->slog.n_batch - 1];
+        last->phase[AF_PHASE_step_us] = r->slog.prev_step_us;
+        last->phase[AF_PHASE_log_us] = r->slog.prev_log_us;
+        last->phase[AF_PHASE_sink_us] = r->thr.prev_sink_us;
+    }
+    if (!final) {
+        r->s.mine.count[CNT_ALLOCS] = af_alloc_after_seal();
+        r->s.mine.count[CNT_COMMS] = af_alloc_comms_after_seal();
+        r->slog.batch[r->slog.n_batch] = r->s.mine;
+        if (r->s.world.rank == 0) {
+            af_step_row_t *row = &r->slog.rows[r->slog.n_batch];
+            memset(row, 0, sizeof *row);
+            row->step = r->s.tick;
+            row->state_step = r->s.state_step;
+            row->sim_hours = r->prog.sim_hours;
+            row->mass = r->halo.mass_now;
+            row->energy = r->halo.energy_now;
+            row->dead_units = r->health.plan.dead;
+            row->fading_units = r->health.plan.fading;
+            row->straggler_units = r->thr.straggler_healthy;
+            row->slow_units = r->thr.slow_units;
+            row->healthy_units =
+                r->s.units - r->health.plan.dead - r->health.plan.fading - r->thr.straggler_healthy;
+            row->blackout_frac = (double)r->health.plan.dead / (double)r->s.units;
+            row->moves_drain = r->tally.n_drain;
+            row->moves_restore = r->tally.n_restore;
+            row->moves_retry = r->tally.n_retry_moves;
+            row->retried = r->tally.n_retry_moves;
+            row->rollbacks = r->rc.rep.n_rollbacks;
+            row->replayed_steps = r->rc.rep.n_replayed;
+            row->replayed_blocks = r->tally.n_replayed_blocks;
+            row->replayed_block_steps = r->tally.n_replayed_block_steps;
+            row->nonfinite_leaked = r->tally.n_leaked;
+            row->quarantined_units = r->rc.det.n_quarantined;
+        }
+        r->slog.n_batch++;
+    }
+    /* Complete entries: all but the newest, or all of them at the end. */
+    int64_t complete = final ? r->slog.n_batch : r->slog.n_batch - 1;
+    if (complete == 0 || (!final && complete < r->s.cfg.flush_interval)) {
+        return AF_OK;
+    }
+    AF_CHECK(r->s.fab->ops->gather(r->s.fab, r->slog.batch, sizeof(af_payload_t) * (size_t)cap,
+                                   r->slog.all, 0));
+    if (r->s.world.rank == 0) {
+        AF_CHECK(write_rows(r, complete));
+        if (!final) {
+            r->slog.rows[0] = r->slog.rows[complete];
+        }
+    }
+    if (!final) {
+        r->slog.batch[0] = r->slog.batch[complete];
+    }
+    r->slog.n_batch -= complete;
+    return AF_OK;
+}
