@@ -1,3 +1,11 @@
+/* agefence-report: the log's checker (af_logfile_check, `agefence-report --check`) — every group,
+ * dataset and attribute of the schema (common/log_schema.h) against its type and shape, and the
+ * rows against each other (steps in order, counters that add up, events and interruptions that
+ * name real units, devices and steps, /final's figures against /steps).
+ *
+ * Longer than ~900 lines, on purpose: one check per part of the log, each a short function, all
+ * reporting through one violation list (chk_t) with the path they name; split, that list and its
+ * helpers would be shared across files for nothing. */
 #include "logread.h"
 
 #include "interrupts.h"

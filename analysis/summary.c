@@ -1,4 +1,9 @@
-/* agefence-report: the figures of a run (see summary.h). */
+/* agefence-report: the figures of a run (see summary.h) — latency by phase, interruptions,
+ * goodput by replay, the record's comparison — and their flat list for the text, JSON and CSV
+ * outputs (af_summary_figures).
+ *
+ * Longer than ~900 lines, on purpose: af_summary_figures names every figure of the report in one
+ * place (the order of the JSON and of `--figure`), beside the code that computes them. */
 #include "summary.h"
 
 #include <math.h>

@@ -1,5 +1,9 @@
 /* agefence CUDA compute backend: the same masked step as kernels_cpu.c, bit for bit, on one GPU.
  *
+ * Longer than ~900 lines, on purpose: the device layout below, the kernels that read it and the
+ * host side of every backend operation share the one private state struct; nvcc compiles it as
+ * one translation unit, with the device functions inlined where they are used.
+ *
  * Layout (all allocated in create(), never again):
  *   state    device, n_slots x 2 x T doubles: both buffers of every slot, as on the CPU
  *   diag     device, n_slots x 2 x 3 doubles: (mass, energy, non-finite count) of each buffer

@@ -11,16 +11,31 @@ Parts and what each may use (docs/contributing.md, "Layout"):
     bench     sim, fabric, kernels, common (the benchmarks of `agefence bench`)
     analysis  common
     sim/driver/main.c, the program's entry point, may call bench/ too.
+Sub-folders of sim/ and what each may use (docs/contributing.md, "Inside sim/"):
+    io        (configuration, log, metrics, launch checks, backend choice, stop): io
+    fleet     (aging, event queue, job-level interruptions, stragglers): fleet, io
+    oracle    (the serial fault-free reference): oracle, io
+    plan      (the shard, placement, the coordinator): plan, fleet, io
+    exchange  (the halo): exchange, plan, fleet, io
+    recovery  (moves, replicas, twins, retries, detectors' state): recovery, exchange, plan,
+              fleet, oracle, io
+    driver    (the run, the step, health, throttling, the step log, memory): all of them
 Checks, each printing one line per violation and failing the test:
   1. every #include "..." of a part's files resolves to a file of a part it may use;
   2. every agefence symbol an object file needs (nm -u) is defined by an object of a part it
      may use, so a call across layers fails even where a header was side-stepped;
-  3. the driver's objects call each other without a cycle (run -> step -> recover, ...): a
-     cycle is reported with its members;
+  3. sim/'s objects call each other without a cycle (run -> step -> health -> steplog, ...), so
+     no two files call each other: a cycle is reported with its members;
   4. only fabric/ calls MPI, and only kernels/*.cu and fabric/fabric_nccl.c call CUDA or NCCL;
   5. within kernels/, the workload table (workloads.c) and the CPU backend (kernels_cpu.c) use
      no symbol the other defines (nm -u of one against nm -g --defined-only of the other): the
-     host arithmetic both need lies below both (arith_cpu.c, the af_*.h headers).
+     host arithmetic both need lies below both (arith_cpu.c, the af_*.h headers);
+  6. within sim/, checks 1 and 2 again for the sub-folders' rules above (an include, or a symbol
+     an object needs, of a sub-folder the file's own may not use);
+  7. no source file of a part (tests/ and fuzz/ aside) is over 900 lines unless the comment it
+     opens with says why, in the words "Longer than".
+Before the checks, a self-test plants an include across the sub-folders' rules and a cycle in a
+throw-away tree and fails unless both are reported.
 """
 import os
 import re
@@ -38,6 +53,15 @@ ALLOWED = {
     "main": {"main", "bench", "sim", "fabric", "kernels", "common"},
 }
 PARTS = set(ALLOWED) - {"main"}
+SIM_ALLOWED = {
+    "io": {"io"},
+    "fleet": {"fleet", "io"},
+    "oracle": {"oracle", "io"},
+    "plan": {"plan", "fleet", "io"},
+    "exchange": {"exchange", "plan", "fleet", "io"},
+    "recovery": {"recovery", "exchange", "plan", "fleet", "oracle", "io"},
+    "driver": {"driver", "recovery", "exchange", "plan", "oracle", "fleet", "io"},
+}
 ENTRY = os.path.join("sim", "driver", "main.c")
 
 
@@ -45,6 +69,76 @@ def part_of(path, src):
     rel = os.path.relpath(os.path.realpath(path), os.path.realpath(src))
     top = rel.split(os.sep)[0]
     return top if top in PARTS else None
+
+
+def sim_sub(source):
+    """The sub-folder of sim/ a source path (relative to the source tree) is in, or None; the
+    generated sources (the embedded scenario, the version) count as io."""
+    parts = source.split(os.sep)
+    if parts[0] == "gen":
+        return "io"
+    if parts[0] == "sim" and len(parts) > 2 and parts[1] in SIM_ALLOWED:
+        return parts[1]
+    return None
+
+
+def check_sim_includes(src, out):
+    """Check 6 on the sources: every #include "..." of sim/SUB/ names a sub-folder SUB may use."""
+    bad = 0
+    inc = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
+    folder = os.path.join(src, "sim")
+    if not os.path.isdir(folder):
+        return 0
+    for d, _, fs in sorted(os.walk(folder)):
+        for f in sorted(fs):
+            if not f.endswith((".c", ".h", ".cu")):
+                continue
+            path = os.path.join(d, f)
+            rel = os.path.relpath(path, src)
+            who = sim_sub(rel)
+            if who is None:
+                continue
+            with open(path, encoding="utf-8") as fh:
+                for lineno, line in enumerate(fh, 1):
+                    m = inc.match(line)
+                    if not m:
+                        continue
+                    target = os.path.normpath(os.path.join(d, m.group(1)))
+                    if not os.path.exists(target):
+                        continue
+                    sub = sim_sub(os.path.relpath(os.path.realpath(target), os.path.realpath(src)))
+                    if sub is not None and sub not in SIM_ALLOWED[who]:
+                        print(f"{rel}:{lineno}: includes {m.group(1)} (sim/{sub}/), but sim/{who}/ "
+                              f"may use only {', '.join(sorted(SIM_ALLOWED[who]))}", file=out)
+                        bad += 1
+    return bad
+
+
+MAX_LINES = 900
+
+
+def check_lengths(src, out):
+    """Check 7: a part's file over MAX_LINES lines says why in the comment it opens with."""
+    bad = 0
+    for part in sorted(PARTS):
+        folder = os.path.join(src, part)
+        for d, _, fs in sorted(os.walk(folder)):
+            for f in sorted(fs):
+                if not f.endswith((".c", ".h", ".cu")):
+                    continue
+                path = os.path.join(d, f)
+                with open(path, encoding="utf-8") as fh:
+                    text = fh.read()
+                lines = text.count("\n")
+                if lines <= MAX_LINES:
+                    continue
+                head = text.lstrip()
+                opening = head[:head.find("*/")] if head.startswith("/*") else ""
+                if "Longer than" not in opening:
+                    print(f"{os.path.relpath(path, src)}: {lines} lines, over {MAX_LINES}, and its "
+                          f"opening comment does not say why (\"Longer than ...\")", file=out)
+                    bad += 1
+    return bad
 
 
 def check_includes(src, out):
@@ -150,6 +244,11 @@ def check_objects(build, src, out):
                 bad += 1
             if part == dpart == "sim" and dsource != source:
                 edges.setdefault(source, set()).add(dsource)
+                who, sub = sim_sub(source), sim_sub(dsource)
+                if who is not None and sub is not None and sub not in SIM_ALLOWED[who]:
+                    print(f"{source}: uses {sym} of {dsource}, but sim/{who}/ may use only "
+                          f"{', '.join(sorted(SIM_ALLOWED[who]))}", file=out)
+                    bad += 1
     bad += report_cycles(edges, out)
     return bad
 
@@ -212,10 +311,35 @@ def report_cycles(edges, out):
     bad = 0
     for comp in comps:
         if len(comp) > 1:
-            print(f"driver objects call each other in a cycle: {' <-> '.join(sorted(comp))}",
+            print(f"sim objects call each other in a cycle: {' <-> '.join(sorted(comp))}",
                   file=out)
             bad += 1
     return bad
+
+
+def self_test():
+    """Plants a violation of each kind the sub-folder checks look for; returns the number the
+    checks missed (0 when both were reported)."""
+    import io
+    import tempfile
+    missed = 0
+    with tempfile.TemporaryDirectory() as top:
+        for sub in ("exchange", "driver"):
+            os.makedirs(os.path.join(top, "sim", sub))
+        with open(os.path.join(top, "sim", "driver", "run_internal.h"), "w") as f:
+            f.write("/* the driver's state */\n")
+        with open(os.path.join(top, "sim", "exchange", "halo.c"), "w") as f:
+            f.write('#include "../driver/run_internal.h"\n')
+        buf = io.StringIO()
+        if check_sim_includes(top, buf) != 1 or "sim/exchange/ may use only" not in buf.getvalue():
+            print("self-test: an include of sim/driver/ from sim/exchange/ was not reported")
+            missed += 1
+    buf = io.StringIO()
+    a, b = os.path.join("sim", "driver", "a.c"), os.path.join("sim", "driver", "b.c")
+    if report_cycles({a: {b}, b: {a}}, buf) != 1 or "<->" not in buf.getvalue():
+        print("self-test: two files that call each other were not reported")
+        missed += 1
+    return missed
 
 
 def main():
@@ -223,14 +347,19 @@ def main():
         print(__doc__.strip().splitlines()[2], file=sys.stderr)
         return 2
     src, build = sys.argv[1], sys.argv[2]
+    if self_test():
+        print("FAIL: the layering checks' self-test")
+        return 1
     bad = (check_includes(src, sys.stdout) + check_objects(build, src, sys.stdout) +
-           check_kernel_pair(build, src, sys.stdout))
+           check_kernel_pair(build, src, sys.stdout) + check_sim_includes(src, sys.stdout) +
+           check_lengths(src, sys.stdout))
     if bad:
         print(f"FAIL: {bad} layering violation(s)")
         return 1
     print("PASS: includes and object dependencies follow common <- fabric, kernels <- sim; "
-          "common <- analysis; no cycle in the driver; the workload table and the CPU backend "
-          "do not call each other")
+          "common <- analysis; within sim/, io <- fleet, oracle <- plan <- exchange <- recovery <- "
+          "driver; no cycle among sim's objects; the workload table and the CPU backend do not "
+          "call each other; no file over 900 lines without a reason at its top")
     return 0
 
 

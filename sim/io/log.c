@@ -1,4 +1,11 @@
-/* agefence HDF5 log writer (rank 0 only). */
+/* agefence HDF5 log writer (rank 0 only).
+ *
+ * Longer than the ~900 lines the rest of sim/ keeps to, on purpose: af_log_t is opaque, and
+ * everything that touches its HDF5 handles and its writer thread lives here — creating and
+ * claiming the file (never overwriting another program's), the extendible /steps, /events and
+ * /interruptions datasets, the batches the writer thread commits with their commit record, the
+ * attributes, and the close that leaves a readable file on every path. Split, the handles and
+ * the thread's locking would be shared across files. */
 #define _GNU_SOURCE /* SCHED_BATCH */
 #include "log.h"
 
