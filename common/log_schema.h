@@ -79,9 +79,10 @@
     X(throttle_us, "modelled throttling delay the rank spent as a busy wait inside kernel_us")     \
     X(halo_us, "edge pack and exact all-reduce of edges and diagnostics (in a step-graph step "    \
                "only a host all-reduce after the graph)")                                          \
-    X(coord_us, "coordinator: aging model, planning and broadcast")                                \
-    X(plan_us, "rank 0's own share of coord_us: the aging model and the plan, without the "        \
-               "broadcast (0 on the other ranks)")                                                 \
+    X(coord_us, "coordinator: the aging of the rank's units, the all-gathers of the health "       \
+                "changes, the plan and its digest check")                                          \
+    X(plan_us, "the rank's own share of coord_us: the aging of its units and its plan, without "   \
+               "the all-gathers and the digest check")                                             \
     X(moves_us, "applying the move list (slot copies and cross-rank transfers)")                   \
     X(replica_us, "replica refresh")                                                               \
     X(log_us, "gathering the row to rank 0 and writing the log")                                   \
@@ -122,7 +123,7 @@ enum {
 /* Causes of an interruption of a synchronous job, as the log records them and the report counts
  * them: the failure domains that lose hardware (a device's units by wear-out, sudden failure or
  * a script; a whole device; a whole node), then the job-level causes that lose none, named after
- * the Llama 3 405B record's causes (README "The failure model"). X(name, grain, doc); grain is
+ * the Llama 3 405B record's causes (docs/failure-model.md). X(name, grain, doc); grain is
  * where one strikes: job, node or device. The value of a cause is its index here: an `interrupt`
  * event's detail, and the report's by_cause order. Append only: the numbers are in logs. */
 #define AF_INTR_CAUSES(X)                                                                          \
@@ -153,7 +154,7 @@ enum {
 };
 /* The job-level causes, AF_INTR_FIRST_JOB to AF_INTR_LAST_JOB: they kill no unit and move no
  * block. hbm, appended after them (the numbers are in logs), kills no unit either, but every
- * block of its device is restored from its replica (README "The failure model"). */
+ * block of its device is restored from its replica (docs/failure-model.md). */
 #define AF_INTR_FIRST_JOB AF_INTR_software
 #define AF_INTR_LAST_JOB  AF_INTR_dependency
 #define AF_NJOB_INTR      (AF_INTR_LAST_JOB + 1 - AF_INTR_FIRST_JOB)
