@@ -348,10 +348,10 @@ void af_plan(af_run_state_t *r, int64_t n_model)
     }
     /* A restore from a replica older than the committed state would mix steps. With
      * recovery.replay = local the block alone is replayed from its replica and the edges logged
-     * beside it (sim/recovery/replicas.c); with global every block rolls back to the replica step. A
-     * block whose replica was lost with it leaves only the initial state: every block
-     * restarts from step 0 (so does a global rollback while some live block's replica is
-     * lost, since that block would have nothing to roll back to). */
+     * beside it (sim/recovery/replicas.c); with global every block rolls back to the replica step.
+     * A block whose replica was lost with it leaves only the initial state: every block restarts
+     * from step 0 (so does a global rollback while some live block's replica is lost, since that
+     * block would have nothing to roll back to). */
     int any_stale = 0;
     int any_lost = 0;
     for (int64_t i = 0; i < nm; ++i) {
