@@ -99,11 +99,13 @@ void af_memory_estimate(const af_config_t *cfg, int nranks, int rank, const af_k
     const double chunk = fmin(B, AF_XFER_CHUNK);
     /* Beside each replica: its block's read-set (two edge words) for each logical step kept
      * (replica_interval with replay = local, the newest with global), the replica's block, the
-     * read-set its block's rank sends each step; one more block buffer for a replay, and the
-     * read-sets carried with a batch's moves (AF_XFER_CHUNK triples each way). */
+     * read-set its block's rank sends each step (two words: the block is implied by the
+     * position) and the bitmap of the blocks this rank published (B / 64 + 1 words); one more
+     * block buffer for a replay, and the read-sets carried with a batch's moves (AF_XFER_CHUNK
+     * triples each way). */
     const double depth = cfg->replay == AF_REPLAY_LOCAL ? (double)cfg->replica_interval : 1.0;
-    const double edge_log =
-        fmax(reps, 1.0) * (16.0 * depth + 4.0 + 24.0) + 8.0 * T + 2.0 * 24.0 * AF_XFER_CHUNK;
+    const double edge_log = fmax(reps, 1.0) * (16.0 * depth + 4.0 + 16.0) +
+                            8.0 * (floor(B / 64.0) + 1.0) + 8.0 * T + 2.0 * 24.0 * AF_XFER_CHUNK;
     m->replicas = 8.0 * fmax(reps, 1.0) * T + edge_log + 2.0 * 8.0 * chunk * T + 2.0 * 8.0 * T +
                   sizeof(af_p2p_t) * 2.0 * AF_XFER_CHUNK + 8.0 * AF_XFER_SET +
                   4.0 * 2.0 * AF_XFER_CHUNK + FABRIC_BYTES + FABRIC_PER_RANK * R +

@@ -260,8 +260,10 @@ void af_step_destroy(af_run_state_t *r)
     af_free(r->rc.rep.blocks);
     af_free(r->rc.rep.replay_buf);
     af_free(r->rc.rep.edges_in);
+    af_free(r->rc.rep.pub_bits);
     af_free(r->rc.rep.carry_send);
     af_free(r->rc.rep.carry_recv);
+    r->rc.rep.pub_bits = NULL;
     r->rc.rep.edges_in = r->rc.rep.carry_send = r->rc.rep.carry_recv = NULL;
     r->rc.rep.store = r->rc.rep.replay_buf = NULL;
     r->rc.rep.step = NULL;

@@ -52,7 +52,8 @@ typedef struct af_replicas {
     int64_t log_depth;  /* logical steps the log keeps: replica_interval (local) or 1 */
     int32_t *blocks;    /* my replicas: the block of each (off's inverse) */
     double *replay_buf; /* T doubles: the other half of a replay's two buffers */
-    uint64_t *edges_in; /* my replicas x 3: the read-sets their blocks' ranks send */
+    uint64_t *edges_in; /* my replicas x 2: the read-sets their blocks' ranks send */
+    uint64_t *pub_bits; /* B / 64 + 1 words: the blocks this rank published, for the edge log */
     /* A batch's read-sets that go with blocks to other ranks: AF_XFER_CHUNK triples each way. */
     uint64_t *carry_send;
     uint64_t *carry_recv;

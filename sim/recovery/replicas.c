@@ -65,11 +65,13 @@ af_result_t af_replicas_init(af_recovery_t *r)
     r->rep.log = af_alloc(sizeof(uint64_t) * 2 * nrep * (size_t)r->rep.log_depth);
     r->rep.blocks = af_alloc(sizeof(int32_t) * nrep);
     r->rep.replay_buf = af_alloc(sizeof(double) * (size_t)r->s->T);
-    r->rep.edges_in = af_alloc(sizeof(uint64_t) * 3 * nrep);
+    r->rep.edges_in = af_alloc(sizeof(uint64_t) * 2 * nrep);
+    r->rep.pub_bits = af_alloc(sizeof(uint64_t) * (size_t)(r->s->B / 64 + 1));
     r->rep.carry_send = af_alloc(sizeof(uint64_t) * 3 * AF_XFER_CHUNK);
     r->rep.carry_recv = af_alloc(sizeof(uint64_t) * 3 * AF_XFER_CHUNK);
     if (r->rep.log == NULL || r->rep.blocks == NULL || r->rep.replay_buf == NULL ||
-        r->rep.edges_in == NULL || r->rep.carry_send == NULL || r->rep.carry_recv == NULL) {
+        r->rep.edges_in == NULL || r->rep.pub_bits == NULL || r->rep.carry_send == NULL ||
+        r->rep.carry_recv == NULL) {
         af_error_set("cannot allocate the edge logs of %lld replicas (%lld steps each)",
                      (long long)r->rep.n_reps, (long long)r->rep.log_depth);
         return AF_ERR_NOMEM;
@@ -131,44 +133,62 @@ af_result_t af_replicas_log_edges(af_recovery_t *r)
         }
         return AF_OK;
     }
-    /* The rank that computes a block has its read-set: it sends (block, left, right) to the
-     * block's replica rank, which expects one triple per replica whose block lives elsewhere.
-     * The blocks a rank computes are those it published in the last exchange (pub_slots). */
+    /* The rank that computes a block has its read-set: it sends (left, right) to the block's
+     * replica rank, 16 bytes a block, in one batch a peer. The block is implied by the position:
+     * a sender sends its blocks in ascending block order (its published blocks, pub_slots, are in
+     * the occupied-slot list's order, so they are marked in a bitmap of the blocks and the bitmap
+     * is walked: the published blocks plus B / 64 words), and a receiver walks its replicas in
+     * ascending block order (blocks[] is, by construction) taking the next pair from the part of
+     * the rank that computes the block (every rank holds the same placement). */
     int64_t *cs = r->halo->count;
     int64_t *cr = r->halo->count2;
+    uint64_t *bits = r->rep.pub_bits;
+    const int64_t words = r->s->B / 64 + 1;
     memset(cs, 0, sizeof(int64_t) * (size_t)R);
     memset(cr, 0, sizeof(int64_t) * (size_t)R);
+    memset(bits, 0, sizeof(uint64_t) * (size_t)words);
     for (int64_t i = 0; i < r->halo->n_pub; ++i) {
-        int q = r->rep.rank[r->s->k->slot_block[r->halo->pub_slots[i]]];
+        int64_t b = r->s->k->slot_block[r->halo->pub_slots[i]];
+        int q = r->rep.rank[b];
         cs[q] += q != me;
+        bits[b >> 6] |= (uint64_t)1 << (b & 63);
     }
     for (int64_t i = 0; i < r->rep.n_reps; ++i) {
         int q = r->s->pl.block_rank[r->rep.blocks[i]];
         cr[q] += q != me;
     }
     af_halo_offsets(r->halo, cs);
-    for (int64_t i = 0; i < r->halo->n_pub; ++i) {
-        int64_t b = r->s->k->slot_block[r->halo->pub_slots[i]];
-        int q = r->rep.rank[b];
-        if (q == me) {
-            uint64_t *e = af_edge_log_entry(r, r->rep.off[b], s);
-            af_get_read_set(r, CARRY_XCHG, b, &e[0], &e[1]);
-            continue;
+    for (int64_t w = 0; w < words; ++w) {
+        for (uint64_t x = bits[w]; x != 0; x &= x - 1) {
+            int64_t b = w * 64 + __builtin_ctzll(x);
+            int q = r->rep.rank[b];
+            if (q == me) {
+                uint64_t *e = af_edge_log_entry(r, r->rep.off[b], s);
+                af_get_read_set(r, CARRY_XCHG, b, &e[0], &e[1]);
+                continue;
+            }
+            uint64_t *t = r->halo->send + 2 * r->halo->at[q]++;
+            af_get_read_set(r, CARRY_XCHG, b, &t[0], &t[1]);
         }
-        af_pack_read_set(r, r->halo->send, q, CARRY_XCHG, b);
     }
     int64_t got = 0;
-    AF_CHECK(af_halo_post(r->halo, r->halo->send, cs, r->rep.edges_in, cr, 3, &got, CNT_LOG_BYTES));
-    for (int64_t i = 0; i < got; ++i) {
-        const uint64_t *t = r->rep.edges_in + 3 * i;
-        if (t[0] >= (uint64_t)r->s->B || r->rep.rank[t[0]] != me) {
-            af_error_set("replicas: read-set of block %llu, whose replica is not kept here",
-                         (unsigned long long)t[0]);
-            return AF_ERR_INTERNAL;
+    AF_CHECK(af_halo_post(r->halo, r->halo->send, cs, r->rep.edges_in, cr, 2, &got, CNT_LOG_BYTES));
+    int64_t expect = af_halo_offsets(r->halo, cr); /* at[q]: where q's pairs start */
+    if (got != expect) {
+        af_error_set("replicas: %lld read-sets received for %lld replicas kept here of blocks "
+                     "computed elsewhere",
+                     (long long)got, (long long)expect);
+        return AF_ERR_INTERNAL;
+    }
+    for (int64_t i = 0; i < r->rep.n_reps; ++i) {
+        int q = r->s->pl.block_rank[r->rep.blocks[i]];
+        if (q == me) {
+            continue;
         }
-        uint64_t *e = af_edge_log_entry(r, r->rep.off[t[0]], s);
-        e[0] = t[1];
-        e[1] = t[2];
+        const uint64_t *t = r->rep.edges_in + 2 * r->halo->at[q]++;
+        uint64_t *e = af_edge_log_entry(r, i, s);
+        e[0] = t[0];
+        e[1] = t[1];
     }
     return AF_OK;
 }
