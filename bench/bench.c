@@ -81,6 +81,9 @@ void af_bench_ratio(af_bench_ctx_t *b, const char *name, double value, int has_t
                     double target, int higher_is_better)
 {
     if (b->n_ratios == AF_BENCH_MAX_RATIOS) {
+        /* Never a figure dropped in silence: the result says which one did not fit. */
+        af_bench_fail(b, "more than %d figures: \"%s\" and any after it were not kept",
+                      AF_BENCH_MAX_RATIOS, name);
         return;
     }
     af_bench_ratio_t *r = &b->ratios[b->n_ratios++];
@@ -94,6 +97,7 @@ void af_bench_ratio(af_bench_ctx_t *b, const char *name, double value, int has_t
 void af_bench_note(af_bench_ctx_t *b, const char *fmt, ...)
 {
     if (b->n_notes == 16) {
+        af_bench_fail(b, "more than 16 notes: the later ones were not kept");
         return;
     }
     va_list ap;

@@ -16,7 +16,7 @@
 #include "../sim/driver/run.h"
 
 #define AF_BENCH_MAX_SERIES 64
-#define AF_BENCH_MAX_RATIOS 64
+#define AF_BENCH_MAX_RATIOS 128
 
 typedef struct af_bench_series {
     char name[64];

@@ -10,6 +10,9 @@
 
 #include "../common/logfile.h"
 #include "../common/af_time.h"
+#include "../kernels/kernels.h"
+#include "../sim/driver/memory.h"
+#include "../sim/io/config.h"
 #include "bench.h"
 #include "bench_common.h"
 
@@ -307,9 +310,58 @@ typedef struct scale_fleet {
     int quiet;
     double halo_bytes_per_rank_step;
     double log_bytes_per_rank_step;
+    double log_bytes_per_block_step; /* all ranks' edge-log bytes a step, per block */
     double rss_per_rank, alloc_per_rank, alloc_per_device;
     int64_t replayed_blocks, rollbacks, restores, sudden, executed;
+    /* The step's phases, p50 over the steps of the slowest rank's time (SCALE_NPHASES). */
+    double phase_of[4];
+    /* Rank 0's memory budget for the scenario the log records (sim/driver/memory.c). */
+    af_memory_t budget;
+    int budget_ok;
 } scale_fleet_t;
+
+/* The phases the sweep reports at each size, beside the coordinator's. */
+#define SCALE_NPHASES 4
+static const char *const scale_phases[SCALE_NPHASES] = {"kernel_us", "halo_us", "replica_us",
+                                                        "moves_us"};
+
+/* Rank 0's budget (af_memory_estimate) for the resolved scenario of the log at `log`, whose
+ * run had `ranks` ranks: what each term of the budget holds at this size. */
+static af_result_t scale_budget(const char *log, int64_t ranks, scale_fleet_t *f)
+{
+    af_logfile_t lf;
+    char err[600];
+    if (af_logfile_open(&lf, log, err, sizeof err) != AF_OK) {
+        af_error_set("%s", err);
+        return AF_ERR_IO;
+    }
+    const size_t cap = 1 << 20;
+    char *text = malloc(cap);
+    char backend[64] = "cpu";
+    af_result_t rc =
+        text != NULL ? af_logfile_attr_str(&lf, "/", "config", text, cap) : AF_ERR_NOMEM;
+    if (rc == AF_OK) {
+        rc = af_logfile_attr_str(&lf, "/", "compute_backend", backend, sizeof backend);
+    }
+    af_logfile_close(&lf);
+    af_config_t cfg;
+    if (rc == AF_OK) {
+        rc = af_config_parse_text(&cfg, text, log, err, sizeof err);
+    }
+    if (rc == AF_OK) {
+        rc = af_config_validate(&cfg, (int)ranks, err, sizeof err);
+    }
+    free(text);
+    if (rc != AF_OK) {
+        af_error_set("%s: cannot read back its scenario for the memory budget (%s)", log, err);
+        return rc;
+    }
+    const af_kernels_ops_t *kops =
+        strcmp(backend, "cuda") == 0 && af_kernels_cuda != NULL ? af_kernels_cuda : &af_kernels_cpu;
+    af_memory_estimate(&cfg, (int)ranks, 0, kops, &f->budget);
+    f->budget_ok = 1;
+    return AF_OK;
+}
 
 static af_result_t scale_one(af_bench_ctx_t *b, scale_fleet_t *f, int index)
 {
@@ -422,6 +474,20 @@ static af_result_t scale_one(af_bench_ctx_t *b, scale_fleet_t *f, int index)
         snprintf(name, sizeof name, "coord_us.%lld", (long long)f->devices);
         rc = af_bench_add(b, name, "us", ph, (int)rows);
     }
+    for (int j = 0; j < SCALE_NPHASES && rc == AF_OK; ++j) {
+        double *pv = NULL;
+        int64_t prow = 0;
+        rc = af_bench_phase_max(log, scale_phases[j], &pv, &prow);
+        if (rc == AF_OK) {
+            f->phase_of[j] = af_stats_of(pv, (int)prow).p50;
+            snprintf(name, sizeof name, "%s.%lld", scale_phases[j], (long long)f->devices);
+            rc = af_bench_add(b, name, "us", pv, (int)prow);
+        }
+        free(pv);
+    }
+    if (rc == AF_OK) {
+        rc = scale_budget(log, ranks, f);
+    }
     /* Quiet steps: no health change and no move in the step, and no move in the one before (the
      * model re-reads the loads a move changed one step later). The coordinator's cost there is
      * what it pays whatever happens; the event steps add a cost per health change. */
@@ -480,6 +546,7 @@ static af_result_t scale_one(af_bench_ctx_t *b, scale_fleet_t *f, int index)
         f->phase_p99 = cp.p99;
         f->halo_bytes_per_rank_step = n > 0 ? hsum / (double)n / (double)ranks : 0;
         f->log_bytes_per_rank_step = n > 0 ? lsum / (double)n / (double)ranks : 0;
+        f->log_bytes_per_block_step = n > 0 ? lsum / (double)n / (double)f->devices : 0;
         f->rss_per_rank = rss;
         f->alloc_per_rank = alloc;
         f->alloc_per_device = alloc * (double)ranks / (double)f->devices;
@@ -539,6 +606,12 @@ static af_result_t bench_scale(af_bench_ctx_t *b)
         RATIO("%lld devices: halo bytes per rank per step", f[i].halo_bytes_per_rank_step);
         RATIO("%lld devices: replica edge-log bytes per rank per step",
               f[i].log_bytes_per_rank_step);
+        RATIO("%lld devices: replica edge-log bytes per block per step",
+              f[i].log_bytes_per_block_step);
+        for (int j = 0; j < SCALE_NPHASES; ++j) {
+            snprintf(name, sizeof name, "%lld devices: %s p50 (slowest rank)", d, scale_phases[j]);
+            af_bench_ratio(b, name, f[i].phase_of[j], 0, 0, 0);
+        }
         RATIO("%lld devices: resident bytes per rank (peak)", f[i].rss_per_rank);
         RATIO("%lld devices: allocated bytes per device", f[i].alloc_per_device);
         RATIO("%lld devices: sudden deaths per step", (double)f[i].sudden / (double)f[i].executed);
@@ -568,6 +641,24 @@ static af_result_t bench_scale(af_bench_ctx_t *b)
              (long long)small->devices);
     af_bench_ratio(b, name, small->phase_p50 > 0 ? big->phase_p50 / small->phase_p50 : 0, 1, 2.0,
                    0);
+    if (big->budget_ok) {
+        const af_memory_t *m = &big->budget;
+        const struct {
+            const char *what;
+            double v;
+        } terms[] = {{"shard", m->shard},        {"aging model", m->aging},
+                     {"fleet tables", m->fleet}, {"block tables", m->blocks},
+                     {"replicas", m->replicas},  {"rank 0's log", m->rank0},
+                     {"verdict", m->verdict},    {"peak", m->peak}};
+        for (size_t j = 0; j < sizeof terms / sizeof terms[0]; ++j) {
+            snprintf(name, sizeof name, "%lld devices: rank 0's memory budget, %s (bytes)",
+                     (long long)big->devices, terms[j].what);
+            af_bench_ratio(b, name, terms[j].v, 0, 0, 0);
+        }
+    }
+    snprintf(name, sizeof name, "replica edge-log bytes per block per step at %lld devices",
+             (long long)big->devices);
+    af_bench_ratio(b, name, big->log_bytes_per_block_step, 1, 16.0, 0);
     snprintf(name, sizeof name, "rollbacks at %lld devices", (long long)big->devices);
     af_bench_ratio(b, name, (double)big->rollbacks, 1, 0.0, 0);
     snprintf(name, sizeof name, "resident bytes per rank at %lld devices", (long long)big->devices);

@@ -53,6 +53,27 @@ with h5py.File(sys.argv[1], "r") as f:
         assert d.shape[0] > 0 and "p50" in d.attrs and "cv" in d.attrs, s
 print("ok:", len(series), "series")
 PY
+if [ "$name" = scale ]; then
+  # A line per phase at each size, the budget's terms at the largest, and the edge log at its
+  # size: on 2 ranks every block's replica is on the other rank, so exactly 16 bytes a block a
+  # step (its two edges; the block is implied by the position).
+  for d in 500 2000 8000; do
+    for p in kernel_us halo_us replica_us moves_us; do
+      grep -qE "^  $d devices: $p p50 \(slowest rank\) +[0-9.e+]+$" "$work/stdout" ||
+        fail "no $p line at $d devices"
+    done
+    grep -qE "^  $d devices: replica edge-log bytes per block per step +16$" "$work/stdout" ||
+      fail "the edge log is not 16 bytes a block a step at $d devices"
+  done
+  for term in shard "aging model" "fleet tables" "block tables" replicas verdict peak; do
+    grep -qE "^  8000 devices: rank 0's memory budget, $term \(bytes\) +[0-9.e+]+$" \
+      "$work/stdout" || fail "no budget term '$term' at 8000 devices"
+  done
+  grep -qE "^  replica edge-log bytes per block per step at 8000 devices +16 +target <= 16 +MET$" \
+    "$work/stdout" || fail "no MET line for the edge log's size"
+  grep -qE "^  rollbacks at 8000 devices +0 +target <= 0 +MET$" "$work/stdout" ||
+    fail "no rollback target line"
+fi
 if [ "$name" = ensemble ]; then
   # The members' directory is an ensemble agefence-report gathers: a group per fleet size.
   report=$(dirname "$agefence")/agefence-report
