@@ -149,9 +149,12 @@ af_result_t af_replicas_log_edges(af_recovery_t *r)
     memset(bits, 0, sizeof(uint64_t) * (size_t)words);
     for (int64_t i = 0; i < r->halo->n_pub; ++i) {
         int64_t b = r->s->k->slot_block[r->halo->pub_slots[i]];
-        int q = r->rep.rank[b];
-        cs[q] += q != me;
-        bits[b >> 6] |= (uint64_t)1 << (b & 63);
+        const uint64_t bit = (uint64_t)1 << (b & 63);
+        if ((bits[b >> 6] & bit) == 0) { /* each block once, as the walk below meets it */
+            bits[b >> 6] |= bit;
+            int q = r->rep.rank[b];
+            cs[q] += q != me;
+        }
     }
     for (int64_t i = 0; i < r->rep.n_reps; ++i) {
         int q = r->s->pl.block_rank[r->rep.blocks[i]];
