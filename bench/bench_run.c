@@ -12,6 +12,7 @@
 #include "../common/af_time.h"
 #include "../kernels/kernels.h"
 #include "../sim/driver/memory.h"
+#include "../sim/driver/run_internal.h"
 #include "../sim/io/config.h"
 #include "bench.h"
 #include "bench_common.h"
@@ -308,6 +309,10 @@ typedef struct scale_fleet {
     double quiet_p50;            /* plan_us p50 over the steps with no event around them */
     double per_change;           /* plan_us added per health change (median, event steps) */
     int quiet;
+    /* The units rank 0's aging model visited in each step (af_aging_t.touched: listed with a
+     * new load, due in its event queue, or scripted), over the quiet steps: the work a quiet
+     * step does, against what it costs. */
+    double quiet_touched_mean, quiet_touched_max;
     double halo_bytes_per_rank_step;
     double log_bytes_per_rank_step;
     double log_bytes_per_block_step; /* all ranks' edge-log bytes a step, per block */
@@ -363,6 +368,27 @@ static af_result_t scale_budget(const char *log, int64_t ranks, scale_fleet_t *f
     return AF_OK;
 }
 
+/* What the run hook keeps of each executed step (every rank keeps its own; rank 0's are read):
+ * the buffer is allocated before the run, so the hook allocates nothing. */
+typedef struct scale_probe {
+    int64_t *touched;
+    int64_t cap;
+    int64_t n;
+} scale_probe_t;
+
+static af_result_t scale_hook(af_run_state_t *r, double step_us, void *ctx)
+{
+    (void)step_us;
+    scale_probe_t *p = ctx;
+    if (p->n < p->cap) {
+        p->touched[p->n++] = r->health.aging.touched;
+    }
+    return AF_OK;
+}
+
+static af_result_t scale_measure(af_bench_ctx_t *b, scale_fleet_t *f, const char *log, double wall,
+                                 const scale_probe_t *probe);
+
 static af_result_t scale_one(af_bench_ctx_t *b, scale_fleet_t *f, int index)
 {
     char log[600];
@@ -387,11 +413,26 @@ static af_result_t scale_one(af_bench_ctx_t *b, scale_fleet_t *f, int index)
                            "recovery.replica_interval=20",
                            "log.flush_interval=50"};
     double wall = 0;
-    AF_CHECK(af_bench_run_scenario(b, extra, (int)(sizeof extra / sizeof extra[0]), log, NULL, NULL,
-                                   &wall));
-    if (b->world.rank != 0 || b->invalid) {
-        return AF_OK;
+    scale_probe_t probe = {malloc(sizeof(int64_t) * (size_t)(f->steps + 1)), f->steps + 1, 0};
+    if (probe.touched == NULL) {
+        af_error_set("bench scale: cannot allocate the probe of %lld steps", (long long)f->steps);
+        return AF_ERR_NOMEM;
     }
+    af_result_t prc = af_bench_run_scenario(b, extra, (int)(sizeof extra / sizeof extra[0]), log,
+                                            scale_hook, &probe, &wall);
+    if (prc != AF_OK || b->world.rank != 0 || b->invalid) {
+        free(probe.touched);
+        return prc;
+    }
+    af_result_t rc = scale_measure(b, f, log, wall, &probe);
+    free(probe.touched);
+    return rc;
+}
+
+/* Rank 0: the figures of one fleet's run, from its log and the probe's steps. */
+static af_result_t scale_measure(af_bench_ctx_t *b, scale_fleet_t *f, const char *log, double wall,
+                                 const scale_probe_t *probe)
+{
     af_logfile_t lf;
     char err[600];
     if (af_logfile_open(&lf, log, err, sizeof err) != AF_OK) {
@@ -512,7 +553,19 @@ static af_result_t scale_one(af_bench_ctx_t *b, scale_fleet_t *f, int index)
                 c5[2][s] + c5[3][s] + c5[4][s] + c5[2][s - 1] + c5[3][s - 1] + c5[4][s - 1];
             if (changes == 0 && moves == 0) {
                 quiet[nq++] = co[s];
+                if (probe->n == rows) {
+                    double t = (double)probe->touched[s];
+                    f->quiet_touched_mean += t;
+                    f->quiet_touched_max = t > f->quiet_touched_max ? t : f->quiet_touched_max;
+                }
             }
+        }
+        f->quiet_touched_mean = nq > 0 ? f->quiet_touched_mean / nq : 0;
+        if (probe->n != rows) {
+            af_bench_note(b,
+                          "%lld devices: %lld steps probed for %lld rows: the quiet steps' "
+                          "visited units are not measured",
+                          (long long)f->devices, (long long)probe->n, (long long)rows);
         }
         af_stats_t q = af_stats_of(quiet, nq);
         f->quiet = nq;
@@ -603,6 +656,10 @@ static af_result_t bench_scale(af_bench_ctx_t *b)
         RATIO("%lld devices: coord_us p50 (slowest rank, with its collectives)", f[i].phase_p50);
         RATIO("%lld devices: coordinator us p50 over quiet steps (plan_us)", f[i].quiet_p50);
         RATIO("%lld devices: coordinator us per health change (plan_us)", f[i].per_change);
+        RATIO("%lld devices: units the aging model visited in a quiet step (rank 0), mean",
+              f[i].quiet_touched_mean);
+        RATIO("%lld devices: units the aging model visited in a quiet step (rank 0), max",
+              f[i].quiet_touched_max);
         RATIO("%lld devices: halo bytes per rank per step", f[i].halo_bytes_per_rank_step);
         RATIO("%lld devices: replica edge-log bytes per rank per step",
               f[i].log_bytes_per_rank_step);

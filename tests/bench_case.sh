@@ -62,6 +62,8 @@ if [ "$name" = scale ]; then
       grep -qE "^  $d devices: $p p50 \(slowest rank\) +[0-9.e+]+$" "$work/stdout" ||
         fail "no $p line at $d devices"
     done
+    grep -qE "^  $d devices: units the aging model visited in a quiet step \(rank 0\), (mean|max) +[0-9.e+]+$" \
+      "$work/stdout" || fail "no quiet-step visit line at $d devices"
     grep -qE "^  $d devices: replica edge-log bytes per block per step +16$" "$work/stdout" ||
       fail "the edge log is not 16 bytes a block a step at $d devices"
   done

@@ -57,7 +57,8 @@ typedef struct af_replicas {
     /* A batch's read-sets that go with blocks to other ranks: AF_XFER_CHUNK triples each way. */
     uint64_t *carry_send;
     uint64_t *carry_recv;
-    /* Counted over the run, every rank alike. */
+    /* This step's, every rank alike (af_step zeroes them when a step starts; the driver sums
+     * them into its run totals). */
     int64_t n_rollbacks;     /* rollbacks and restarts */
     int64_t n_replayed;      /* logical steps they threw away */
     int64_t n_replicas_lost; /* replicas lost with their devices */
