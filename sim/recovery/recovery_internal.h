@@ -41,10 +41,8 @@ af_result_t af_transfer(af_recovery_t *r, int64_t n, const xfer_ops_t *ops, void
 /* The edge log entry of logical step s beside replica i of this rank. */
 uint64_t *af_edge_log_entry(const af_recovery_t *r, int64_t i, int64_t s);
 /* Block b's read-set as this rank has it (how: CARRY_XCHG from the exchange, CARRY_LOG from
- * the log beside its replica), and packed as the next (block, left, right) triple of send's
- * part for rank q. */
+ * the log beside its replica). */
 void af_get_read_set(const af_recovery_t *r, int how, int64_t b, uint64_t *left, uint64_t *right);
-void af_pack_read_set(af_recovery_t *r, uint64_t *send, int q, int how, int64_t b);
 /* The corruption probability per element of local unit u's outputs. */
 double af_unit_corrupt_p(const af_recovery_t *r, int64_t u);
 /* Block b's state at the committed step, from its replica (this rank keeps it), replayed

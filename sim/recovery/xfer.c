@@ -230,7 +230,7 @@ void af_get_read_set(const af_recovery_t *r, int how, int64_t b, uint64_t *left,
 
 /* Block b's read-set as the next (block, left, right) triple of the send buffer's part for
  * rank q (halo_at, from af_halo_offsets). */
-void af_pack_read_set(af_recovery_t *r, uint64_t *send, int q, int how, int64_t b)
+static void pack_read_set(af_recovery_t *r, uint64_t *send, int q, int how, int64_t b)
 {
     uint64_t *t = send + 3 * r->halo->at[q]++;
     t[0] = (uint64_t)b;
@@ -286,7 +286,7 @@ static af_result_t carry_edges(af_recovery_t *r, int64_t n, const xfer_ops_t *op
             if (how == CARRY_NONE || src != me || dst < 0 || dst == me) {
                 continue;
             }
-            af_pack_read_set(r, r->rep.carry_send, dst, how, b);
+            pack_read_set(r, r->rep.carry_send, dst, how, b);
         }
         int64_t got = 0;
         AF_CHECK(af_halo_post(r->halo, r->rep.carry_send, cs, r->rep.carry_recv, cr, 3, &got,
