@@ -10,10 +10,7 @@
 
 #include "../common/logfile.h"
 #include "../common/af_time.h"
-#include "../kernels/kernels.h"
-#include "../sim/driver/memory.h"
 #include "../sim/driver/run_internal.h"
-#include "../sim/io/config.h"
 #include "bench.h"
 #include "bench_common.h"
 
@@ -320,7 +317,7 @@ typedef struct scale_fleet {
     int64_t replayed_blocks, rollbacks, restores, sudden, executed;
     /* The step's phases, p50 over the steps of the slowest rank's time (SCALE_NPHASES). */
     double phase_of[4];
-    /* Rank 0's memory budget for the scenario the log records (sim/driver/memory.c). */
+    /* Rank 0's memory budget, as the driver computed it before start-up (sim/driver/memory.c). */
     af_memory_t budget;
     int budget_ok;
 } scale_fleet_t;
@@ -330,56 +327,23 @@ typedef struct scale_fleet {
 static const char *const scale_phases[SCALE_NPHASES] = {"kernel_us", "halo_us", "replica_us",
                                                         "moves_us"};
 
-/* Rank 0's budget (af_memory_estimate) for the resolved scenario of the log at `log`, whose
- * run had `ranks` ranks: what each term of the budget holds at this size. */
-static af_result_t scale_budget(const char *log, int64_t ranks, scale_fleet_t *f)
-{
-    af_logfile_t lf;
-    char err[600];
-    if (af_logfile_open(&lf, log, err, sizeof err) != AF_OK) {
-        af_error_set("%s", err);
-        return AF_ERR_IO;
-    }
-    const size_t cap = 1 << 20;
-    char *text = malloc(cap);
-    char backend[64] = "cpu";
-    af_result_t rc =
-        text != NULL ? af_logfile_attr_str(&lf, "/", "config", text, cap) : AF_ERR_NOMEM;
-    if (rc == AF_OK) {
-        rc = af_logfile_attr_str(&lf, "/", "compute_backend", backend, sizeof backend);
-    }
-    af_logfile_close(&lf);
-    af_config_t cfg;
-    if (rc == AF_OK) {
-        rc = af_config_parse_text(&cfg, text, log, err, sizeof err);
-    }
-    if (rc == AF_OK) {
-        rc = af_config_validate(&cfg, (int)ranks, err, sizeof err);
-    }
-    free(text);
-    if (rc != AF_OK) {
-        af_error_set("%s: cannot read back its scenario for the memory budget (%s)", log, err);
-        return rc;
-    }
-    const af_kernels_ops_t *kops =
-        strcmp(backend, "cuda") == 0 && af_kernels_cuda != NULL ? af_kernels_cuda : &af_kernels_cpu;
-    af_memory_estimate(&cfg, (int)ranks, 0, kops, &f->budget);
-    f->budget_ok = 1;
-    return AF_OK;
-}
-
 /* What the run hook keeps of each executed step (every rank keeps its own; rank 0's are read):
- * the buffer is allocated before the run, so the hook allocates nothing. */
+ * the buffer is allocated before the run, so the hook allocates nothing; and the memory budget
+ * the driver computed for this rank before start-up (sim/driver/memory.c). */
 typedef struct scale_probe {
     int64_t *touched;
     int64_t cap;
     int64_t n;
+    af_memory_t budget;
 } scale_probe_t;
 
 static af_result_t scale_hook(af_run_state_t *r, double step_us, void *ctx)
 {
     (void)step_us;
     scale_probe_t *p = ctx;
+    if (p->n == 0) {
+        p->budget = r->mem.budget;
+    }
     if (p->n < p->cap) {
         p->touched[p->n++] = r->health.aging.touched;
     }
@@ -413,7 +377,10 @@ static af_result_t scale_one(af_bench_ctx_t *b, scale_fleet_t *f, int index)
                            "recovery.replica_interval=20",
                            "log.flush_interval=50"};
     double wall = 0;
-    scale_probe_t probe = {malloc(sizeof(int64_t) * (size_t)(f->steps + 1)), f->steps + 1, 0};
+    scale_probe_t probe;
+    memset(&probe, 0, sizeof probe);
+    probe.touched = malloc(sizeof(int64_t) * (size_t)(f->steps + 1));
+    probe.cap = f->steps + 1;
     if (probe.touched == NULL) {
         af_error_set("bench scale: cannot allocate the probe of %lld steps", (long long)f->steps);
         return AF_ERR_NOMEM;
@@ -526,8 +493,9 @@ static af_result_t scale_measure(af_bench_ctx_t *b, scale_fleet_t *f, const char
         }
         free(pv);
     }
-    if (rc == AF_OK) {
-        rc = scale_budget(log, ranks, f);
+    if (probe->n > 0) {
+        f->budget = probe->budget;
+        f->budget_ok = 1;
     }
     /* Quiet steps: no health change and no move in the step, and no move in the one before (the
      * model re-reads the loads a move changed one step later). The coordinator's cost there is
