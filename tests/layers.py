@@ -82,35 +82,49 @@ def sim_sub(source):
     return None
 
 
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
+
+
+def sources(src, folder):
+    """(path relative to src, path) of every C, header and CUDA file under src/folder, sorted."""
+    top = os.path.join(src, folder)
+    found = []
+    for d, _, fs in os.walk(top):
+        for f in fs:
+            if f.endswith((".c", ".h", ".cu")):
+                path = os.path.join(d, f)
+                found.append((os.path.relpath(path, src), path))
+    return sorted(found)
+
+
+def includes(src, path):
+    """(line number, name as written, file it names) of every #include "..." of path that names a
+    file of the tree: beside path, or from the tree's top; generated and system headers skipped."""
+    with open(path, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            m = INCLUDE.match(line)
+            if not m:
+                continue
+            target = os.path.normpath(os.path.join(os.path.dirname(path), m.group(1)))
+            if not os.path.exists(target):
+                target = os.path.normpath(os.path.join(src, m.group(1)))
+            if os.path.exists(target):
+                yield lineno, m.group(1), target
+
+
 def check_sim_includes(src, out):
     """Check 6 on the sources: every #include "..." of sim/SUB/ names a sub-folder SUB may use."""
     bad = 0
-    inc = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
-    folder = os.path.join(src, "sim")
-    if not os.path.isdir(folder):
-        return 0
-    for d, _, fs in sorted(os.walk(folder)):
-        for f in sorted(fs):
-            if not f.endswith((".c", ".h", ".cu")):
-                continue
-            path = os.path.join(d, f)
-            rel = os.path.relpath(path, src)
-            who = sim_sub(rel)
-            if who is None:
-                continue
-            with open(path, encoding="utf-8") as fh:
-                for lineno, line in enumerate(fh, 1):
-                    m = inc.match(line)
-                    if not m:
-                        continue
-                    target = os.path.normpath(os.path.join(d, m.group(1)))
-                    if not os.path.exists(target):
-                        continue
-                    sub = sim_sub(os.path.relpath(os.path.realpath(target), os.path.realpath(src)))
-                    if sub is not None and sub not in SIM_ALLOWED[who]:
-                        print(f"{rel}:{lineno}: includes {m.group(1)} (sim/{sub}/), but sim/{who}/ "
-                              f"may use only {', '.join(sorted(SIM_ALLOWED[who]))}", file=out)
-                        bad += 1
+    for rel, path in sources(src, "sim"):
+        who = sim_sub(rel)
+        if who is None:
+            continue
+        for lineno, name, target in includes(src, path):
+            sub = sim_sub(os.path.relpath(os.path.realpath(target), os.path.realpath(src)))
+            if sub is not None and sub not in SIM_ALLOWED[who]:
+                print(f"{rel}:{lineno}: includes {name} (sim/{sub}/), but sim/{who}/ "
+                      f"may use only {', '.join(sorted(SIM_ALLOWED[who]))}", file=out)
+                bad += 1
     return bad
 
 
@@ -121,55 +135,32 @@ def check_lengths(src, out):
     """Check 7: a part's file over MAX_LINES lines says why in the comment it opens with."""
     bad = 0
     for part in sorted(PARTS):
-        folder = os.path.join(src, part)
-        for d, _, fs in sorted(os.walk(folder)):
-            for f in sorted(fs):
-                if not f.endswith((".c", ".h", ".cu")):
-                    continue
-                path = os.path.join(d, f)
-                with open(path, encoding="utf-8") as fh:
-                    text = fh.read()
-                lines = text.count("\n")
-                if lines <= MAX_LINES:
-                    continue
-                head = text.lstrip()
-                opening = head[:head.find("*/")] if head.startswith("/*") else ""
-                if "Longer than" not in opening:
-                    print(f"{os.path.relpath(path, src)}: {lines} lines, over {MAX_LINES}, and its "
-                          f"opening comment does not say why (\"Longer than ...\")", file=out)
-                    bad += 1
+        for rel, path in sources(src, part):
+            with open(path, encoding="utf-8") as fh:
+                text = fh.read()
+            lines = text.count("\n")
+            if lines <= MAX_LINES:
+                continue
+            head = text.lstrip()
+            opening = head[:head.find("*/")] if head.startswith("/*") else ""
+            if "Longer than" not in opening:
+                print(f"{rel}: {lines} lines, over {MAX_LINES}, and its opening comment does not "
+                      f"say why (\"Longer than ...\")", file=out)
+                bad += 1
     return bad
 
 
 def check_includes(src, out):
     bad = 0
-    inc = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
     for part in sorted(PARTS):
-        folder = os.path.join(src, part)
-        if not os.path.isdir(folder):
-            continue
-        names = sorted(os.path.relpath(os.path.join(d, f), folder)
-                       for d, _, fs in os.walk(folder) for f in fs)
-        for name in names:
-            if not name.endswith((".c", ".h", ".cu")):
-                continue
-            path = os.path.join(folder, name)
-            who = "main" if os.path.join(part, name) == ENTRY else part
-            with open(path, encoding="utf-8") as f:
-                for lineno, line in enumerate(f, 1):
-                    m = inc.match(line)
-                    if not m:
-                        continue
-                    target = os.path.normpath(os.path.join(os.path.dirname(path), m.group(1)))
-                    if not os.path.exists(target):
-                        target = os.path.normpath(os.path.join(src, m.group(1)))
-                    if not os.path.exists(target):
-                        continue  # a generated or system header
-                    tp = part_of(target, src)
-                    if tp is not None and tp not in ALLOWED[who]:
-                        print(f"{part}/{name}:{lineno}: includes {m.group(1)} ({tp}/), but {part}/ "
-                              f"may use only {', '.join(sorted(ALLOWED[who]))}", file=out)
-                        bad += 1
+        for rel, path in sources(src, part):
+            who = "main" if rel == ENTRY else part
+            for lineno, name, target in includes(src, path):
+                tp = part_of(target, src)
+                if tp is not None and tp not in ALLOWED[who]:
+                    print(f"{rel}:{lineno}: includes {name} ({tp}/), but {part}/ "
+                          f"may use only {', '.join(sorted(ALLOWED[who]))}", file=out)
+                    bad += 1
     return bad
 
 
