@@ -38,8 +38,9 @@ typedef struct af_halo {
     int64_t *at;     /* ranks */
     af_p2p_t *p2p;   /* 2 x ranks */
     int32_t *fenced_mine;
-    /* The local slots that published a block in the last exchange, ascending (blocks at most):
-     * what the halo, the figures and the replicas' read-sets iterate, not the shard. */
+    /* The local slots that published a block in the last exchange (blocks at most), in the
+     * order of the kernels' occupied-slot list, not ascending: what the halo, the figures and
+     * the replicas' read-sets iterate, not the shard. */
     int32_t *pub_slots;
     int64_t n_pub;
     int32_t *fenced; /* B */
