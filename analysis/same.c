@@ -19,6 +19,7 @@
 static const char *const NOT_COMPARED[] = {"end_time",
                                            "graph_instantiations",
                                            "graph_steps",
+                                           "one_pass_steps",
                                            "alloc_peak_bytes",
                                            "memory_budget_startup_bytes",
                                            "memory_budget_peak_bytes",

@@ -8,10 +8,10 @@
 
 /* Compares OTHER with RUN, byte for byte: every /steps column, /events, every /units column,
  * /final/state and every /final attribute except end_time (wall-clock time) and
- * graph_instantiations and graph_steps (how the steps were issued). Not compared: /ranks (the
- * timings), /calibration, /host and the root attributes (the launch). A log of a run that did
- * not finish is compared up to its commit record (rows of /steps, /events). Prints "same" or
- * one line per difference (the column or attribute, and the first rows that differ) to out.
+ * graph_instantiations, graph_steps and one_pass_steps (how the steps were issued). Not compared:
+ * /ranks (the timings), /calibration, /host and the root attributes (the launch). A log of a run
+ * that did not finish is compared up to its commit record (rows of /steps, /events). Prints "same"
+ * or one line per difference (the column or attribute, and the first rows that differ) to out.
  * Returns the exit status: 0 the same run, 1 they differ, 2 a log cannot be read (one line on
  * stderr naming it). */
 int af_same_run(const char *other, const char *run, FILE *out);

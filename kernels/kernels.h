@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "../common/af_result.h"
+#include "../common/af_rsum.h"
 #include "af_workload.h"
 
 /* Health of the unit a slot lives on, as the kernels see it. */
@@ -62,7 +63,23 @@ typedef struct af_shard_desc {
     int abft;              /* 1: compute() takes the workload's ABFT verdict for each slot */
     int cuda_device;
     int cpu_kernel; /* AF_CPU_KERNEL_*: the cpu backend's hot loop (backend.cpu_kernel) */
+    /* The state buffers a pooled backend (cpu) holds: at most this many slots hold a block's
+     * state at a time, and only they have memory behind them (docs/scale.md, "Memory that
+     * follows the occupied state"). 0, or n_slots or more: every slot has its own. The driver
+     * passes af_shard_pool_slots(); the cuda backend keeps the full grid in device memory. */
+    int pool_slots;
 } af_shard_desc_t;
+
+/* The pool a run's shard needs: a block holds state in at most two slots at any moment (its
+ * own and its DMR twin's during a compute; a move's source and destination, whose source is
+ * emptied when the move ends), so 2 B buffers hold whatever a rank can be given, whichever
+ * units fail, and never more than the slots themselves. Rank-independent, like the capacity:
+ * no scenario runs out of buffers on one number of ranks and not on another. */
+static inline int af_shard_pool_slots(int64_t n_slots, int64_t blocks)
+{
+    int64_t two_b = 2 * blocks;
+    return (int)(two_b < n_slots ? two_b : n_slots);
+}
 
 /* The cpu backend's masked step (kernels/kernels_cpu.c), SIMD across cells either way (the
  * widest the processor has: avx2, else the x86-64 baseline's sse2, chosen when the program
@@ -98,6 +115,27 @@ typedef struct af_graph_io {
     const af_graph_reduce_t *reduce;
     uint64_t *host_out; /* host memory, xlen words: xchg_out as the step left it */
 } af_graph_io_t;
+
+/* What the fused step (ops->step) hands back besides the per-slot arrays: the exchange's
+ * figures of the published slots, which the halo then completes across ranks, and the slots
+ * whose containment the driver still has to count. The caller owns the arrays. */
+typedef struct af_step_out {
+    af_rsum_t mass;   /* exact sum of the published slots' committed mass (diagnostic 0) */
+    af_rsum_t energy; /* the same of their energy (diagnostic 1) */
+    int64_t leaked;   /* NaN/Inf values in the published slots' committed state */
+    int32_t *pub;     /* in: room for pub_cap slots; out: the published slots, n_pub of them */
+    int64_t pub_cap;
+    int64_t n_pub;
+    int32_t *fenced; /* out: the blocks of published slots whose result was not committed */
+    int64_t n_fenced;
+    /* out: the live (HEALTHY or FADING) slots the driver's containment must look at: those
+     * with a corruption injected, a non-finite output or an ABFT failure, and every FADING one
+     * (DMR's promise of a twin). Room for pub_cap. For any other live slot the driver's
+     * containment rule commits and counts nothing. */
+    int32_t *notable;
+    int64_t n_notable;
+    uint8_t *committed; /* in: n_slots bytes; out: each occupied slot's commit[] decision */
+} af_step_out_t;
 
 /* compute() flags. */
 enum {
@@ -148,7 +186,9 @@ typedef struct af_kernels_ops {
     /* Copies the committed buffer and diagnostics of slot src into slot dst (same shard). */
     af_result_t (*copy_slot)(af_kernels_t *k, int src, int dst);
     /* Address of a slot's committed buffer, T doubles, in the kernels' memory space: the
-     * source or destination of a cross-rank move the driver hands to its fabric. */
+     * source or destination of a cross-rank move the driver hands to its fabric. A pooled
+     * backend gives a slot with no buffer one first (the destination's); NULL, with the error
+     * set, when its pool has none left. */
     double *(*slot_data)(af_kernels_t *k, int slot);
     /* Reads / overwrites the computed (not yet committed) buffer of a slot: DMR compares a
      * FADING slot's result with its healthy twin's and adopts the twin's on a mismatch.
@@ -175,6 +215,22 @@ typedef struct af_kernels_ops {
      * graph_launches. */
     af_result_t (*graph_run)(af_kernels_t *k, const af_graph_io_t *io, uint64_t step,
                              const uint64_t *flags);
+    /* The eager step of a step without DMR twins, in one pass over each occupied slot's block
+     * (NULL where the backend has none: the driver then calls compute, commit and pack_owned):
+     * compute() with injection key `step` reading xchg_in; the containment rule
+     * (af_commit_decision) into commit[] and out->committed[]; the commit; the entries of every
+     * published slot into xchg_out (as pack_owned); and out's figures and lists. The same bits
+     * as those calls in sequence (tests/test_kernels.c). Blocking. */
+    af_result_t (*step)(af_kernels_t *k, uint64_t step, const uint64_t *xchg_in, uint64_t *xchg_out,
+                        af_step_out_t *out);
+    /* A pooled backend's pool (NULL where every slot has its own buffers). release_slot notes
+     * that a slot was set empty (af_kernels_set_block calls it); its buffers still hold its
+     * state, which a move may yet copy out. settle gives back to the pool the buffers of every
+     * slot so noted that is still empty (the next write to such a slot takes a buffer again):
+     * the driver calls it once a step's moves are applied, before twins take buffers, and at
+     * the step's end. Neither allocates. */
+    void (*release_slot)(af_kernels_t *k, int slot);
+    void (*settle)(af_kernels_t *k);
 } af_kernels_ops_t;
 
 struct af_kernels {
@@ -198,6 +254,10 @@ struct af_kernels {
     int32_t *occ;
     int32_t *occ_pos;
     int32_t n_occ;
+    /* A pooled backend's buffers (desc.pool_slots): how many there are (0: none, every slot
+     * has its own) and how many slots hold one now. */
+    int32_t pool_cap;
+    int32_t pool_used;
     size_t bytes;     /* bytes the backend allocated for the shard */
     const char *path; /* what the hot loop runs ("avx2, streaming stores", "scalar", "cuda") */
     int64_t graph_instantiations; /* CUDA graphs instantiated (graph_prepare) */
@@ -255,9 +315,12 @@ size_t af_kernels_occ_bytes(const af_shard_desc_t *desc);
 
 /* Sets slot s's block (-1: empty) in the slot_block host view and keeps the occupied list in
  * step. A slot that empties gets zero results (nonfinite, injected, harmful) and zero
- * commit[] and select[], as a masked compute leaves them. Every write of slot_block goes
- * through here; upload_control() still publishes it. O(1), never allocates. */
+ * commit[] and select[], as a masked compute leaves them, and a pooled backend's buffers go
+ * back to its pool at the next af_kernels_settle (ops->release_slot). Every write of
+ * slot_block goes through here; upload_control() still publishes it. O(1), never allocates. */
 void af_kernels_set_block(af_kernels_t *k, int s, int32_t block);
+/* ops->settle where the backend has a pool; nothing otherwise. */
+void af_kernels_settle(af_kernels_t *k);
 
 /* The host arithmetic the CPU backend and the workload table (the reference, the replay of a
  * lost block) share, kernels/arith_cpu.c. The diagnostics of T values. */

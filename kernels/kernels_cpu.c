@@ -13,27 +13,109 @@
 #include <unistd.h>
 
 typedef struct af_cpu {
-    double *state;   /* 2 x n_slots x T: every slot's buffer 0, then every slot's buffer 1, so
-                        a step over slots of one parity reads one long run of memory and writes
-                        another (a slot's two buffers side by side cut every run to one block
-                        and halved the bandwidth: README "Performance") */
-    uint8_t *parity; /* which buffer of a slot is committed */
-    double *diag;    /* n_slots x 2 x 3: (mass, energy, non-finite count) of each buffer */
+    /* The state lives in entries of a pool (desc.pool_slots of them, or one per slot): a slot
+     * takes an entry when it is first written and gives it back when it empties, so the memory
+     * follows the occupied slots, not the static grid (docs/scale.md, "Memory that follows the
+     * occupied state"). With one entry per slot, entry is NULL and slot s is entry s. */
+    int pool;           /* entries */
+    int32_t *entry;     /* n_slots: each slot's entry, -1 when it holds none (NULL: identity) */
+    int32_t *free_list; /* the entries no slot holds, a stack (n_free of them) */
+    int32_t n_free;
+    /* Slots set empty since the last settle, which still hold their entry: a slot is set empty
+     * when the placement says so, which for a move's source comes before its block's state is
+     * copied out (sim/driver/health.c af_apply_plan). pending_e marks their entries, so that a
+     * slot emptied twice is listed once. */
+    int32_t *pending;
+    int32_t n_pending;
+    uint8_t *pending_e;
+    double *state;   /* 2 x pool x T: every entry's buffer 0, then every entry's buffer 1, so
+                        a step over entries of one parity reads one long run of memory and
+                        writes another (an entry's two buffers side by side cut every run to
+                        one block and halved the bandwidth: docs/performance.md) */
+    uint8_t *parity; /* per entry: which buffer is committed */
+    double *diag;    /* pool x 2 x 3: (mass, energy, non-finite count) of each buffer */
     int fused;       /* 1: the one-pass step (AF_CPU_KERNEL_FUSED), else the two-pass one */
     /* The scratch of an attention row with injection: its scores, then its weights. */
     double attn_st[AF_ATTN_MAX_TOKENS];
     char path[112]; /* what the hot loop runs, for k->path */
 } af_cpu_t;
 
-static inline double *cpu_buf(const af_kernels_t *k, const af_cpu_t *c, int slot, int which)
+static inline double *cpu_buf(const af_kernels_t *k, const af_cpu_t *c, int32_t e, int which)
 {
-    return c->state +
-           ((size_t)which * (size_t)k->desc.n_slots + (size_t)slot) * (size_t)k->desc.block_len;
+    return c->state + ((size_t)which * (size_t)c->pool + (size_t)e) * (size_t)k->desc.block_len;
 }
 
-static inline double *cpu_diag(const af_cpu_t *c, int slot, int which)
+static inline double *cpu_diag(const af_cpu_t *c, int32_t e, int which)
 {
-    return c->diag + ((size_t)slot * 2 + (size_t)which) * 3;
+    return c->diag + ((size_t)e * 2 + (size_t)which) * 3;
+}
+
+/* The entry holding slot s's state, -1 when it holds none. */
+static inline int32_t cpu_ent(const af_cpu_t *c, int s)
+{
+    return c->entry == NULL ? (int32_t)s : c->entry[s];
+}
+
+/* The entry of a slot about to be written: its own, or one taken from the pool (its committed
+ * buffer is then buffer 0). -1, with the error set, when the pool has none left: a break of
+ * the two-buffers-a-block bound (af_shard_pool_slots), never a run's ordinary outcome. */
+static int32_t cpu_take(af_kernels_t *k, af_cpu_t *c, int s)
+{
+    int32_t e = cpu_ent(c, s);
+    if (e >= 0) {
+        return e;
+    }
+    if (c->n_free == 0) {
+        af_error_set("cpu backend: local slot %d needs a buffer and all %d of the shard's pool "
+                     "are held (%d slots occupied)",
+                     s, c->pool, k->n_occ);
+        return -1;
+    }
+    e = c->free_list[--c->n_free];
+    c->entry[s] = e;
+    c->parity[e] = 0;
+    k->pool_used++;
+    return e;
+}
+
+/* The entry of a slot about to be read: -1, with the error set, when no write ever gave it
+ * state (a read of memory the run never wrote). */
+static int32_t cpu_held(const af_kernels_t *k, const af_cpu_t *c, int s)
+{
+    int32_t e = cpu_ent(c, s);
+    if (e < 0) {
+        af_error_set("cpu backend: local slot %d (block %d) holds no state: nothing was ever "
+                     "written to it",
+                     s, k->slot_block[s]);
+    }
+    return e;
+}
+
+static void cpu_release_slot(af_kernels_t *k, int s)
+{
+    af_cpu_t *c = k->impl;
+    if (c->entry == NULL || c->entry[s] < 0 || c->pending_e[c->entry[s]]) {
+        return;
+    }
+    c->pending_e[c->entry[s]] = 1;
+    c->pending[c->n_pending++] = s;
+}
+
+static void cpu_settle(af_kernels_t *k)
+{
+    af_cpu_t *c = k->impl;
+    for (int32_t i = 0; i < c->n_pending; ++i) {
+        int s = c->pending[i];
+        int32_t e = c->entry[s];
+        c->pending_e[e] = 0;
+        if (k->slot_block[s] >= 0) {
+            continue; /* occupied again since: it keeps its state */
+        }
+        c->free_list[c->n_free++] = e;
+        c->entry[s] = -1;
+        k->pool_used--;
+    }
+    c->n_pending = 0;
 }
 
 #if defined(__FINITE_MATH_ONLY__) && __FINITE_MATH_ONLY__
@@ -149,6 +231,10 @@ static void cpu_destroy(af_kernels_t *k)
         af_free(c->state);
         af_free(c->parity);
         af_free(c->diag);
+        af_free(c->entry);
+        af_free(c->free_list);
+        af_free(c->pending);
+        af_free(c->pending_e);
         af_free(c);
     }
     af_free(k->slot_block);
@@ -164,16 +250,36 @@ static void cpu_destroy(af_kernels_t *k)
     af_free(k);
 }
 
+/* The pool's entries for desc: pool_slots when it is set and below n_slots, else one a slot. */
+static int cpu_pool_of(const af_shard_desc_t *desc)
+{
+    return desc->pool_slots > 0 && desc->pool_slots < desc->n_slots ? desc->pool_slots
+                                                                    : desc->n_slots;
+}
+
+/* What an entry holds (two buffers of T doubles, parity, 6 diagnostics) and what a slot does
+ * (the control arrays: block, mode, p, commit, select; the four result counters; with a pool,
+ * its entry), beside the occupied-slot list. */
+static size_t cpu_entry_bytes(const af_shard_desc_t *desc)
+{
+    return 2 * (size_t)desc->block_len * sizeof(double) + 1 + 6 * sizeof(double);
+}
+
+static size_t cpu_slot_bytes(const af_shard_desc_t *desc)
+{
+    size_t pooled = cpu_pool_of(desc) < desc->n_slots ? sizeof(int32_t) : 0;
+    return sizeof(int32_t) + 1 + sizeof(double) + 1 + 1 + 4 * sizeof(int32_t) + pooled;
+}
+
 static size_t cpu_host_bytes(const af_shard_desc_t *desc)
 {
-    /* The backend's own struct (with the attention path's scratch); per slot: two buffers of
-     * T doubles, parity, 6 diagnostics, the control arrays (block, mode, p, commit, select) and
-     * the four result counters. */
+    /* The backend's own struct (with the attention path's scratch); the pool's entries (and,
+     * pooled, its free list); the slots. */
     size_t n = (size_t)desc->n_slots;
-    return sizeof(af_kernels_t) + sizeof(af_cpu_t) +
-           n * (2 * (size_t)desc->block_len * sizeof(double) + 1 + 6 * sizeof(double) +
-                sizeof(int32_t) + 1 + sizeof(double) + 1 + 1 + 4 * sizeof(int32_t)) +
-           af_kernels_occ_bytes(desc);
+    size_t pool = (size_t)cpu_pool_of(desc);
+    size_t free_list = pool < n ? pool * (2 * sizeof(int32_t) + 1) : 0; /* and pending */
+    return sizeof(af_kernels_t) + sizeof(af_cpu_t) + pool * cpu_entry_bytes(desc) + free_list +
+           n * cpu_slot_bytes(desc) + af_kernels_occ_bytes(desc);
 }
 
 static af_result_t cpu_create(const af_shard_desc_t *desc, af_kernels_t **out)
@@ -187,10 +293,31 @@ static af_result_t cpu_create(const af_shard_desc_t *desc, af_kernels_t **out)
     af_cpu_t *c = af_alloc(sizeof *c);
     k->impl = c;
     AF_REQUIRE_GOTO(c != NULL, AF_ERR_NOMEM, rc, fail);
-    size_t state_bytes = n * 2 * (size_t)desc->block_len * sizeof(double);
+    c->pool = cpu_pool_of(desc);
+    const size_t pool = (size_t)c->pool;
+    size_t state_bytes = pool * 2 * (size_t)desc->block_len * sizeof(double);
     c->state = af_alloc(state_bytes);
-    c->parity = af_alloc(n);
-    c->diag = af_alloc(n * 6 * sizeof(double));
+    c->parity = af_alloc(pool);
+    c->diag = af_alloc(pool * 6 * sizeof(double));
+    if (pool < n) {
+        /* Entries are taken from the top of the stack: 0, 1, 2, ... in the order slots are
+         * first written, so the blocks written at start-up lie in one run of memory. */
+        c->entry = af_alloc(n * sizeof(int32_t));
+        c->free_list = af_alloc(pool * sizeof(int32_t));
+        c->pending = af_alloc(pool * sizeof(int32_t));
+        c->pending_e = af_alloc(pool);
+        AF_REQUIRE_GOTO(c->entry && c->free_list && c->pending && c->pending_e, AF_ERR_NOMEM, rc,
+                        fail);
+        memset(c->pending_e, 0, pool);
+        for (size_t s = 0; s < n; ++s) {
+            c->entry[s] = -1;
+        }
+        for (size_t e = 0; e < pool; ++e) {
+            c->free_list[e] = (int32_t)(pool - 1 - e);
+        }
+        c->n_free = (int32_t)pool;
+        k->pool_cap = (int32_t)pool;
+    }
     k->slot_block = af_alloc(n * sizeof(int32_t));
     k->slot_mode = af_alloc(n);
     k->slot_p = af_alloc(n * sizeof(double));
@@ -208,8 +335,8 @@ static af_result_t cpu_create(const af_shard_desc_t *desc, af_kernels_t **out)
     for (size_t s = 0; s < n; ++s) {
         k->slot_block[s] = -1;
     }
-    k->bytes = state_bytes + n * (1 + 6 * sizeof(double) + sizeof(int32_t) * 4 + 1 + 8 + 1) +
-               af_kernels_occ_bytes(desc);
+    k->bytes = pool * cpu_entry_bytes(desc) + (pool < n ? pool * (2 * sizeof(int32_t) + 1) : 0) +
+               n * cpu_slot_bytes(desc) + af_kernels_occ_bytes(desc);
     /* The fused step needs whole groups of four cells and a first and a last group apart; the
      * two-pass step takes any length. */
     const int T = desc->block_len;
@@ -244,52 +371,76 @@ static af_result_t cpu_upload_control(af_kernels_t *k)
 static af_result_t cpu_write_slot(af_kernels_t *k, int slot, const double *host)
 {
     af_cpu_t *c = k->impl;
-    double *dst = cpu_buf(k, c, slot, c->parity[slot]);
+    int32_t e = cpu_take(k, c, slot);
+    if (e < 0) {
+        return AF_ERR_NOMEM;
+    }
+    double *dst = cpu_buf(k, c, e, c->parity[e]);
     memcpy(dst, host, sizeof(double) * (size_t)k->desc.block_len);
-    cpu_fill_diag(dst, k->desc.block_len, cpu_diag(c, slot, c->parity[slot]));
+    cpu_fill_diag(dst, k->desc.block_len, cpu_diag(c, e, c->parity[e]));
     return AF_OK;
 }
 
 static af_result_t cpu_read_slot(af_kernels_t *k, int slot, double *host)
 {
     af_cpu_t *c = k->impl;
-    memcpy(host, cpu_buf(k, c, slot, c->parity[slot]), sizeof(double) * (size_t)k->desc.block_len);
+    int32_t e = cpu_held(k, c, slot);
+    if (e < 0) {
+        return AF_ERR_INTERNAL;
+    }
+    memcpy(host, cpu_buf(k, c, e, c->parity[e]), sizeof(double) * (size_t)k->desc.block_len);
     return AF_OK;
 }
 
-/* The entries of every published slot's block: its edges, diagnostics and status word. */
-static void cpu_pack_slots(af_kernels_t *k, uint64_t *xchg)
+/* Whether a slot publishes its block: occupied, and HEALTHY or FADING (a DEAD unit's and a DMR
+ * twin's results are never published). */
+static inline int cpu_published(const af_kernels_t *k, int s)
+{
+    return k->slot_block[s] >= 0 && k->slot_mode[s] != AF_MODE_DEAD &&
+           k->slot_mode[s] != AF_MODE_SHADOW;
+}
+
+/* The entries of block b in the exchange, from its slot's committed buffer u and diagnostics
+ * d: its edges, mass, energy and status word (bit 0: commit is 0, the step's result was
+ * fenced; bits 1..: the committed buffer's NaN/Inf count). */
+static inline void cpu_pack_one(uint64_t *xchg, size_t B, size_t b, int T, const double *u,
+                                const double *d, uint8_t commit)
+{
+    xchg[2 * b] = af_bits(u[0]);
+    xchg[2 * b + 1] = af_bits(u[T - 1]);
+    xchg[2 * B + b] = af_bits(d[0]);
+    xchg[3 * B + b] = af_bits(d[1]);
+    xchg[4 * B + b] = (commit ? 0U : 1U) | ((uint64_t)d[2] << 1);
+}
+
+/* The entries of every published slot's block. */
+static af_result_t cpu_pack_slots(af_kernels_t *k, uint64_t *xchg)
 {
     af_cpu_t *c = k->impl;
-    const int B = k->desc.blocks;
-    const int T = k->desc.block_len;
     for (int i = 0; i < k->n_occ; ++i) {
         int s = k->occ[i];
-        int b = k->slot_block[s];
-        if (b < 0 || k->slot_mode[s] == AF_MODE_DEAD || k->slot_mode[s] == AF_MODE_SHADOW) {
+        if (!cpu_published(k, s)) {
             continue;
         }
-        const double *u = cpu_buf(k, c, s, c->parity[s]);
-        const double *d = cpu_diag(c, s, c->parity[s]);
-        xchg[2 * (size_t)b] = af_bits(u[0]);
-        xchg[2 * (size_t)b + 1] = af_bits(u[T - 1]);
-        xchg[2 * (size_t)B + (size_t)b] = af_bits(d[0]);
-        xchg[3 * (size_t)B + (size_t)b] = af_bits(d[1]);
-        xchg[4 * (size_t)B + (size_t)b] = (k->commit[s] ? 0U : 1U) | ((uint64_t)d[2] << 1);
+        int32_t e = cpu_held(k, c, s);
+        if (e < 0) {
+            return AF_ERR_INTERNAL;
+        }
+        cpu_pack_one(xchg, (size_t)k->desc.blocks, (size_t)k->slot_block[s], k->desc.block_len,
+                     cpu_buf(k, c, e, c->parity[e]), cpu_diag(c, e, c->parity[e]), k->commit[s]);
     }
+    return AF_OK;
 }
 
 static af_result_t cpu_pack(af_kernels_t *k, uint64_t *xchg)
 {
     memset(xchg, 0, sizeof(uint64_t) * af_xchg_len(k->desc.blocks));
-    cpu_pack_slots(k, xchg);
-    return AF_OK;
+    return cpu_pack_slots(k, xchg);
 }
 
 static af_result_t cpu_pack_owned(af_kernels_t *k, uint64_t *xchg)
 {
-    cpu_pack_slots(k, xchg);
-    return AF_OK;
+    return cpu_pack_slots(k, xchg);
 }
 
 /* One block's step in one pass (T a multiple of 4, at least 8): each group of four cells is
@@ -406,17 +557,87 @@ static int cpu_attn_block(af_cpu_t *c, const double *u, double *un, const af_att
 #error "kernels_cpu.c counts NaN/Inf with v - v != 0: never build it with -ffinite-math-only"
 #endif
 
-static af_result_t cpu_compute(af_kernels_t *k, uint64_t step, const uint64_t *xchg, int flags)
+/* One occupied, computed slot's masked step: entry e's committed buffer and the block's
+ * read-set from xchg into its other buffer, with injection where slot_p > 0 (not `unmasked`),
+ * then its diagnostics and the slot's results (nonfinite, injected, harmful, abft), which the
+ * caller zeroed. */
+static void cpu_slot_compute(af_kernels_t *k, af_cpu_t *c, int s, int32_t e, int b, uint64_t step,
+                             const uint64_t *xchg, int unmasked)
 {
-    af_cpu_t *c = k->impl;
     const int B = k->desc.blocks;
     const int T = k->desc.block_len;
     const af_coeffs_t kc = k->desc.coeffs;
+    const double *u = cpu_buf(k, c, e, c->parity[e]);
+    double *un = cpu_buf(k, c, e, c->parity[e] ^ 1);
+    size_t i0 = 0;
+    size_t i1 = 0;
+    af_wl_read_set(k->desc.workload, B, b, &i0, &i1);
+    double ul = af_double(xchg[i0]);
+    double ur = af_double(xchg[i1]);
+    int mode = k->slot_mode[s];
+    double *d = cpu_diag(c, e, c->parity[e] ^ 1);
+    /* HEALTHY slots inject too when slot_p > 0: a silent unit corrupts with no precursor. */
+    int inject = !unmasked && k->slot_p[s] > 0.0;
+    if (k->desc.workload == AF_WORKLOAD_ATTENTION) {
+        uint64_t key = mode == AF_MODE_SHADOW ? step ^ AF_TWIN_SALT : step;
+        int inj = 0;
+        int harm = 0;
+        int ok =
+            cpu_attn_block(c, u, un, &k->desc.attn, ul, k->desc.abft, inject ? k->slot_p[s] : 0.0,
+                           k->desc.seed, key, (uint64_t)b, k->desc.mix, &inj, &harm);
+        cpu_fill_diag(un, T, d);
+        if (!unmasked) {
+            k->injected[s] = inj;
+            k->harmful[s] = harm;
+            k->nonfinite[s] = (int32_t)d[2];
+            k->abft[s] = k->desc.abft ? !ok : 0;
+        }
+        return;
+    }
+    if (c->fused && !inject) {
+        /* One pass: the update with its diagnostics (a corrupting slot's results change after
+         * the update, so it takes the two passes below). */
+        cpu_slot_step(u, un, T, ul, ur, kc, d);
+    } else {
+        af_block_update(u, un, T, ul, ur, kc);
+    }
+    if (inject) {
+        /* Corrupting outputs: corrupted after the update, before they are counted. */
+        uint64_t key = mode == AF_MODE_SHADOW ? step ^ AF_TWIN_SALT : step;
+        int inj = 0;
+        int harm = 0;
+        for (int i = 0; i < T; ++i) {
+            int kind = AF_CORRUPT_NONE;
+            int h = 0;
+            un[i] = af_inject(un[i], k->slot_p[s], k->desc.seed, key, (uint64_t)b, (uint64_t)i,
+                              k->desc.mix, &kind, &h);
+            inj += kind != AF_CORRUPT_NONE;
+            harm += h;
+        }
+        k->injected[s] = inj;
+        k->harmful[s] = harm;
+    }
+    if (!c->fused || inject) {
+        cpu_fill_diag(un, T, d);
+    }
+    if (!unmasked) {
+        k->nonfinite[s] = (int32_t)d[2];
+        if (k->desc.abft) {
+            const double *od = cpu_diag(c, e, c->parity[e]);
+            k->abft[s] =
+                !af_abft_consistent(od[0], od[1], d[0], d[1], u[0], u[T - 1], ul, ur, T, kc);
+        }
+    }
+}
+
+static af_result_t cpu_compute(af_kernels_t *k, uint64_t step, const uint64_t *xchg, int flags)
+{
+    af_cpu_t *c = k->impl;
     const int unmasked = (flags & AF_COMPUTE_UNMASKED) != 0;
     const int selected = (flags & AF_COMPUTE_SELECTED) != 0;
     /* The masked step visits the occupied slots only: an empty slot computes nothing and its
      * results stay zero (af_kernels_set_block zeroed them when it emptied). The unmasked
-     * benchmark variant covers the whole static grid. */
+     * benchmark variant covers the whole static grid (every slot with a buffer). */
     const int n = unmasked ? k->desc.n_slots : k->n_occ;
     for (int j = 0; j < n; ++j) {
         int s = unmasked ? j : k->occ[j];
@@ -431,70 +652,17 @@ static af_result_t cpu_compute(af_kernels_t *k, uint64_t step, const uint64_t *x
         if (!unmasked && (b < 0 || k->slot_mode[s] == AF_MODE_DEAD)) {
             continue; /* empty or lost: masked out, nothing written */
         }
+        int32_t e = cpu_ent(c, s);
+        if (e < 0) {
+            if (unmasked) {
+                continue; /* no memory behind it: nothing to compute */
+            }
+            return cpu_held(k, c, s) < 0 ? AF_ERR_INTERNAL : AF_OK;
+        }
         if (b < 0) {
             b = 0; /* unmasked benchmark variant: empty slots compute with block 0's halo */
         }
-        const double *u = cpu_buf(k, c, s, c->parity[s]);
-        double *un = cpu_buf(k, c, s, c->parity[s] ^ 1);
-        size_t i0 = 0;
-        size_t i1 = 0;
-        af_wl_read_set(k->desc.workload, B, b, &i0, &i1);
-        double ul = af_double(xchg[i0]);
-        double ur = af_double(xchg[i1]);
-        int mode = k->slot_mode[s];
-        double *d = cpu_diag(c, s, c->parity[s] ^ 1);
-        /* HEALTHY slots inject too when slot_p > 0: a silent unit corrupts with no precursor. */
-        int inject = !unmasked && k->slot_p[s] > 0.0;
-        if (k->desc.workload == AF_WORKLOAD_ATTENTION) {
-            uint64_t key = mode == AF_MODE_SHADOW ? step ^ AF_TWIN_SALT : step;
-            int inj = 0;
-            int harm = 0;
-            int ok = cpu_attn_block(c, u, un, &k->desc.attn, ul, k->desc.abft,
-                                    inject ? k->slot_p[s] : 0.0, k->desc.seed, key, (uint64_t)b,
-                                    k->desc.mix, &inj, &harm);
-            cpu_fill_diag(un, T, d);
-            if (!unmasked) {
-                k->injected[s] = inj;
-                k->harmful[s] = harm;
-                k->nonfinite[s] = (int32_t)d[2];
-                k->abft[s] = k->desc.abft ? !ok : 0;
-            }
-            continue;
-        }
-        if (c->fused && !inject) {
-            /* One pass: the update with its diagnostics (a corrupting slot's results change
-             * after the update, so it takes the two passes below). */
-            cpu_slot_step(u, un, T, ul, ur, kc, d);
-        } else {
-            af_block_update(u, un, T, ul, ur, kc);
-        }
-        if (inject) {
-            /* Corrupting outputs: corrupted after the update, before they are counted. */
-            uint64_t key = mode == AF_MODE_SHADOW ? step ^ AF_TWIN_SALT : step;
-            int inj = 0;
-            int harm = 0;
-            for (int i = 0; i < T; ++i) {
-                int kind = AF_CORRUPT_NONE;
-                int h = 0;
-                un[i] = af_inject(un[i], k->slot_p[s], k->desc.seed, key, (uint64_t)b, (uint64_t)i,
-                                  k->desc.mix, &kind, &h);
-                inj += kind != AF_CORRUPT_NONE;
-                harm += h;
-            }
-            k->injected[s] = inj;
-            k->harmful[s] = harm;
-        }
-        if (!c->fused || inject) {
-            cpu_fill_diag(un, T, d);
-        }
-        if (!unmasked) {
-            k->nonfinite[s] = (int32_t)d[2];
-            if (k->desc.abft) {
-                const double *od = cpu_diag(c, s, c->parity[s]);
-                k->abft[s] =
-                    !af_abft_consistent(od[0], od[1], d[0], d[1], u[0], u[T - 1], ul, ur, T, kc);
-            }
-        }
+        cpu_slot_compute(k, c, s, e, b, step, xchg, unmasked);
     }
     return AF_OK;
 }
@@ -512,7 +680,72 @@ static af_result_t cpu_commit(af_kernels_t *k)
      * before a copy or a transfer writes its committed buffer. */
     for (int i = 0; i < k->n_occ; ++i) {
         int s = k->occ[i];
-        c->parity[s] ^= (uint8_t)(k->commit[s] != 0);
+        int32_t e = cpu_ent(c, s);
+        if (e >= 0) {
+            c->parity[e] ^= (uint8_t)(k->commit[s] != 0);
+        }
+    }
+    return AF_OK;
+}
+
+/* The fused step (kernels.h, ops->step): per occupied slot, what cpu_compute, the driver's
+ * containment rule, cpu_commit and cpu_pack_owned do to it, in that order, before the next
+ * slot; the figures are the exact sums the halo would take from the packed entries. */
+static af_result_t cpu_step(af_kernels_t *k, uint64_t step, const uint64_t *xchg_in,
+                            uint64_t *xchg_out, af_step_out_t *o)
+{
+    af_cpu_t *c = k->impl;
+    const size_t B = (size_t)k->desc.blocks;
+    const int T = k->desc.block_len;
+    af_rsum_clear(&o->mass);
+    af_rsum_clear(&o->energy);
+    o->leaked = 0;
+    o->n_pub = 0;
+    o->n_fenced = 0;
+    o->n_notable = 0;
+    for (int i = 0; i < k->n_occ; ++i) {
+        const int s = k->occ[i];
+        const int b = k->slot_block[s];
+        const int mode = k->slot_mode[s];
+        k->nonfinite[s] = 0;
+        k->injected[s] = 0;
+        k->harmful[s] = 0;
+        k->abft[s] = 0;
+        if (mode == AF_MODE_DEAD) {
+            k->commit[s] = 0; /* lost: masked out, nothing written, nothing published */
+            o->committed[s] = 0;
+            continue;
+        }
+        const int32_t e = cpu_ent(c, s);
+        if (e < 0) {
+            return cpu_held(k, c, s) < 0 ? AF_ERR_INTERNAL : AF_OK;
+        }
+        cpu_slot_compute(k, c, s, e, b, step, xchg_in, 0);
+        const uint8_t ok = af_commit_decision(b, mode, k->nonfinite[s], k->abft[s]);
+        k->commit[s] = ok;
+        o->committed[s] = ok;
+        c->parity[e] ^= ok;
+        if (mode == AF_MODE_SHADOW) {
+            continue; /* a twin's result: computed, never published */
+        }
+        if (o->n_pub == o->pub_cap) {
+            af_error_set("cpu backend: more than %lld published slots", (long long)o->pub_cap);
+            return AF_ERR_INTERNAL;
+        }
+        if (k->injected[s] != 0 || k->nonfinite[s] != 0 || k->abft[s] != 0 ||
+            mode == AF_MODE_FADING) {
+            o->notable[o->n_notable++] = s;
+        }
+        const double *u = cpu_buf(k, c, e, c->parity[e]);
+        const double *d = cpu_diag(c, e, c->parity[e]);
+        cpu_pack_one(xchg_out, B, (size_t)b, T, u, d, ok);
+        af_rsum_add(&o->mass, d[0]);
+        af_rsum_add(&o->energy, d[1]);
+        o->leaked += (int64_t)((uint64_t)d[2]);
+        if (!ok) {
+            o->fenced[o->n_fenced++] = b;
+        }
+        o->pub[o->n_pub++] = s;
     }
     return AF_OK;
 }
@@ -520,53 +753,76 @@ static af_result_t cpu_commit(af_kernels_t *k)
 static af_result_t cpu_copy_slot(af_kernels_t *k, int src, int dst)
 {
     af_cpu_t *c = k->impl;
-    memcpy(cpu_buf(k, c, dst, c->parity[dst]), cpu_buf(k, c, src, c->parity[src]),
+    int32_t es = cpu_held(k, c, src);
+    if (es < 0) {
+        return AF_ERR_INTERNAL;
+    }
+    int32_t ed = cpu_take(k, c, dst);
+    if (ed < 0) {
+        return AF_ERR_NOMEM;
+    }
+    memcpy(cpu_buf(k, c, ed, c->parity[ed]), cpu_buf(k, c, es, c->parity[es]),
            sizeof(double) * (size_t)k->desc.block_len);
-    memcpy(cpu_diag(c, dst, c->parity[dst]), cpu_diag(c, src, c->parity[src]), 3 * sizeof(double));
+    memcpy(cpu_diag(c, ed, c->parity[ed]), cpu_diag(c, es, c->parity[es]), 3 * sizeof(double));
     return AF_OK;
 }
 
 static double *cpu_slot_data(af_kernels_t *k, int slot)
 {
     af_cpu_t *c = k->impl;
-    return cpu_buf(k, c, slot, c->parity[slot]);
+    int32_t e = cpu_take(k, c, slot);
+    return e < 0 ? NULL : cpu_buf(k, c, e, c->parity[e]);
 }
 
 static af_result_t cpu_read_next(af_kernels_t *k, int slot, double *host)
 {
     af_cpu_t *c = k->impl;
-    memcpy(host, cpu_buf(k, c, slot, c->parity[slot] ^ 1),
-           sizeof(double) * (size_t)k->desc.block_len);
+    int32_t e = cpu_held(k, c, slot);
+    if (e < 0) {
+        return AF_ERR_INTERNAL;
+    }
+    memcpy(host, cpu_buf(k, c, e, c->parity[e] ^ 1), sizeof(double) * (size_t)k->desc.block_len);
     return AF_OK;
 }
 
 static af_result_t cpu_write_next(af_kernels_t *k, int slot, const double *host)
 {
     af_cpu_t *c = k->impl;
-    double *dst = cpu_buf(k, c, slot, c->parity[slot] ^ 1);
+    int32_t e = cpu_held(k, c, slot);
+    if (e < 0) {
+        return AF_ERR_INTERNAL;
+    }
+    double *dst = cpu_buf(k, c, e, c->parity[e] ^ 1);
     memcpy(dst, host, sizeof(double) * (size_t)k->desc.block_len);
-    cpu_fill_diag(dst, k->desc.block_len, cpu_diag(c, slot, c->parity[slot] ^ 1));
+    cpu_fill_diag(dst, k->desc.block_len, cpu_diag(c, e, c->parity[e] ^ 1));
     return AF_OK;
 }
 
 static af_result_t cpu_refresh_slot(af_kernels_t *k, int slot)
 {
     af_cpu_t *c = k->impl;
-    cpu_fill_diag(cpu_buf(k, c, slot, c->parity[slot]), k->desc.block_len,
-                  cpu_diag(c, slot, c->parity[slot]));
+    int32_t e = cpu_held(k, c, slot);
+    if (e < 0) {
+        return AF_ERR_INTERNAL;
+    }
+    cpu_fill_diag(cpu_buf(k, c, e, c->parity[e]), k->desc.block_len, cpu_diag(c, e, c->parity[e]));
     return AF_OK;
 }
 
 static af_result_t cpu_poison_slot(af_kernels_t *k, int slot)
 {
     af_cpu_t *c = k->impl;
+    int32_t e = cpu_ent(c, slot);
+    if (e < 0) {
+        return AF_OK; /* no memory behind the slot: nothing to lose */
+    }
     const uint64_t pattern = 0x7ff8dead0000deadULL; /* a quiet NaN with a recognisable payload */
     for (int w = 0; w < 2; ++w) {
-        double *u = cpu_buf(k, c, slot, w);
+        double *u = cpu_buf(k, c, e, w);
         for (int i = 0; i < k->desc.block_len; ++i) {
             u[i] = af_double(pattern);
         }
-        double *d = cpu_diag(c, slot, w);
+        double *d = cpu_diag(c, e, w);
         d[0] = af_double(pattern);
         d[1] = af_double(pattern);
         d[2] = (double)k->desc.block_len;
@@ -601,7 +857,9 @@ static af_result_t cpu_graph_run(af_kernels_t *k, const af_graph_io_t *io, uint6
 {
     AF_CHECK(cpu_graph_prepare(k, io));
     AF_CHECK(cpu_compute(k, step, io->xchg_in, 0));
-    for (int s = 0; s < k->desc.n_slots; ++s) {
+    /* The occupied slots decide; an empty slot's commit[] stays 0 (af_kernels_set_block). */
+    for (int i = 0; i < k->n_occ; ++i) {
+        int s = k->occ[i];
         k->commit[s] =
             af_commit_decision(k->slot_block[s], k->slot_mode[s], k->nonfinite[s], k->abft[s]);
     }
@@ -638,6 +896,9 @@ const af_kernels_ops_t af_kernels_cpu = {
     .sync = cpu_sync,
     .graph_prepare = cpu_graph_prepare,
     .graph_run = cpu_graph_run,
+    .step = cpu_step,
+    .release_slot = cpu_release_slot,
+    .settle = cpu_settle,
 };
 
 void af_kernels_destroy(af_kernels_t **k)

@@ -1079,6 +1079,11 @@ static const af_kernels_ops_t af_kernels_cuda_table = {
     .sync = cuda_sync,
     .graph_prepare = cuda_graph_prepare,
     .graph_run = cuda_graph_run,
+    /* The graph is the cuda backend's one launch a step; the full grid lives in device memory,
+     * a slot's buffers its own. */
+    .step = NULL,
+    .release_slot = NULL,
+    .settle = NULL,
 };
 
 extern "C" {

@@ -56,4 +56,14 @@ void af_kernels_set_block(af_kernels_t *k, int s, int32_t block)
         k->commit[s] = 0;
         k->select[s] = 0;
     }
+    if (b < 0 && k->ops->release_slot != NULL) {
+        k->ops->release_slot(k, s);
+    }
+}
+
+void af_kernels_settle(af_kernels_t *k)
+{
+    if (k->ops->settle != NULL) {
+        k->ops->settle(k);
+    }
 }

@@ -100,7 +100,7 @@ for n in names:
     if not same(off["final/state"][()], on["final/state"][()]):
         fail(f"{n}: /final/state differs")
     for k, v in off["final"].attrs.items():
-        if k in ("end_time", "graph_steps") or k.startswith(("rss_", "log_writer_")):
+        if k in ("end_time", "graph_steps", "one_pass_steps") or k.startswith(("rss_", "log_writer_")):
             continue
         if on["final"].attrs.get(k) != v:
             fail(f"{n}: /final@{k}: {v} (off) vs {on['final'].attrs.get(k)} (on)")

@@ -3,6 +3,7 @@
  * masking by select (never by multiplication), the containment test, fault injection keyed by
  * (seed, step, block, element), commit, poison and copy of slots, and the fixed-order block
  * diagnostics. */
+#include "common/af_alloc.h"
 #include "kernels/kernels.h"
 #include "kernels/af_burgers.h"
 #include "sim/fleet/aging.h"
@@ -85,6 +86,9 @@ static void shard_create(shard_t *sh, int n_slots, const int *slot_of_block, uin
     desc.mix = af_corrupt_mix(&cfg);
     desc.cuda_device = -1;
     desc.cpu_kernel = g_cpu_kernel;
+    /* Buffers for two slots a block, as a run's shard has (fewer than the slots where these
+     * tests leave most of them empty). */
+    desc.pool_slots = af_shard_pool_slots(n_slots, sh->blocks);
     assert_int_equal(af_kernels_cpu.create(&desc, &sh->k), AF_OK);
     assert_non_null(sh->k);
     assert_ptr_equal(sh->k->ops, &af_kernels_cpu);
@@ -1062,6 +1066,297 @@ static void test_fused_and_two_pass_steps_give_the_same_bits(void **state)
     }
 }
 
+/* Random contents with special values among them: mostly ordinary values near 0.5, some of
+ * order 1, NaN, +-Inf and huge numbers (about one cell in eight special). */
+static void random_cells(uint64_t *x, double *cells, int T, int blk)
+{
+    for (int i = 0; i < T; ++i) {
+        *x = *x * 6364136223846793005ULL + 1442695040888963407ULL;
+        int kind = (int)((*x >> 59) & 31);
+        double u = (double)(*x >> 11) * 0x1.0p-53;
+        cells[i] = kind == 0   ? NAN
+                   : kind == 1 ? INFINITY
+                   : kind == 2 ? -INFINITY
+                   : kind == 3 ? 1e300 * (u - 0.5)
+                   : blk % 3   ? 0.5 + (u - 0.5) * 1e-3
+                               : u - 0.5;
+    }
+}
+
+/* What the driver's separate passes make of a step after compute(): the containment rule into
+ * commit[], commit(), pack_owned() into xchg, and the halo's part of the figures taken from
+ * the packed entries of the published slots (sim/exchange/halo.c my_figures). */
+static void separate_passes(shard_t *sh, uint64_t *xchg, af_step_out_t *o)
+{
+    af_kernels_t *k = sh->k;
+    const size_t B = (size_t)sh->blocks;
+    for (int i = 0; i < k->n_occ; ++i) {
+        int s = k->occ[i];
+        k->commit[s] =
+            af_commit_decision(k->slot_block[s], k->slot_mode[s], k->nonfinite[s], k->abft[s]);
+        o->committed[s] = k->commit[s];
+    }
+    assert_int_equal(k->ops->commit(k), AF_OK);
+    assert_int_equal(k->ops->pack_owned(k, xchg), AF_OK);
+    af_rsum_clear(&o->mass);
+    af_rsum_clear(&o->energy);
+    o->leaked = 0;
+    o->n_pub = o->n_fenced = o->n_notable = 0;
+    for (int i = 0; i < k->n_occ; ++i) {
+        int s = k->occ[i];
+        int b = k->slot_block[s];
+        int mode = k->slot_mode[s];
+        if (mode == AF_MODE_DEAD || mode == AF_MODE_SHADOW) {
+            continue;
+        }
+        af_rsum_add(&o->mass, af_double(xchg[2 * B + (size_t)b]));
+        af_rsum_add(&o->energy, af_double(xchg[3 * B + (size_t)b]));
+        o->leaked += (int64_t)(xchg[4 * B + (size_t)b] >> 1);
+        if (xchg[4 * B + (size_t)b] & 1U) {
+            o->fenced[o->n_fenced++] = b;
+        }
+        if (k->injected[s] || k->nonfinite[s] || k->abft[s] || mode == AF_MODE_FADING) {
+            o->notable[o->n_notable++] = s;
+        }
+        o->pub[o->n_pub++] = s;
+    }
+}
+
+/* The fused step (ops->step) against compute(), the containment rule, commit() and
+ * pack_owned() in passes of their own: the same bits in every exchange word (edges, mass,
+ * energy, status words), every committed and computed buffer and the per-slot results, the
+ * same commit decisions, exact sums (every word), leaked count and lists, step after step, over
+ * blocks of random values with NaN, +-Inf and huge numbers, placed out of order with empty
+ * slots between them, on units HEALTHY, FADING (injecting), silent HEALTHY, DEAD and twins'
+ * (SHADOW, injecting under the twin's key), with the ABFT check on and off, on a pooled shard
+ * whose slots come and go between steps. */
+static void test_fused_step_equals_separate_passes_bitwise(void **state)
+{
+    (void)state;
+    const int lens[] = {8, 12, 33, 64};
+    uint64_t x = 0x13198a2e03707344ULL;
+    for (size_t li = 0; li < sizeof lens / sizeof lens[0]; ++li) {
+        for (int abft = 0; abft < 2; ++abft) {
+            const int T = lens[li];
+            const int B = 19;
+            const int S = 60;
+            make_config(B, T);
+            int where[19];
+            for (int b = 0; b < B; ++b) {
+                where[b] = (b * 23 + 7) % S; /* out of order, gaps between */
+            }
+            shard_t sh[2];
+            for (int v = 0; v < 2; ++v) {
+                shard_create(&sh[v], S, where, 99);
+                sh[v].k->desc.abft = abft;
+            }
+            double cells[128];
+            double a[128];
+            double b2[128];
+            for (int blk = 0; blk < B; ++blk) {
+                random_cells(&x, cells, T, blk);
+                for (int i = 0; blk % 4 == 1 && i < T; ++i) {
+                    /* Every fourth block (5 among them) clean: finite, near 0.5. */
+                    cells[i] = isfinite(cells[i]) && fabs(cells[i]) < 1.0 ? cells[i] : 0.5;
+                }
+                for (int v = 0; v < 2; ++v) {
+                    assert_int_equal(sh[v].k->ops->write_slot(sh[v].k, where[blk], cells), AF_OK);
+                }
+            }
+            /* Modes: blocks 1 and 5 on FADING units (5 with p = 0), 2 silent, 3 DEAD, and a twin of
+             * block 4. */
+            const int twin_slot = (where[4] + 1) % S;
+            for (int v = 0; v < 2; ++v) {
+                af_kernels_t *k = sh[v].k;
+                k->slot_mode[where[1]] = AF_MODE_FADING;
+                k->slot_p[where[1]] = 0.2;
+                k->slot_mode[where[5]] = AF_MODE_FADING; /* notable, injecting nothing */
+                k->slot_p[where[2]] = 0.05;
+                k->slot_mode[where[3]] = AF_MODE_DEAD;
+                af_kernels_set_block(k, twin_slot, 4);
+                assert_int_equal(k->ops->copy_slot(k, where[4], twin_slot), AF_OK);
+                k->slot_mode[twin_slot] = AF_MODE_SHADOW;
+                k->slot_p[twin_slot] = 0.3;
+            }
+            /* The exchange both read: random bits, special values included. */
+            for (size_t w = 0; w < af_xchg_len(B); ++w) {
+                x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+                /* Block 5's read-set (4's right edge, 6's left) always finite. */
+                int edge5 = w == 2 * 4 + 1 || w == 2 * 6;
+                uint64_t bits = w < 2 * (size_t)B && ((x >> 62) != 0 || edge5)
+                                    ? af_bits((double)(x >> 11) * 0x1.0p-53)
+                                    : x;
+                sh[0].xchg[w] = sh[1].xchg[w] = bits;
+            }
+            uint64_t *xin = calloc(af_xchg_len(B), sizeof(uint64_t));
+            assert_non_null(xin);
+            memcpy(xin, sh[0].xchg, sizeof(uint64_t) * af_xchg_len(B));
+            int32_t lists[2][3][64];
+            uint8_t committed[2][64];
+            af_step_out_t out[2];
+            int fenced_seen = 0;
+            int notable_seen = 0;
+            for (int step = 1; step <= 6; ++step) {
+                for (int v = 0; v < 2; ++v) {
+                    memset(&out[v], 0, sizeof out[v]);
+                    out[v].pub = lists[v][0];
+                    out[v].pub_cap = 64;
+                    out[v].fenced = lists[v][1];
+                    out[v].notable = lists[v][2];
+                    memset(committed[v], 0xAA, sizeof committed[v]);
+                    out[v].committed = committed[v];
+                }
+                af_kernels_t *ka = sh[0].k;
+                af_kernels_t *kb = sh[1].k;
+                assert_int_equal(ka->ops->compute(ka, (uint64_t)step, xin, 0), AF_OK);
+                separate_passes(&sh[0], sh[0].xchg, &out[0]);
+                assert_int_equal(kb->ops->step(kb, (uint64_t)step, xin, sh[1].xchg, &out[1]),
+                                 AF_OK);
+                for (size_t w = 0; w < af_xchg_len(B); ++w) {
+                    if (sh[0].xchg[w] != sh[1].xchg[w]) {
+                        print_message("T %d abft %d step %d word %zu: separate %016llx fused "
+                                      "%016llx\n",
+                                      T, abft, step, w, (unsigned long long)sh[0].xchg[w],
+                                      (unsigned long long)sh[1].xchg[w]);
+                        fail();
+                    }
+                }
+                for (int s = 0; s < S; ++s) {
+                    assert_int_equal(ka->slot_block[s], kb->slot_block[s]);
+                    assert_int_equal(ka->commit[s], kb->commit[s]);
+                    assert_int_equal(ka->nonfinite[s], kb->nonfinite[s]);
+                    assert_int_equal(ka->injected[s], kb->injected[s]);
+                    assert_int_equal(ka->harmful[s], kb->harmful[s]);
+                    assert_int_equal(ka->abft[s], kb->abft[s]);
+                    if (ka->slot_block[s] < 0) {
+                        continue;
+                    }
+                    assert_int_equal(committed[0][s], committed[1][s]);
+                    assert_int_equal(ka->ops->read_slot(ka, s, a), AF_OK);
+                    assert_int_equal(kb->ops->read_slot(kb, s, b2), AF_OK);
+                    assert_memory_equal(a, b2, sizeof(double) * (size_t)T);
+                    assert_int_equal(ka->ops->read_next(ka, s, a), AF_OK);
+                    assert_int_equal(kb->ops->read_next(kb, s, b2), AF_OK);
+                    assert_memory_equal(a, b2, sizeof(double) * (size_t)T);
+                }
+                assert_memory_equal(af_rsum_words(&out[0].mass), af_rsum_words(&out[1].mass),
+                                    sizeof(int64_t) * AF_RSUM_WORDS);
+                assert_memory_equal(af_rsum_words(&out[0].energy), af_rsum_words(&out[1].energy),
+                                    sizeof(int64_t) * AF_RSUM_WORDS);
+                assert_int_equal(out[0].leaked, out[1].leaked);
+                assert_int_equal(out[0].n_pub, out[1].n_pub);
+                assert_int_equal(out[0].n_pub, B - 1); /* all but the DEAD one's block */
+                assert_memory_equal(lists[0][0], lists[1][0],
+                                    sizeof(int32_t) * (size_t)out[0].n_pub);
+                assert_int_equal(out[0].n_fenced, out[1].n_fenced);
+                assert_memory_equal(lists[0][1], lists[1][1],
+                                    sizeof(int32_t) * (size_t)out[0].n_fenced);
+                assert_int_equal(out[0].n_notable, out[1].n_notable);
+                assert_memory_equal(lists[0][2], lists[1][2],
+                                    sizeof(int32_t) * (size_t)out[0].n_notable);
+                fenced_seen += out[1].n_fenced > 0;
+                notable_seen += out[1].n_notable > 0;
+                /* The next step reads this one's exchange; between steps a block moves to
+                 * another slot (its old one empties and its buffer goes back to the pool). */
+                memcpy(xin, sh[0].xchg, sizeof(uint64_t) * af_xchg_len(B));
+                int blk = 5 + step;
+                int from = where[blk];
+                int to = (from + 2 * step + 1) % S;
+                while (ka->slot_block[to] >= 0 || to == twin_slot) {
+                    to = (to + 1) % S;
+                }
+                for (int v = 0; v < 2; ++v) {
+                    af_kernels_t *k = sh[v].k;
+                    assert_int_equal(k->ops->copy_slot(k, from, to), AF_OK);
+                    af_kernels_set_block(k, to, blk);
+                    af_kernels_set_block(k, from, -1);
+                    af_kernels_settle(k);
+                    assert_int_equal(k->pool_used, k->n_occ);
+                }
+                where[blk] = to;
+            }
+            /* The special values were there: fenced slots and notable ones. */
+            assert_true(fenced_seen > 0);
+            assert_true(notable_seen > 0);
+            free(xin);
+            for (int v = 0; v < 2; ++v) {
+                shard_destroy(&sh[v]);
+            }
+        }
+    }
+}
+
+/* The pooled shard: a slot takes a buffer when first written and gives it back at the settle
+ * after it empties (not before: a move's source is set empty before its state is copied out),
+ * a slot occupied again before the settle keeps its state, the memory behind the slots is the
+ * pool's (desc.pool_slots buffers, not one a slot), a read of a slot never written is an
+ * error, and a write past the pool's buffers fails with a message, allocating nothing. */
+static void test_pool_follows_the_occupied_slots(void **state)
+{
+    (void)state;
+    const int B = 4;
+    const int T = 16;
+    const int S = 40;
+    make_config(B, T);
+    const int where[] = {3, 17, 25, 38};
+    shard_t sh;
+    shard_create(&sh, S, where, 5);
+    af_kernels_t *k = sh.k;
+    assert_int_equal(k->pool_cap, 2 * B);
+    assert_int_equal(k->pool_used, B);
+    /* The pool's memory, not the grid's: under 2 B buffers' worth of the full grid. */
+    af_shard_desc_t full = k->desc;
+    full.pool_slots = 0;
+    assert_true(af_kernels_cpu.host_bytes(&k->desc) <
+                af_kernels_cpu.host_bytes(&full) - (size_t)(S - 2 * B) * 2 * T * sizeof(double));
+    double cells[16];
+    double got[16];
+    assert_int_equal(k->ops->read_slot(k, 0, got), AF_ERR_INTERNAL);
+    assert_non_null(strstr(af_error_message(), "holds no state"));
+    af_error_clear();
+    /* A move of block 1 from slot 17 to 18: the source is set empty first, its state still
+     * there until the settle. */
+    af_kernels_set_block(k, 17, -1);
+    assert_int_equal(k->pool_used, B);
+    assert_int_equal(k->ops->copy_slot(k, 17, 18), AF_OK);
+    af_kernels_set_block(k, 18, 1);
+    assert_int_equal(k->pool_used, B + 1);
+    af_kernels_settle(k);
+    assert_int_equal(k->pool_used, B);
+    assert_int_equal(k->ops->read_slot(k, 17, got), AF_ERR_INTERNAL);
+    af_error_clear();
+    af_initial_cells(&cfg, 1 * T, T, cells);
+    assert_int_equal(k->ops->read_slot(k, 18, got), AF_OK);
+    assert_memory_equal(got, cells, sizeof cells);
+    /* Emptied and occupied again before the settle: the state stays. */
+    af_kernels_set_block(k, 25, -1);
+    af_kernels_set_block(k, 25, 2);
+    af_kernels_settle(k);
+    af_initial_cells(&cfg, 2 * T, T, cells);
+    assert_int_equal(k->ops->read_slot(k, 25, got), AF_OK);
+    assert_memory_equal(got, cells, sizeof cells);
+    assert_int_equal(k->pool_used, k->n_occ);
+    /* Every buffer held, then one write more: refused, nothing allocated. */
+    int64_t allocs = af_alloc_count_total();
+    for (int s = 0; s < B; ++s) {
+        assert_int_equal(k->ops->write_slot(k, 30 + s, cells), AF_OK);
+    }
+    assert_int_equal(k->pool_used, 2 * B);
+    assert_int_equal(k->ops->write_slot(k, 0, cells), AF_ERR_NOMEM);
+    assert_non_null(strstr(af_error_message(), "pool"));
+    af_error_clear();
+    assert_null(k->ops->slot_data(k, 1));
+    af_error_clear();
+    assert_int_equal(af_alloc_count_total(), allocs);
+    for (int s = 0; s < B; ++s) {
+        af_kernels_set_block(k, 30 + s, -1); /* never occupied: back at the settle too */
+    }
+    af_kernels_settle(k);
+    assert_int_equal(k->pool_used, B);
+    assert_non_null(k->ops->slot_data(k, 1));
+    shard_destroy(&sh);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1086,6 +1381,8 @@ int main(void)
         cmocka_unit_test(test_refresh_slot_recomputes_diagnostics_after_outside_write),
         cmocka_unit_test(test_lane_tree_equals_hand_computed_butterfly),
         cmocka_unit_test(test_block_diag_follows_lane_stripes_and_butterfly_for_any_length),
+        cmocka_unit_test(test_fused_step_equals_separate_passes_bitwise),
+        cmocka_unit_test(test_pool_follows_the_occupied_slots),
     };
     /* Every test with the fused step, then with the two-pass one. */
     g_cpu_kernel = AF_CPU_KERNEL_FUSED;

@@ -76,8 +76,13 @@ void af_memory_estimate(const af_config_t *cfg, int nranks, int rank, const af_k
     const double most = fmax(fmin(B, ldev * U * C), 1.0);
     m->blocks += 2.0 * 32.0 * most + 8.0 * most + 4.0 * B +
                  (3.0 * 8.0 + sizeof(af_p2p_t) * 2.0) * R + 8.0 * (2.0 * AF_RSUM_WORDS + 3.0);
+    /* The fused step's list of notable slots (sim/driver/step_init.c fused_init), as long. */
+    if (kops->step != NULL && cfg->step_pass != AF_STEP_PASS_SEPARATE) {
+        m->blocks += 4.0 * most;
+    }
 
-    /* The shard: the backend's host memory for its slots, the DMR marks and the commit marks.
+    /* The shard: the backend's host memory for its slots (a pooled backend's buffers for at
+     * most two slots a block: af_shard_pool_slots), the DMR marks and the commit marks.
      * A slot holds a block's doubles of state, af_config_cells (block_len x dim for attention),
      * as run_init's descriptor says, not block_len. */
     af_shard_desc_t desc;
@@ -86,6 +91,7 @@ void af_memory_estimate(const af_config_t *cfg, int nranks, int rank, const af_k
     desc.block_len = (int)af_config_cells(cfg);
     desc.blocks = (int)cfg->blocks;
     desc.workload = af_config_wl(cfg)->kind;
+    desc.pool_slots = af_shard_pool_slots(desc.n_slots, desc.blocks);
     m->shard = (double)kops->host_bytes(&desc) + 2.0 * (double)desc.n_slots;
 
     /* The replicas this rank keeps: those of the blocks that start on the rank whose buddy it

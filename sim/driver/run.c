@@ -370,6 +370,7 @@ static af_result_t run_init(run_t *r)
         .abft = (af_detect_flags(r->s.cfg.detect) & AF_DET_ABFT) != 0,
         .cuda_device = cuda_device,
         .cpu_kernel = r->s.cfg.cpu_kernel,
+        .pool_slots = af_shard_pool_slots(r->s.n_local, r->s.B),
     };
     AF_CHECK(all_ok(r, kops->create(&desc, &r->s.k)));
     if (use_nccl) {

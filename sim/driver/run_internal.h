@@ -54,6 +54,7 @@ typedef struct af_tally {
     int64_t n_replicas_moved; /* replicas copied to a new buddy (their block came to their node) */
     int64_t run_drains, run_restores, run_retry_moves, run_rollbacks, run_replayed;
     int64_t run_replayed_blocks;
+    int64_t run_one_pass; /* steps whose kernel and halo phases ran as the fused step */
     int64_t leaked_total;
     int64_t sdc_total;
     double max_blackout;
@@ -88,6 +89,9 @@ typedef struct af_run_state {
     af_halo_t halo;   /* sim/exchange/halo.h */
     af_recovery_t rc; /* sim/recovery/recovery.h: replicas, transfers, twins, detectors */
     af_graph_state_t graph;
+    /* The fused step's outputs (sim/driver/step.c): its lists are the halo's pub_slots and
+     * fenced_mine, notable (halo.blocks entries, step_init.c) and committed_now. */
+    af_step_out_t fused;
     af_health_t health;
     af_throttle_t thr;
     af_tally_t tally;

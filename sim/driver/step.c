@@ -158,6 +158,77 @@ static const uint64_t *kernel_xchg(const af_run_state_t *r)
     return r->halo.dxchg_prev != NULL ? r->halo.dxchg_prev : r->halo.xchg_prev;
 }
 
+/* Containment of occupied slot s after a compute pass: commit it when clean, count the rest;
+ * mark is its DMR outcome (AF_DMR_NONE in a step without twins). Returns 1 when `backend`,
+ * the decision the backend made itself (a step graph, the fused step), is not the one made
+ * here. */
+static int contain_slot(af_run_state_t *r, int s, uint8_t mark, uint8_t backend)
+{
+    af_kernels_t *k = r->s.k;
+    int live = k->slot_block[s] >= 0 &&
+               (k->slot_mode[s] == AF_MODE_HEALTHY || k->slot_mode[s] == AF_MODE_FADING);
+    if (!live) {
+        k->commit[s] = 0;
+        r->rc.tw.committed_now[s] = 0;
+        return backend != 0;
+    }
+    r->s.mine.count[CNT_INJECTED] += k->injected[s];
+    r->s.mine.count[CNT_HARMFUL] += k->harmful[s];
+    if (k->injected[s] > 0) {
+        /* The unit's record: the first step it corrupted a result (the simulator's truth, for
+         * the time to quarantine; no detector reads it). */
+        int32_t *seen =
+            &r->rc.det
+                 .unit_first_corrupt[af_own_unit(&r->s, af_slot_unit(&r->s.pl, r->s.slot0 + s))];
+        *seen = *seen < 0 ? (int32_t)r->s.tick : *seen;
+    }
+    int abft_fail = k->desc.abft && k->abft[s] != 0;
+    if (mark == AF_DMR_ADOPTED) {
+        /* The healthy twin's result replaced ours: a recompute within the step. */
+        k->commit[s] = 1;
+        r->s.mine.count[CNT_FENCED]++;
+        r->s.mine.count[CNT_RETRIED]++;
+        r->s.mine.count[CNT_DETECTED] += k->injected[s];
+        r->s.mine.count[CNT_DET_TWIN] += k->injected[s];
+    } else if (mark == AF_DMR_FENCED || k->nonfinite[s] != 0 || abft_fail) {
+        k->commit[s] = 0;
+        r->s.mine.count[CNT_FENCED]++;
+        r->s.mine.count[CNT_DETECTED] += k->injected[s];
+        /* Credited to the cheapest detector that fired: the non-finite test, then the mass
+         * balance, then the twin. */
+        r->s.mine.count[k->nonfinite[s] != 0 ? CNT_DET_FINITE
+                        : abft_fail          ? CNT_DET_ABFT
+                                             : CNT_DET_TWIN] += k->injected[s];
+        /* The simulator's truth, for the false-alarm count: nothing was injected. */
+        r->s.mine.count[CNT_ABFT_FALSE] += abft_fail && k->injected[s] == 0;
+    } else {
+        k->commit[s] = 1;
+        r->s.mine.count[CNT_SDC] += k->injected[s]; /* finite corruption got through */
+        r->s.mine.count[CNT_SDC_HARMFUL] += k->harmful[s];
+        /* DMR promises a twin for every block of a FADING unit; with no room left for one
+         * (af_dmr_begin) the block is committed unchecked: counted, never hidden. */
+        if ((af_detect_flags(r->s.cfg.detect) & AF_DET_DMR) && k->slot_mode[s] == AF_MODE_FADING &&
+            r->rc.tw.twin[k->slot_block[s]] < 0) {
+            r->s.mine.count[CNT_UNVERIFIED]++;
+        }
+    }
+    r->rc.tw.committed_now[s] = k->commit[s];
+    return backend != k->commit[s];
+}
+
+/* The error of a backend whose own containment decisions (n of them, the first on local slot
+ * `first`) broke the driver's rule. */
+static af_result_t contain_disagrees(const af_run_state_t *r, const char *what, int64_t n,
+                                     int first)
+{
+    const af_kernels_t *k = r->s.k;
+    af_error_set("step %lld: the %s backend's %s committed %lld slot(s) against the containment "
+                 "rule (first: local slot %d, block %d, mode %d, %d non-finite)",
+                 (long long)r->s.tick, k->ops->name, what, (long long)n, first,
+                 k->slot_block[first], k->slot_mode[first], k->nonfinite[first]);
+    return AF_ERR_INTERNAL;
+}
+
 /* Containment after a compute pass over `flags`' slots: commit what is clean, count the rest.
  * After a step graph (verify), the backend has decided and committed already: the decisions
  * in commit[] must be the ones made here, or the step fails. */
@@ -172,75 +243,44 @@ static af_result_t contain(af_run_state_t *r, int flags, int verify)
     const int n = verify ? r->s.n_local : k->n_occ;
     for (int i = 0; i < n; ++i) {
         int s = verify ? i : k->occ[i];
-        int live = k->slot_block[s] >= 0 &&
-                   (k->slot_mode[s] == AF_MODE_HEALTHY || k->slot_mode[s] == AF_MODE_FADING);
         uint8_t backend = k->commit[s];
         if (selected && !k->select[s]) {
             k->commit[s] = 0; /* committed in the main pass already (committed_now says) */
             continue;
         }
-        if (!live) {
-            k->commit[s] = 0;
-            r->rc.tw.committed_now[s] = 0;
-            if (verify && backend != 0) {
-                disagree++;
-                first = first < 0 ? s : first;
-            }
-            continue;
-        }
-        r->s.mine.count[CNT_INJECTED] += k->injected[s];
-        r->s.mine.count[CNT_HARMFUL] += k->harmful[s];
-        if (k->injected[s] > 0) {
-            /* The unit's record: the first step it corrupted a result (the simulator's truth,
-             * for the time to quarantine; no detector reads it). */
-            int32_t *seen = &r->rc.det.unit_first_corrupt[af_own_unit(
-                &r->s, af_slot_unit(&r->s.pl, r->s.slot0 + s))];
-            *seen = *seen < 0 ? (int32_t)r->s.tick : *seen;
-        }
-        int abft_fail = k->desc.abft && k->abft[s] != 0;
-        if (r->rc.tw.dmr_mark[s] == AF_DMR_ADOPTED) {
-            /* The healthy twin's result replaced ours: a recompute within the step. */
-            k->commit[s] = 1;
-            r->s.mine.count[CNT_FENCED]++;
-            r->s.mine.count[CNT_RETRIED]++;
-            r->s.mine.count[CNT_DETECTED] += k->injected[s];
-            r->s.mine.count[CNT_DET_TWIN] += k->injected[s];
-        } else if (r->rc.tw.dmr_mark[s] == AF_DMR_FENCED || k->nonfinite[s] != 0 || abft_fail) {
-            k->commit[s] = 0;
-            r->s.mine.count[CNT_FENCED]++;
-            r->s.mine.count[CNT_DETECTED] += k->injected[s];
-            /* Credited to the cheapest detector that fired: the non-finite test, then the mass
-             * balance, then the twin. */
-            r->s.mine.count[k->nonfinite[s] != 0 ? CNT_DET_FINITE
-                            : abft_fail          ? CNT_DET_ABFT
-                                                 : CNT_DET_TWIN] += k->injected[s];
-            /* The simulator's truth, for the false-alarm count: nothing was injected. */
-            r->s.mine.count[CNT_ABFT_FALSE] += abft_fail && k->injected[s] == 0;
-        } else {
-            k->commit[s] = 1;
-            r->s.mine.count[CNT_SDC] += k->injected[s]; /* finite corruption got through */
-            r->s.mine.count[CNT_SDC_HARMFUL] += k->harmful[s];
-            /* DMR promises a twin for every block of a FADING unit; with no room left for one
-             * (af_dmr_begin) the block is committed unchecked: counted, never hidden. */
-            if ((af_detect_flags(r->s.cfg.detect) & AF_DET_DMR) &&
-                k->slot_mode[s] == AF_MODE_FADING && r->rc.tw.twin[k->slot_block[s]] < 0) {
-                r->s.mine.count[CNT_UNVERIFIED]++;
-            }
-        }
-        r->rc.tw.committed_now[s] = k->commit[s];
-        if (verify && backend != k->commit[s]) {
+        if (contain_slot(r, s, r->rc.tw.dmr_mark[s], backend) && verify) {
             disagree++;
             first = first < 0 ? s : first;
         }
     }
-    if (disagree > 0) {
-        af_error_set("step %lld: the %s backend's step graph committed %lld slot(s) against the "
-                     "containment rule (first: local slot %d, block %d, mode %d, %d non-finite)",
-                     (long long)r->s.tick, k->ops->name, (long long)disagree, first,
-                     k->slot_block[first], k->slot_mode[first], k->nonfinite[first]);
-        return AF_ERR_INTERNAL;
+    return disagree > 0 ? contain_disagrees(r, "step graph", disagree, first) : AF_OK;
+}
+
+/* Containment after the backend's fused step, which decided, committed and packed every
+ * occupied slot by the rule already: the slots it names (o->notable) are counted here and
+ * their decisions checked; every other slot was live, clean and committed, which counts
+ * nothing. A step without twins has no DMR outcome. */
+static af_result_t contain_fused(af_run_state_t *r, const af_step_out_t *o)
+{
+    int64_t disagree = 0;
+    int first = -1;
+    for (int64_t i = 0; i < o->n_notable; ++i) {
+        int s = o->notable[i];
+        if (contain_slot(r, s, AF_DMR_NONE, r->s.k->commit[s])) {
+            disagree++;
+            first = first < 0 ? s : first;
+        }
     }
-    return AF_OK;
+    return disagree > 0 ? contain_disagrees(r, "fused step", disagree, first) : AF_OK;
+}
+
+/* Whether this step's kernel and halo phases run as the backend's fused step: one pass over
+ * each block (backend.step_pass), in a step without DMR twins and without a rollback, on a
+ * host exchange. */
+static int fused_step(const af_run_state_t *r, int64_t twins, int rollback)
+{
+    return r->s.cfg.step_pass != AF_STEP_PASS_SEPARATE && r->s.k->ops->step != NULL &&
+           r->halo.dxchg_cur == NULL && twins == 0 && !rollback;
 }
 
 /* The kernel and halo phases of a steady-state step as the backend's step graph: compute,
@@ -362,15 +402,12 @@ af_result_t af_step(af_run_state_t *r, int *stop)
             AF_CHECK(af_replicas_log_edges(&r->rc));
         }
     }
+    /* The moves' sources are empty now: their buffers go back before twins take some. */
+    af_kernels_settle(k);
     debug_scan(r, "moves");
     double t2 = af_now_us();
 
-    /* 3. Kernel: DMR twins, the masked compute, containment, commit. Empty slots keep
-     * select[] 0 (af_kernels_set_block) and their dmr_mark[] is never read. */
-    for (int i = 0; i < k->n_occ; ++i) {
-        k->select[k->occ[i]] = 0;
-        r->rc.tw.dmr_mark[k->occ[i]] = AF_DMR_NONE;
-    }
+    /* 3. Kernel: DMR twins, the masked compute, containment, commit. */
     int64_t twins = 0;
     if (af_detect_flags(r->s.cfg.detect) & (AF_DET_DMR | AF_DET_SAMPLED)) {
         AF_CHECK(af_dmr_begin(&r->rc, NULL, 0, r->health.fade_units, r->health.n_fade,
@@ -383,7 +420,27 @@ af_result_t af_step(af_run_state_t *r, int *stop)
         /* Steps 3 and 4 but the retries, as one prepared unit of work. */
         AF_CHECK(graph_step(r, &t3));
         debug_scan(r, "commit");
+    } else if (fused_step(r, twins, rollback)) {
+        /* Steps 3 and 4 in one pass over each block: compute, containment, commit and this
+         * rank's part of the exchange; the halo then completes it across ranks. select[] and
+         * dmr_mark[] are neither read nor needed (no retry round yet, no twin). */
+        af_step_out_t *o = &r->fused;
+        r->tally.run_one_pass++;
+        double tc = af_now_us();
+        r->rc.tw.compute_key = af_inject_key(&r->s, 0);
+        AF_CHECK(k->ops->step(k, r->rc.tw.compute_key, kernel_xchg(r), r->halo.xchg_cur, o));
+        r->s.mine.phase[AF_PHASE_throttle_us] = af_throttle(r, af_now_us() - tc);
+        AF_CHECK(contain_fused(r, o));
+        debug_scan(r, "commit");
+        t3 = af_now_us();
+        AF_CHECK(af_exchange_fused(&r->halo, o));
     } else {
+        /* Empty slots keep select[] 0 (af_kernels_set_block) and their dmr_mark[] is never
+         * read; af_dmr_end marks the twinned ones. */
+        for (int i = 0; i < k->n_occ; ++i) {
+            k->select[k->occ[i]] = 0;
+            r->rc.tw.dmr_mark[k->occ[i]] = AF_DMR_NONE;
+        }
         double tc = af_now_us();
         r->rc.tw.compute_key = af_inject_key(&r->s, 0);
         AF_CHECK(k->ops->compute(k, r->rc.tw.compute_key, kernel_xchg(r), 0));
@@ -430,6 +487,7 @@ af_result_t af_step(af_run_state_t *r, int *stop)
         int64_t n = 0;
         const char *why = NULL;
         AF_CHECK(af_retry_fenced(&r->rc, &n, &why));
+        af_kernels_settle(k);
         if (why != NULL) {
             r->prog.exhausted = 1;
             r->prog.exhausted_why = why;
@@ -529,6 +587,14 @@ af_result_t af_step(af_run_state_t *r, int *stop)
     (void)t5;
     if (r->s.state_step >= r->s.cfg.steps) {
         *stop = 1;
+    }
+    /* A pooled backend's buffers follow the occupied slots exactly at the end of a step: a
+     * buffer held by an empty slot would be memory the bound of two a block does not count. */
+    af_kernels_settle(k);
+    if (k->pool_cap > 0 && k->pool_used != k->n_occ) {
+        af_error_set("step %lld: %d of the shard's pooled buffers held for %d occupied slots",
+                     (long long)r->s.tick, k->pool_used, k->n_occ);
+        return AF_ERR_INTERNAL;
     }
     return AF_OK;
 }

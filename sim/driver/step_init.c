@@ -70,6 +70,38 @@ static af_result_t detectors_init(af_run_state_t *r, size_t units)
     return AF_OK;
 }
 
+/* The fused step's outputs (backend.step_pass, sim/driver/step.c): its published and fenced
+ * lists are the halo's own, its commit marks committed_now; the notable slots have a list of
+ * their own, as long as the halo's. Nothing when the backend has no fused step or the
+ * scenario asks for separate passes. */
+static af_result_t fused_init(af_run_state_t *r)
+{
+    memset(&r->fused, 0, sizeof r->fused);
+    if (r->s.k->ops->step == NULL) {
+        if (r->s.cfg.step_pass == AF_STEP_PASS_ONE) {
+            af_error_set("backend.step_pass = one: the %s backend has no fused step (expected "
+                         "auto or separate)",
+                         r->s.k->ops->name);
+            return AF_ERR_USAGE;
+        }
+        return AF_OK;
+    }
+    if (r->s.cfg.step_pass == AF_STEP_PASS_SEPARATE) {
+        return AF_OK;
+    }
+    r->fused.notable = af_alloc(sizeof(int32_t) * (size_t)r->halo.blocks);
+    if (r->fused.notable == NULL) {
+        af_error_set("cannot allocate the fused step's list of %lld slots",
+                     (long long)r->halo.blocks);
+        return AF_ERR_NOMEM;
+    }
+    r->fused.pub = r->halo.pub_slots;
+    r->fused.pub_cap = r->halo.blocks;
+    r->fused.fenced = r->halo.fenced_mine;
+    r->fused.committed = r->rc.tw.committed_now;
+    return AF_OK;
+}
+
 af_result_t af_step_init(af_run_state_t *r)
 {
     size_t B = (size_t)r->s.B;
@@ -221,6 +253,7 @@ af_result_t af_step_init(af_run_state_t *r)
         return AF_ERR_NOMEM;
     }
     AF_CHECK(af_halo_init(&r->halo, &r->s));
+    AF_CHECK(fused_init(r));
     af_recovery_bind(&r->rc, &r->s, &r->halo, r->health.moves);
     AF_CHECK(af_replicas_init(&r->rc));
     return AF_OK;
@@ -228,6 +261,8 @@ af_result_t af_step_init(af_run_state_t *r)
 
 void af_step_destroy(af_run_state_t *r)
 {
+    af_free(r->fused.notable);
+    r->fused.notable = NULL;
     af_halo_destroy(&r->halo);
     af_free(r->halo.xchg_prev);
     af_free(r->halo.xchg_cur);

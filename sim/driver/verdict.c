@@ -395,6 +395,7 @@ af_result_t af_write_final(run_t *r, const verdict_t *v)
     /* Rank 0's (every rank prepares and runs the same step graph). */
     AF_CHECK(af_log_attr_i64(log, "/final", "graph_instantiations", r->s.k->graph_instantiations));
     AF_CHECK(af_log_attr_i64(log, "/final", "graph_steps", r->s.k->graph_launches));
+    AF_CHECK(af_log_attr_i64(log, "/final", "one_pass_steps", r->tally.run_one_pass));
     double load[3] = {0, 0, 0};
     if (getloadavg(load, 3) > 0) {
         AF_CHECK(af_log_attr_f64(log, "/host", "loadavg_1min_after", load[0]));
@@ -443,6 +444,9 @@ void af_print_summary(const run_t *r, const verdict_t *v, double wall_s)
     printf("  step graph     %s: %lld of %lld steps, %lld graph instantiation%s\n", r->graph.why,
            (long long)r->s.k->graph_launches, (long long)r->s.tick,
            (long long)r->s.k->graph_instantiations, r->s.k->graph_instantiations == 1 ? "" : "s");
+    printf("  one pass       %lld of %lld steps computed, contained, committed and packed each "
+           "block in one pass (backend.step_pass; the others: DMR twins, rollbacks)\n",
+           (long long)r->tally.run_one_pass, (long long)r->s.tick);
     printf("  steps          %lld executed (%lld replayed) for %lld of %lld in %.2f s "
            "(%.0f steps/s), %.0f simulated hours\n",
            (long long)r->s.tick, (long long)t->replayed_steps, (long long)r->s.state_step,

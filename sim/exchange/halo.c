@@ -195,27 +195,38 @@ static af_result_t neighbour_edges(af_halo_t *h, uint64_t *x)
     return AF_OK;
 }
 
-/* The global figures of the published blocks (x: the host exchange), and the fenced list. */
-static af_result_t figures(af_halo_t *h, const uint64_t *x)
+/* This rank's part of the figures, from the published blocks' entries in the exchange x: their
+ * mass and energy summed exactly, the NaN/Inf values of their committed state, and the fenced
+ * ones into fenced_mine (the count in *nf). */
+static void my_figures(af_halo_t *h, const uint64_t *x, af_rsum_t *mass, af_rsum_t *energy,
+                       int64_t *leaked, int64_t *nf)
 {
     const int64_t B = h->s->B;
-    af_rsum_t mass;
-    af_rsum_t energy;
-    af_rsum_clear(&mass);
-    af_rsum_clear(&energy);
-    int64_t leaked = 0;
-    int64_t nf = 0;
+    af_rsum_clear(mass);
+    af_rsum_clear(energy);
+    *leaked = 0;
+    *nf = 0;
     for (int64_t i = 0; i < h->n_pub; ++i) {
         int64_t b = h->s->k->slot_block[h->pub_slots[i]];
-        af_rsum_add(&mass, af_double(x[2 * B + b]));
-        af_rsum_add(&energy, af_double(x[3 * B + b]));
+        af_rsum_add(mass, af_double(x[2 * B + b]));
+        af_rsum_add(energy, af_double(x[3 * B + b]));
         uint64_t st = x[4 * B + b];
-        leaked += (int64_t)(st >> 1);
+        *leaked += (int64_t)(st >> 1);
         if ((st & 1U) != 0) {
-            h->fenced_mine[nf++] = (int32_t)b;
+            h->fenced_mine[(*nf)++] = (int32_t)b;
         }
     }
+}
+
+/* The global figures from every rank's part (fenced_mine holds this rank's nf fenced blocks),
+ * and the fleet's sorted fenced list. */
+static af_result_t figures(af_halo_t *h, const af_rsum_t *my_mass, const af_rsum_t *my_energy,
+                           int64_t leaked, int64_t nf)
+{
+    const int64_t B = h->s->B;
     int64_t *w = h->sum_words;
+    af_rsum_t mass = *my_mass;
+    af_rsum_t energy = *my_energy;
     memcpy(w + SUM_MASS, af_rsum_words(&mass), sizeof(int64_t) * AF_RSUM_WORDS);
     memcpy(w + SUM_ENERGY, af_rsum_words(&energy), sizeof(int64_t) * AF_RSUM_WORDS);
     w[SUM_LEAKED] = leaked;
@@ -256,14 +267,9 @@ static af_result_t figures(af_halo_t *h, const uint64_t *x)
     return AF_OK;
 }
 
-/* After the pack into the host exchange xchg_cur (or its copy from the device): the neighbour
- * edges when the vector was not combined whole, the figures, the straggler words, and the
- * result back into the device mirror when the compute reads one. */
-static af_result_t complete(af_halo_t *h, int combined)
+/* The published slots, in the occupied-slot list's order, into pub_slots. */
+static af_result_t list_published(af_halo_t *h)
 {
-    uint64_t *x = h->xchg_cur;
-    /* One pass over the shard's occupied slots; everything after it follows the published
-     * blocks. */
     h->n_pub = 0;
     for (int i = 0; i < h->s->k->n_occ; ++i) {
         int s = h->s->k->occ[i];
@@ -275,6 +281,16 @@ static af_result_t complete(af_halo_t *h, int combined)
             h->pub_slots[h->n_pub++] = s;
         }
     }
+    return AF_OK;
+}
+
+/* After the pack into the host exchange xchg_cur (or its copy from the device) and the list of
+ * published slots: the neighbour edges when the vector was not combined whole, the figures
+ * (this rank's part given by `mine`, else taken from the exchange), the straggler words, and
+ * the result back into the device mirror when the compute reads one. */
+static af_result_t complete(af_halo_t *h, int combined, const af_step_out_t *mine)
+{
+    uint64_t *x = h->xchg_cur;
     if (!combined) {
         AF_CHECK(neighbour_edges(h, x));
         size_t tail = h->xlen - af_xchg_len((int)h->s->B);
@@ -283,7 +299,16 @@ static af_result_t complete(af_halo_t *h, int combined)
                 h->s->fab->ops->allreduce_max_u64(h->s->fab, x + af_xchg_len((int)h->s->B), tail));
         }
     }
-    AF_CHECK(figures(h, x));
+    if (mine != NULL) {
+        AF_CHECK(figures(h, &mine->mass, &mine->energy, mine->leaked, mine->n_fenced));
+    } else {
+        af_rsum_t mass;
+        af_rsum_t energy;
+        int64_t leaked = 0;
+        int64_t nf = 0;
+        my_figures(h, x, &mass, &energy, &leaked, &nf);
+        AF_CHECK(figures(h, &mass, &energy, leaked, nf));
+    }
     const size_t at = 5 * (size_t)h->s->B + AF_XCHG_GLOBAL;
     if (h->s->wl->global_word != NULL) {
         x[at] = af_bits(h->global_now);
@@ -300,7 +325,25 @@ static af_result_t complete(af_halo_t *h, int combined)
 af_result_t af_halo_after_graph(af_halo_t *h, uint64_t stop_flag, int combined)
 {
     h->stop_mine = (int64_t)stop_flag;
-    return complete(h, combined);
+    AF_CHECK(list_published(h));
+    return complete(h, combined, NULL);
+}
+
+af_result_t af_exchange_fused(af_halo_t *h, const af_step_out_t *mine)
+{
+    if (h->dxchg_cur != NULL || mine->pub != h->pub_slots || mine->fenced != h->fenced_mine) {
+        af_error_set("halo: a fused step's figures must come in the halo's own lists, with a "
+                     "host exchange");
+        return AF_ERR_INTERNAL;
+    }
+    const size_t head = af_xchg_len((int)h->s->B);
+    const size_t tail = h->xlen - head;
+    h->stop_mine = af_stop_flag() ? 1 : 0;
+    if (tail > 0) {
+        memcpy(h->xchg_cur + head, h->dev_words, tail * sizeof(uint64_t));
+    }
+    h->n_pub = mine->n_pub;
+    return complete(h, 0, mine);
 }
 
 af_result_t af_exchange(af_halo_t *h)
@@ -317,7 +360,8 @@ af_result_t af_exchange(af_halo_t *h)
         if (tail > 0) {
             memcpy(h->xchg_cur + head, h->dev_words, tail * sizeof(uint64_t));
         }
-        return complete(h, 0);
+        AF_CHECK(list_published(h));
+        return complete(h, 0, NULL);
     }
     /* Device-resident exchange: pack there, set the flag and the straggler words there, and
      * combine it whole over nccl on the device, or bring it to the host for the neighbour
@@ -334,7 +378,8 @@ af_result_t af_exchange(af_halo_t *h)
     }
     AF_CHECK(
         af_buf_copy(h->xchg_cur, AF_MEM_HOST, h->dxchg_cur, AF_MEM_DEVICE, len * sizeof(uint64_t)));
-    return complete(h, h->s->nccl != NULL);
+    AF_CHECK(list_published(h));
+    return complete(h, h->s->nccl != NULL, NULL);
 }
 
 af_result_t af_exchange_swap(af_halo_t *h)

@@ -68,6 +68,10 @@ af_result_t af_exchange(af_halo_t *h);
  * `combined`, combined it over the device fabric); stop_flag is the flag word the graph was
  * given. Collective. */
 af_result_t af_halo_after_graph(af_halo_t *h, uint64_t stop_flag, int combined);
+/* The same completion after the backend's fused step (ops->step) packed xchg_cur itself and
+ * handed back this rank's part of the figures and its published and fenced slots, in the
+ * halo's own pub_slots and fenced_mine (host exchange only). Collective. */
+af_result_t af_exchange_fused(af_halo_t *h, const af_step_out_t *mine);
 /* at[q] = the items of ranks before q in count[] (where q's items start in a buffer cut by
  * rank); returns the total. */
 int64_t af_halo_offsets(af_halo_t *h, const int64_t *count);

@@ -100,6 +100,11 @@ static const key_def_t KEYS[] = {
      "the cpu backend's masked step, SIMD either way (avx2 or sse2): two_pass updates a block "
      "then reads it again for its diagnostics; fused does both in one pass (blocks of 4k cells); "
      "the same bits; auto = two_pass, the faster where measured"},
+    {"backend", "step_pass", T_ENUM, OFF(step_pass), 0, 0, 0, "auto|one|separate", "auto", "",
+     "the eager step's passes over the shard: one = compute, containment, commit and the "
+     "exchange's pack and sums of a block before the next (the backend's fused step: cpu), in "
+     "steps without DMR twins or a rollback; separate = each in a pass of its own; the same bits; "
+     "auto = one where the backend has it"},
     {"backend", "share_gpu", T_ENUM, OFF(share_gpu), 0, 0, 0, "off|on", "off", "",
      "on: several ranks of a node may share one GPU (rank r drives GPU r mod the GPUs visible), "
      "so the multi-rank cuda paths run on a machine with one GPU; needs compute = cuda and "

@@ -32,6 +32,8 @@
 enum { AF_BACKEND_AUTO = 0, AF_BACKEND_CPU = 1, AF_BACKEND_CUDA = 2 };
 enum { AF_FABRIC_AUTO = 0, AF_FABRIC_MPI = 1, AF_FABRIC_NCCL = 2 };
 enum { AF_GRAPH_AUTO = 0, AF_GRAPH_ON = 1, AF_GRAPH_OFF = 2 };
+/* backend.step_pass: the eager step's passes over the shard (sim/driver/step.c). */
+enum { AF_STEP_PASS_AUTO = 0, AF_STEP_PASS_ONE = 1, AF_STEP_PASS_SEPARATE = 2 };
 /* recovery.detect: the index of its value in the key's list (sim/io/config.c), and the detectors
  * each value turns on (af_detect_flags). The finite check is always on. */
 enum { AF_DETECT_FINITE = 0, AF_DETECT_DMR = 1 };
@@ -130,6 +132,7 @@ typedef struct af_config {
     int graph;      /* AF_GRAPH_* */
     int share_gpu;  /* 1: the node's ranks may share its GPUs (cuda compute, mpi fabric) */
     int cpu_kernel; /* AF_CPU_KERNEL_* (kernels/kernels.h): auto, two_pass or fused */
+    int step_pass;  /* AF_STEP_PASS_*: auto, one or separate */
     /* [log] */
     char log_path[AF_PATH_LEN];
     int64_t flush_interval;

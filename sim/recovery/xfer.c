@@ -139,9 +139,15 @@ af_result_t af_transfer(af_recovery_t *r, int64_t n, const xfer_ops_t *ops, void
                 }
             } else if (is_direct && src == me) {
                 double *buf = r->s->k->ops->slot_data(r->s->k, af_local_slot(r, from));
+                if (buf == NULL) {
+                    return AF_ERR_NOMEM; /* the backend said why */
+                }
                 direct[nd++] = (af_p2p_t){dst, 1, buf, T * sizeof(double)};
             } else if (is_direct) {
                 double *buf = r->s->k->ops->slot_data(r->s->k, af_local_slot(r, to));
+                if (buf == NULL) {
+                    return AF_ERR_NOMEM;
+                }
                 direct[nd++] = (af_p2p_t){src, 0, buf, T * sizeof(double)};
             } else if (src == me) {
                 double *buf = r->xfer.stage_send + (size_t)ns++ * T;
