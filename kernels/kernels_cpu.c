@@ -3,6 +3,7 @@
 #include "kernels.h"
 
 #include "arith_cpu.h"
+#include "pool.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -13,21 +14,9 @@
 #include <unistd.h>
 
 typedef struct af_cpu {
-    /* The state lives in entries of a pool (desc.pool_slots of them, or one per slot): a slot
-     * takes an entry when it is first written and gives it back when it empties, so the memory
-     * follows the occupied slots, not the static grid (docs/scale.md, "Memory that follows the
-     * occupied state"). With one entry per slot, entry is NULL and slot s is entry s. */
-    int pool;           /* entries */
-    int32_t *entry;     /* n_slots: each slot's entry, -1 when it holds none (NULL: identity) */
-    int32_t *free_list; /* the entries no slot holds, a stack (n_free of them) */
-    int32_t n_free;
-    /* Slots set empty since the last settle, which still hold their entry: a slot is set empty
-     * when the placement says so, which for a move's source comes before its block's state is
-     * copied out (sim/driver/health.c af_apply_plan). pending_e marks their entries, so that a
-     * slot emptied twice is listed once. */
-    int32_t *pending;
-    int32_t n_pending;
-    uint8_t *pending_e;
+    /* The state lives in entries of a pool (kernels/pool.h: desc.pool_slots of them, or one
+     * per slot), so the memory follows the occupied slots, not the static grid. */
+    af_pool_t pool;
     double *state;   /* 2 x pool x T: every entry's buffer 0, then every entry's buffer 1, so
                         a step over entries of one parity reads one long run of memory and
                         writes another (an entry's two buffers side by side cut every run to
@@ -42,7 +31,7 @@ typedef struct af_cpu {
 
 static inline double *cpu_buf(const af_kernels_t *k, const af_cpu_t *c, int32_t e, int which)
 {
-    return c->state + ((size_t)which * (size_t)c->pool + (size_t)e) * (size_t)k->desc.block_len;
+    return c->state + ((size_t)which * (size_t)c->pool.cap + (size_t)e) * (size_t)k->desc.block_len;
 }
 
 static inline double *cpu_diag(const af_cpu_t *c, int32_t e, int which)
@@ -53,7 +42,7 @@ static inline double *cpu_diag(const af_cpu_t *c, int32_t e, int which)
 /* The entry holding slot s's state, -1 when it holds none. */
 static inline int32_t cpu_ent(const af_cpu_t *c, int s)
 {
-    return c->entry == NULL ? (int32_t)s : c->entry[s];
+    return af_pool_entry(&c->pool, s);
 }
 
 /* The entry of a slot about to be written: its own, or one taken from the pool (its committed
@@ -61,20 +50,18 @@ static inline int32_t cpu_ent(const af_cpu_t *c, int s)
  * the two-buffers-a-block bound (af_shard_pool_slots), never a run's ordinary outcome. */
 static int32_t cpu_take(af_kernels_t *k, af_cpu_t *c, int s)
 {
-    int32_t e = cpu_ent(c, s);
-    if (e >= 0) {
-        return e;
-    }
-    if (c->n_free == 0) {
+    int taken = 0;
+    int32_t e = af_pool_take(&c->pool, s, &taken);
+    if (e < 0) {
         af_error_set("cpu backend: local slot %d needs a buffer and all %d of the shard's pool "
                      "are held (%d slots occupied)",
-                     s, c->pool, k->n_occ);
+                     s, c->pool.cap, k->n_occ);
         return -1;
     }
-    e = c->free_list[--c->n_free];
-    c->entry[s] = e;
-    c->parity[e] = 0;
-    k->pool_used++;
+    if (taken) {
+        c->parity[e] = 0;
+        k->pool_used++;
+    }
     return e;
 }
 
@@ -94,28 +81,13 @@ static int32_t cpu_held(const af_kernels_t *k, const af_cpu_t *c, int s)
 static void cpu_release_slot(af_kernels_t *k, int s)
 {
     af_cpu_t *c = k->impl;
-    if (c->entry == NULL || c->entry[s] < 0 || c->pending_e[c->entry[s]]) {
-        return;
-    }
-    c->pending_e[c->entry[s]] = 1;
-    c->pending[c->n_pending++] = s;
+    af_pool_release(&c->pool, s);
 }
 
 static void cpu_settle(af_kernels_t *k)
 {
     af_cpu_t *c = k->impl;
-    for (int32_t i = 0; i < c->n_pending; ++i) {
-        int s = c->pending[i];
-        int32_t e = c->entry[s];
-        c->pending_e[e] = 0;
-        if (k->slot_block[s] >= 0) {
-            continue; /* occupied again since: it keeps its state */
-        }
-        c->free_list[c->n_free++] = e;
-        c->entry[s] = -1;
-        k->pool_used--;
-    }
-    c->n_pending = 0;
+    k->pool_used -= af_pool_settle(&c->pool, k->slot_block);
 }
 
 #if defined(__FINITE_MATH_ONLY__) && __FINITE_MATH_ONLY__
@@ -231,10 +203,7 @@ static void cpu_destroy(af_kernels_t *k)
         af_free(c->state);
         af_free(c->parity);
         af_free(c->diag);
-        af_free(c->entry);
-        af_free(c->free_list);
-        af_free(c->pending);
-        af_free(c->pending_e);
+        af_pool_free(&c->pool);
         af_free(c);
     }
     af_free(k->slot_block);
@@ -258,8 +227,8 @@ static int cpu_pool_of(const af_shard_desc_t *desc)
 }
 
 /* What an entry holds (two buffers of T doubles, parity, 6 diagnostics) and what a slot does
- * (the control arrays: block, mode, p, commit, select; the four result counters; with a pool,
- * its entry), beside the occupied-slot list. */
+ * (the control arrays: block, mode, p, commit, select; the four result counters), beside the
+ * occupied-slot list and the pool's lists. */
 static size_t cpu_entry_bytes(const af_shard_desc_t *desc)
 {
     return 2 * (size_t)desc->block_len * sizeof(double) + 1 + 6 * sizeof(double);
@@ -267,19 +236,18 @@ static size_t cpu_entry_bytes(const af_shard_desc_t *desc)
 
 static size_t cpu_slot_bytes(const af_shard_desc_t *desc)
 {
-    size_t pooled = cpu_pool_of(desc) < desc->n_slots ? sizeof(int32_t) : 0;
-    return sizeof(int32_t) + 1 + sizeof(double) + 1 + 1 + 4 * sizeof(int32_t) + pooled;
+    return sizeof(int32_t) + 1 + sizeof(double) + 1 + 1 + 4 * sizeof(int32_t);
 }
 
 static size_t cpu_host_bytes(const af_shard_desc_t *desc)
 {
-    /* The backend's own struct (with the attention path's scratch); the pool's entries (and,
-     * pooled, its free list); the slots. */
+    /* The backend's own struct (with the attention path's scratch); the pool's entries and
+     * its lists; the slots. */
     size_t n = (size_t)desc->n_slots;
     size_t pool = (size_t)cpu_pool_of(desc);
-    size_t free_list = pool < n ? pool * (2 * sizeof(int32_t) + 1) : 0; /* and pending */
-    return sizeof(af_kernels_t) + sizeof(af_cpu_t) + pool * cpu_entry_bytes(desc) + free_list +
-           n * cpu_slot_bytes(desc) + af_kernels_occ_bytes(desc);
+    return sizeof(af_kernels_t) + sizeof(af_cpu_t) + pool * cpu_entry_bytes(desc) +
+           af_pool_bytes(desc->n_slots, (int64_t)pool) + n * cpu_slot_bytes(desc) +
+           af_kernels_occ_bytes(desc);
 }
 
 static af_result_t cpu_create(const af_shard_desc_t *desc, af_kernels_t **out)
@@ -293,31 +261,13 @@ static af_result_t cpu_create(const af_shard_desc_t *desc, af_kernels_t **out)
     af_cpu_t *c = af_alloc(sizeof *c);
     k->impl = c;
     AF_REQUIRE_GOTO(c != NULL, AF_ERR_NOMEM, rc, fail);
-    c->pool = cpu_pool_of(desc);
-    const size_t pool = (size_t)c->pool;
+    AF_CHECK_GOTO(af_pool_init(&c->pool, desc->n_slots, cpu_pool_of(desc)), rc, fail);
+    k->pool_cap = c->pool.entry != NULL ? c->pool.cap : 0;
+    const size_t pool = (size_t)c->pool.cap;
     size_t state_bytes = pool * 2 * (size_t)desc->block_len * sizeof(double);
     c->state = af_alloc(state_bytes);
     c->parity = af_alloc(pool);
     c->diag = af_alloc(pool * 6 * sizeof(double));
-    if (pool < n) {
-        /* Entries are taken from the top of the stack: 0, 1, 2, ... in the order slots are
-         * first written, so the blocks written at start-up lie in one run of memory. */
-        c->entry = af_alloc(n * sizeof(int32_t));
-        c->free_list = af_alloc(pool * sizeof(int32_t));
-        c->pending = af_alloc(pool * sizeof(int32_t));
-        c->pending_e = af_alloc(pool);
-        AF_REQUIRE_GOTO(c->entry && c->free_list && c->pending && c->pending_e, AF_ERR_NOMEM, rc,
-                        fail);
-        memset(c->pending_e, 0, pool);
-        for (size_t s = 0; s < n; ++s) {
-            c->entry[s] = -1;
-        }
-        for (size_t e = 0; e < pool; ++e) {
-            c->free_list[e] = (int32_t)(pool - 1 - e);
-        }
-        c->n_free = (int32_t)pool;
-        k->pool_cap = (int32_t)pool;
-    }
     k->slot_block = af_alloc(n * sizeof(int32_t));
     k->slot_mode = af_alloc(n);
     k->slot_p = af_alloc(n * sizeof(double));
@@ -335,7 +285,7 @@ static af_result_t cpu_create(const af_shard_desc_t *desc, af_kernels_t **out)
     for (size_t s = 0; s < n; ++s) {
         k->slot_block[s] = -1;
     }
-    k->bytes = pool * cpu_entry_bytes(desc) + (pool < n ? pool * (2 * sizeof(int32_t) + 1) : 0) +
+    k->bytes = pool * cpu_entry_bytes(desc) + af_pool_bytes(desc->n_slots, (int64_t)pool) +
                n * cpu_slot_bytes(desc) + af_kernels_occ_bytes(desc);
     /* The fused step needs whole groups of four cells and a first and a last group apart; the
      * two-pass step takes any length. */

@@ -75,6 +75,15 @@ if [ "$name" = scale ]; then
     "$work/stdout" || fail "no MET line for the edge log's size"
   grep -qE "^  rollbacks at 8000 devices +0 +target <= 0 +MET$" "$work/stdout" ||
     fail "no rollback target line"
+  # The coordinator's targets (per health change, quiet steps) with a verdict, the medians of
+  # all steps without one, and the budget against the resident peak at the largest fleet (a
+  # target only without --quick, where a miss makes the result invalid).
+  grep -qE "^  coordinator \(plan_us\) per health change 8000 / 500 devices +[0-9.e+]+ +target <= 2 +(MET|MISSED)$" \
+    "$work/stdout" || fail "no per-change coordinator target"
+  grep -qE "^  coordinator \(plan_us\) p50 8000 / 500 devices +[0-9.e+]+$" "$work/stdout" ||
+    fail "no untargeted coordinator median ratio"
+  grep -qE "^  \|memory budget - resident peak\| / resident peak at 8000 devices +[0-9.e+-]+$" \
+    "$work/stdout" || fail "no line of the memory budget against the resident peak"
 fi
 if [ "$name" = ensemble ]; then
   # The members' directory is an ensemble agefence-report gathers: a group per fleet size.

@@ -160,7 +160,10 @@ void af_memory_estimate(const af_config_t *cfg, int nranks, int rank, const af_k
     m->verdict =
         8.0 * k_blocks * T +
         (rank == 0 ? 2.0 * 8.0 * B * T + 8.0 * R * k_blocks * T + 4.0 * B + 16.0 * R : 0.0);
-    m->peak = m->startup + m->verdict;
+    /* The replicas' states and edge logs are freed before it (af_replicas_release): the
+     * verdict adds to the peak only what it takes beyond them. */
+    const double released = 8.0 * fmax(reps, 1.0) * T + 16.0 * fmax(reps, 1.0) * depth;
+    m->peak = m->startup + fmax(m->verdict - released, 0.0);
 }
 
 /* A "Name:   N kB" line of a /proc file, in bytes; 0 when absent. */

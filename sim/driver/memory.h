@@ -25,7 +25,7 @@ typedef struct af_memory {
     double startup;  /* all of the above: what start-up allocates through af_alloc */
     double verdict;  /* at the end, besides: the gathered state, the serial reference and its
                         work array (rank 0), this rank's share of the gather */
-    double peak;     /* startup + verdict */
+    double peak;     /* startup + what the verdict takes beyond the replicas it frees */
 } af_memory_t;
 
 /* The budget of `rank` of `nranks` for cfg (devices resolved by af_config_devices), with the

@@ -126,6 +126,9 @@ void af_recovery_bind(af_recovery_t *r, af_shard_t *s, af_halo_t *halo, af_move_
  * corruption probability from unit_state and unit_p. */
 void af_slot_control(af_recovery_t *r, int64_t g);
 af_result_t af_replicas_init(af_recovery_t *r);
+/* Frees the replicas' states and their edge logs once the run's steps are over: the memory the
+ * verdict's gather and serial reference take instead (sim/driver/memory.c). */
+void af_replicas_release(af_recovery_t *r);
 af_result_t af_replicas_refresh(af_recovery_t *r);
 /* After every committed step: the read-set of each block at the committed state (the two
  * neighbour edges its next step reads) into the log beside its replica, sent there by the

@@ -105,6 +105,14 @@ static af_result_t store_write(af_recovery_t *r, void *ctx, int64_t b, const dou
     return AF_OK;
 }
 
+void af_replicas_release(af_recovery_t *r)
+{
+    af_free(r->rep.store);
+    af_free(r->rep.log);
+    r->rep.store = NULL;
+    r->rep.log = NULL;
+}
+
 af_result_t af_replicas_refresh(af_recovery_t *r)
 {
     static const xfer_ops_t ops = {refresh_ranks, refresh_read, store_write, NULL,
