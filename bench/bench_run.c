@@ -659,12 +659,11 @@ static af_result_t bench_scale(af_bench_ctx_t *b)
      * changes a step of the smallest, and its median step is an event step. */
     snprintf(name, sizeof name, "coordinator (plan_us) per health change %lld / %lld devices",
              (long long)big->devices, (long long)small->devices);
-    af_bench_ratio(b, name, small->per_change > 0 ? big->per_change / small->per_change : 0, 1,
-                   2.0, 0);
+    af_bench_ratio(b, name, small->per_change > 0 ? big->per_change / small->per_change : 0, 1, 2.0,
+                   0);
     snprintf(name, sizeof name, "coordinator (plan_us) p50 %lld / %lld devices",
              (long long)big->devices, (long long)small->devices);
-    af_bench_ratio(b, name, small->coord_p50 > 0 ? big->coord_p50 / small->coord_p50 : 0, 0, 0,
-                   0);
+    af_bench_ratio(b, name, small->coord_p50 > 0 ? big->coord_p50 / small->coord_p50 : 0, 0, 0, 0);
     snprintf(name, sizeof name, "coordinator (plan_us) p50 over quiet steps %lld / %lld devices",
              (long long)big->devices, (long long)small->devices);
     if (small->quiet > 0 && big->quiet > 0) {
@@ -677,8 +676,7 @@ static af_result_t bench_scale(af_bench_ctx_t *b)
     }
     snprintf(name, sizeof name, "coord_us phase p50 %lld / %lld devices", (long long)big->devices,
              (long long)small->devices);
-    af_bench_ratio(b, name, small->phase_p50 > 0 ? big->phase_p50 / small->phase_p50 : 0, 0, 0,
-                   0);
+    af_bench_ratio(b, name, small->phase_p50 > 0 ? big->phase_p50 / small->phase_p50 : 0, 0, 0, 0);
     if (big->budget_ok) {
         const af_memory_t *m = &big->budget;
         const struct {
@@ -707,10 +705,10 @@ static af_result_t bench_scale(af_bench_ctx_t *b)
      * 10^5 devices. A miss makes the result wrong: a user sizes a run by that budget. Not
      * with --quick: the small fleets' budgets (tens of MB) are of the size of what the earlier
      * fleets of the same process left resident, which the next one reuses. */
-    double dev = big->rss_per_rank > 0
-                     ? fabs(big->budget_peak + big->rss_before - big->rss_per_rank) /
-                           big->rss_per_rank
-                     : 1.0;
+    double dev =
+        big->rss_per_rank > 0
+            ? fabs(big->budget_peak + big->rss_before - big->rss_per_rank) / big->rss_per_rank
+            : 1.0;
     snprintf(name, sizeof name, "|memory budget - resident peak| / resident peak at %lld devices",
              (long long)big->devices);
     af_bench_ratio(b, name, dev, !b->quick, 0.2, 0);

@@ -123,7 +123,7 @@ typedef struct af_step_out {
     af_rsum_t mass;   /* exact sum of the published slots' committed mass (diagnostic 0) */
     af_rsum_t energy; /* the same of their energy (diagnostic 1) */
     int64_t leaked;   /* NaN/Inf values in the published slots' committed state */
-    int32_t *pub;     /* in: room for pub_cap slots; out: the published slots, n_pub of them */
+    int32_t *pub;     /* in: room for pub_cap blocks; out: the published slots' blocks, n_pub */
     int64_t pub_cap;
     int64_t n_pub;
     int32_t *fenced; /* out: the blocks of published slots whose result was not committed */

@@ -695,7 +695,7 @@ static af_result_t cpu_step(af_kernels_t *k, uint64_t step, const uint64_t *xchg
         if (!ok) {
             o->fenced[o->n_fenced++] = b;
         }
-        o->pub[o->n_pub++] = s;
+        o->pub[o->n_pub++] = b;
     }
     return AF_OK;
 }

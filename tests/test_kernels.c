@@ -1118,7 +1118,7 @@ static void separate_passes(shard_t *sh, uint64_t *xchg, af_step_out_t *o)
         if (k->injected[s] || k->nonfinite[s] || k->abft[s] || mode == AF_MODE_FADING) {
             o->notable[o->n_notable++] = s;
         }
-        o->pub[o->n_pub++] = s;
+        o->pub[o->n_pub++] = b;
     }
 }
 

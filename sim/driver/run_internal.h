@@ -89,7 +89,7 @@ typedef struct af_run_state {
     af_halo_t halo;   /* sim/exchange/halo.h */
     af_recovery_t rc; /* sim/recovery/recovery.h: replicas, transfers, twins, detectors */
     af_graph_state_t graph;
-    /* The fused step's outputs (sim/driver/step.c): its lists are the halo's pub_slots and
+    /* The fused step's outputs (sim/driver/step.c): its lists are the halo's pub_blocks and
      * fenced_mine, notable (halo.blocks entries, step_init.c) and committed_now. */
     af_step_out_t fused;
     af_health_t health;

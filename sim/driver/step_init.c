@@ -95,7 +95,7 @@ static af_result_t fused_init(af_run_state_t *r)
                      (long long)r->halo.blocks);
         return AF_ERR_NOMEM;
     }
-    r->fused.pub = r->halo.pub_slots;
+    r->fused.pub = r->halo.pub_blocks;
     r->fused.pub_cap = r->halo.blocks;
     r->fused.fenced = r->halo.fenced_mine;
     r->fused.committed = r->rc.tw.committed_now;

@@ -67,11 +67,11 @@ af_result_t af_halo_init(af_halo_t *h, af_shard_t *s)
     h->at = af_alloc(sizeof(int64_t) * R);
     h->p2p = af_alloc(sizeof(af_p2p_t) * 2 * R);
     h->fenced_mine = af_alloc(sizeof(int32_t) * (size_t)h->blocks);
-    h->pub_slots = af_alloc(sizeof(int32_t) * (size_t)h->blocks);
+    h->pub_blocks = af_alloc(sizeof(int32_t) * (size_t)h->blocks);
     h->fenced = af_alloc(sizeof(int32_t) * (size_t)h->s->B);
     h->sum_words = af_alloc(sizeof(int64_t) * SUM_WORDS);
     if (!h->send || !h->recv || !h->count || !h->count2 || !h->at || !h->p2p || !h->fenced_mine ||
-        !h->pub_slots || !h->fenced || !h->sum_words) {
+        !h->pub_blocks || !h->fenced || !h->sum_words) {
         af_error_set("cannot allocate the halo buffers for %lld blocks", (long long)h->blocks);
         return AF_ERR_NOMEM;
     }
@@ -87,13 +87,13 @@ void af_halo_destroy(af_halo_t *h)
     af_free(h->at);
     af_free(h->p2p);
     af_free(h->fenced_mine);
-    af_free(h->pub_slots);
+    af_free(h->pub_blocks);
     af_free(h->fenced);
     af_free(h->sum_words);
     h->send = h->recv = NULL;
     h->count = h->count2 = h->at = NULL;
     h->p2p = NULL;
-    h->fenced_mine = h->fenced = h->pub_slots = NULL;
+    h->fenced_mine = h->fenced = h->pub_blocks = NULL;
     h->sum_words = NULL;
 }
 
@@ -152,13 +152,25 @@ static af_result_t neighbour_edges(af_halo_t *h, uint64_t *x)
     if (R == 1 || !h->s->wl->neighbour_edges) {
         return AF_OK; /* one rank, or a workload whose read-set is the global word */
     }
+    /* One pass over the published blocks lists the edges another rank reads, as (rank, exchange
+     * index) pairs in recv (room for two a block, free until the post): a rank's blocks lie
+     * mostly side by side, so the list is short, and the pass reads block_rank in order. */
     memset(h->count, 0, sizeof(int64_t) * (size_t)R);
+    int64_t n = 0;
     for (int64_t i = 0; i < h->n_pub; ++i) {
-        int64_t b = h->s->k->slot_block[h->pub_slots[i]];
+        int64_t b = h->pub_blocks[i];
         int ql = owner_of(h, (b + B - 1) % B);
         int qr = owner_of(h, (b + 1) % B);
-        h->count[ql] += ql != me;
-        h->count[qr] += qr != me;
+        if (ql != me) {
+            h->recv[2 * n] = (uint64_t)ql;
+            h->recv[2 * n++ + 1] = (uint64_t)(2 * b); /* b's left edge: b - 1's right read */
+            h->count[ql]++;
+        }
+        if (qr != me) {
+            h->recv[2 * n] = (uint64_t)qr;
+            h->recv[2 * n++ + 1] = (uint64_t)(2 * b + 1);
+            h->count[qr]++;
+        }
     }
     int64_t at = af_halo_offsets(h, h->count);
     if (at > 2 * h->blocks) {
@@ -166,20 +178,11 @@ static af_result_t neighbour_edges(af_halo_t *h, uint64_t *x)
                      (long long)(2 * h->blocks));
         return AF_ERR_INTERNAL;
     }
-    for (int64_t i = 0; i < h->n_pub; ++i) {
-        int64_t b = h->s->k->slot_block[h->pub_slots[i]];
-        int ql = owner_of(h, (b + B - 1) % B);
-        int qr = owner_of(h, (b + 1) % B);
-        if (ql != me) {
-            uint64_t *e = h->send + 2 * h->at[ql]++;
-            e[0] = (uint64_t)(2 * b); /* b's left edge, which b - 1 reads as its right */
-            e[1] = x[2 * b];
-        }
-        if (qr != me) {
-            uint64_t *e = h->send + 2 * h->at[qr]++;
-            e[0] = (uint64_t)(2 * b + 1);
-            e[1] = x[2 * b + 1];
-        }
+    for (int64_t i = 0; i < n; ++i) {
+        uint64_t idx = h->recv[2 * i + 1];
+        uint64_t *e = h->send + 2 * h->at[h->recv[2 * i]]++;
+        e[0] = idx;
+        e[1] = x[idx];
     }
     int64_t got = 0;
     AF_CHECK(af_halo_post(h, h->send, h->count, h->recv, h->count, 2, &got, CNT_HALO_BYTES));
@@ -207,7 +210,7 @@ static void my_figures(af_halo_t *h, const uint64_t *x, af_rsum_t *mass, af_rsum
     *leaked = 0;
     *nf = 0;
     for (int64_t i = 0; i < h->n_pub; ++i) {
-        int64_t b = h->s->k->slot_block[h->pub_slots[i]];
+        int64_t b = h->pub_blocks[i];
         af_rsum_add(mass, af_double(x[2 * B + b]));
         af_rsum_add(energy, af_double(x[3 * B + b]));
         uint64_t st = x[4 * B + b];
@@ -267,7 +270,7 @@ static af_result_t figures(af_halo_t *h, const af_rsum_t *my_mass, const af_rsum
     return AF_OK;
 }
 
-/* The published slots, in the occupied-slot list's order, into pub_slots. */
+/* The published slots' blocks, in the occupied-slot list's order, into pub_blocks. */
 static af_result_t list_published(af_halo_t *h)
 {
     h->n_pub = 0;
@@ -278,7 +281,7 @@ static af_result_t list_published(af_halo_t *h)
                 af_error_set("halo: more than %lld published slots", (long long)h->blocks);
                 return AF_ERR_INTERNAL;
             }
-            h->pub_slots[h->n_pub++] = s;
+            h->pub_blocks[h->n_pub++] = h->s->k->slot_block[s];
         }
     }
     return AF_OK;
@@ -331,7 +334,7 @@ af_result_t af_halo_after_graph(af_halo_t *h, uint64_t stop_flag, int combined)
 
 af_result_t af_exchange_fused(af_halo_t *h, const af_step_out_t *mine)
 {
-    if (h->dxchg_cur != NULL || mine->pub != h->pub_slots || mine->fenced != h->fenced_mine) {
+    if (h->dxchg_cur != NULL || mine->pub != h->pub_blocks || mine->fenced != h->fenced_mine) {
         af_error_set("halo: a fused step's figures must come in the halo's own lists, with a "
                      "host exchange");
         return AF_ERR_INTERNAL;

@@ -38,10 +38,10 @@ typedef struct af_halo {
     int64_t *at;     /* ranks */
     af_p2p_t *p2p;   /* 2 x ranks */
     int32_t *fenced_mine;
-    /* The local slots that published a block in the last exchange (blocks at most), in the
+    /* The blocks the local slots published in the last exchange (blocks at most), in the
      * order of the kernels' occupied-slot list, not ascending: what the halo, the figures and
-     * the replicas' read-sets iterate, not the shard. */
-    int32_t *pub_slots;
+     * the replicas' read-sets iterate, not the shard (nor its per-slot arrays). */
+    int32_t *pub_blocks;
     int64_t n_pub;
     int32_t *fenced; /* B */
     int64_t n_fenced;
@@ -70,7 +70,7 @@ af_result_t af_exchange(af_halo_t *h);
 af_result_t af_halo_after_graph(af_halo_t *h, uint64_t stop_flag, int combined);
 /* The same completion after the backend's fused step (ops->step) packed xchg_cur itself and
  * handed back this rank's part of the figures and its published and fenced slots, in the
- * halo's own pub_slots and fenced_mine (host exchange only). Collective. */
+ * halo's own pub_blocks and fenced_mine (host exchange only). Collective. */
 af_result_t af_exchange_fused(af_halo_t *h, const af_step_out_t *mine);
 /* at[q] = the items of ranks before q in count[] (where q's items start in a buffer cut by
  * rank); returns the total. */

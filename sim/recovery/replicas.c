@@ -143,7 +143,7 @@ af_result_t af_replicas_log_edges(af_recovery_t *r)
     }
     /* The rank that computes a block has its read-set: it sends (left, right) to the block's
      * replica rank, 16 bytes a block, in one batch a peer. The block is implied by the position:
-     * a sender sends its blocks in ascending block order (its published blocks, pub_slots, are in
+     * a sender sends its blocks in ascending block order (its published blocks, pub_blocks, are in
      * the occupied-slot list's order, so they are marked in a bitmap of the blocks and the bitmap
      * is walked: the published blocks plus B / 64 words), and a receiver walks its replicas in
      * ascending block order (blocks[] is, by construction) taking the next pair from the part of
@@ -156,7 +156,7 @@ af_result_t af_replicas_log_edges(af_recovery_t *r)
     memset(cr, 0, sizeof(int64_t) * (size_t)R);
     memset(bits, 0, sizeof(uint64_t) * (size_t)words);
     for (int64_t i = 0; i < r->halo->n_pub; ++i) {
-        int64_t b = r->s->k->slot_block[r->halo->pub_slots[i]];
+        int64_t b = r->halo->pub_blocks[i];
         const uint64_t bit = (uint64_t)1 << (b & 63);
         if ((bits[b >> 6] & bit) == 0) { /* each block once, as the walk below meets it */
             bits[b >> 6] |= bit;
