@@ -101,6 +101,42 @@ static inline double cpu_nonfinite01(double v)
     return (v - v) != 0.0 ? 1.0 : 0.0;
 }
 
+/* cpu_fill_diag for a buffer of at most AF_LANES values, the same bits: each lane's partial is
+ * 0.0 plus its one value (a lane past the end keeps 0.0, as 0.0 + 0.0 is), and the butterfly's
+ * levels of offset 16, 8 and 4 are whole four-lane vectors added lane by lane, low operand first
+ * (af_lane_tree), the last two levels within the first vector. The general loop's overhead (a
+ * lane tree of 31 scalar additions for each sum) was most of a 16-cell block's diagnostics. */
+AF_HOT static void cpu_fill_diag_short(const double *restrict u, int len, double *restrict d)
+{
+    double buf[AF_LANES] = {0.0};
+    memcpy(buf, u, sizeof(double) * (size_t)len);
+    const af_v4d zero = {0.0, 0.0, 0.0, 0.0};
+    const af_v4d half = {0.5, 0.5, 0.5, 0.5};
+    af_v4d m[AF_LANES / 4];
+    af_v4d e[AF_LANES / 4];
+    af_v4l n = {0, 0, 0, 0};
+    for (int g = 0; g < AF_LANES / 4; ++g) {
+        af_v4d a;
+        memcpy(&a, buf + 4 * g, sizeof a);
+        m[g] = zero + a;
+        e[g] = zero + (half * a) * a;
+        n += (a - a) != zero; /* -1 where NaN or Inf */
+    }
+    for (int o = AF_LANES / 8; o >= 1; o /= 2) {
+        for (int g = 0; g < o; ++g) {
+            m[g] = m[g] + m[g + o];
+            e[g] = e[g] + e[g + o];
+        }
+    }
+    double m0 = m[0][0] + m[0][2];
+    double m1 = m[0][1] + m[0][3];
+    double e0 = e[0][0] + e[0][2];
+    double e1 = e[0][1] + e[0][3];
+    d[0] = m0 + m1;
+    d[1] = e0 + e1;
+    d[2] = (double)-(n[0] + n[1] + n[2] + n[3]);
+}
+
 /* The diagnostics of one buffer: mass and energy in af_block_diag's order (element i to lane
  * partial i % AF_LANES, in increasing i; then the tree), and how many values are NaN or Inf
  * (v - v != 0). The lanes go in groups of eight, whose partials stay in registers while every
@@ -108,6 +144,10 @@ static inline double cpu_nonfinite01(double v)
  * additions in the same order as af_block_diag's, so the bits are the same. */
 AF_HOT static void cpu_fill_diag(const double *restrict u, int len, double *restrict d)
 {
+    if (len <= AF_LANES) {
+        cpu_fill_diag_short(u, len, d);
+        return;
+    }
     double pm[AF_LANES];
     double pe[AF_LANES];
     long long negcount = 0;

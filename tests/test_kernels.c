@@ -1357,6 +1357,68 @@ static void test_pool_follows_the_occupied_slots(void **state)
     shard_destroy(&sh);
 }
 
+/* The backend's diagnostics of a buffer (what write_slot computes and pack publishes) are
+ * af_block_diag's, bit for bit, and its NaN/Inf count is the buffer's, for every length from
+ * the smallest a scenario allows (3) to past the 32 lanes (the short buffers' vector path) and
+ * beyond, over values with -0.0, NaN, +-Inf, huge and tiny ones among them (a NaN's sign and
+ * payload aside, as above). */
+static void test_slot_diagnostics_equal_block_diag_for_every_length(void **state)
+{
+    (void)state;
+    uint64_t x = 0x452821e638d01377ULL;
+    for (int T = 3; T <= 72; T += T < 40 ? 1 : 8) {
+        make_config(8, T); /* 8 blocks: a stable dt for the shortest */
+        const int where[] = {0, 1, 2, 3, 4, 5, 6, 7};
+        shard_t sh;
+        shard_create(&sh, 8, where, 3);
+        double cells[72];
+        for (int round = 0; round < 40; ++round) {
+            for (int i = 0; i < T; ++i) {
+                x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+                int kind = (int)((x >> 58) & 63);
+                double u = (double)(x >> 11) * 0x1.0p-53 - 0.5;
+                cells[i] = kind == 0   ? NAN
+                           : kind == 1 ? INFINITY
+                           : kind == 2 ? -INFINITY
+                           : kind == 3 ? 1e300 * u
+                           : kind < 8  ? -0.0
+                           : kind < 10 ? 1e-310 * u
+                                       : u * pow(10.0, (double)(kind % 9) - 4.0);
+            }
+            if (round % 4 == 0) {
+                for (int i = 0; i < T; ++i) {
+                    cells[i] = isfinite(cells[i]) ? cells[i] : -0.0; /* finite rounds too */
+                }
+            }
+            if (round == 1) {
+                for (int i = 0; i < T; ++i) {
+                    cells[i] = -0.0; /* every partial 0.0 + -0.0: the mass is +0.0 */
+                }
+            }
+            assert_int_equal(sh.k->ops->write_slot(sh.k, 0, cells), AF_OK);
+            memset(sh.k->commit, 1, 8);
+            assert_int_equal(sh.k->ops->pack(sh.k, sh.xchg), AF_OK);
+            double m = 0;
+            double e = 0;
+            af_block_diag(cells, T, &m, &e);
+            int nf = 0;
+            for (int i = 0; i < T; ++i) {
+                nf += af_nonfinite(cells[i]);
+            }
+            double gm = af_double(sh.xchg[2 * 8]); /* block 0's entries */
+            double ge = af_double(sh.xchg[3 * 8]);
+            if (!(isnan(m) && isnan(gm))) {
+                assert_int_equal(af_bits(gm), af_bits(m));
+            }
+            if (!(isnan(e) && isnan(ge))) {
+                assert_int_equal(af_bits(ge), af_bits(e));
+            }
+            assert_int_equal(sh.xchg[4 * 8] >> 1, (uint64_t)nf);
+        }
+        shard_destroy(&sh);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1381,6 +1443,7 @@ int main(void)
         cmocka_unit_test(test_refresh_slot_recomputes_diagnostics_after_outside_write),
         cmocka_unit_test(test_lane_tree_equals_hand_computed_butterfly),
         cmocka_unit_test(test_block_diag_follows_lane_stripes_and_butterfly_for_any_length),
+        cmocka_unit_test(test_slot_diagnostics_equal_block_diag_for_every_length),
         cmocka_unit_test(test_fused_step_equals_separate_passes_bitwise),
         cmocka_unit_test(test_pool_follows_the_occupied_slots),
     };
