@@ -20,17 +20,35 @@
 #include "../sim/plan/placement.h"
 #include "../sim/oracle/reference.h"
 
-enum { V_MASKED, V_UNMASKED, V_COPY, V_TRIAD, V_RUN_MASKED, V_RUN_UNMASKED, V_FUSED, NV };
-static const char *VNAME[NV] = {"masked_kernel",      "unmasked_kernel",        "stream_copy",
-                                "stream_triad",       "run_grid_masked_kernel", "run_grid_unmasked",
-                                "masked_kernel_fused"};
-static const double VBYTES[NV] = {16.0, 16.0, 16.0, 24.0, 16.0, 16.0, 16.0};
+enum {
+    V_MASKED,
+    V_UNMASKED,
+    V_COPY,
+    V_TRIAD,
+    V_RUN_MASKED,
+    V_RUN_UNMASKED,
+    V_FUSED,
+    V_RUN_POOLED,
+    NV
+};
+static const char *VNAME[NV] = {"masked_kernel",
+                                "unmasked_kernel",
+                                "stream_copy",
+                                "stream_triad",
+                                "run_grid_masked_kernel",
+                                "run_grid_unmasked",
+                                "masked_kernel_fused",
+                                "run_grid_pooled_masked_kernel"};
+static const double VBYTES[NV] = {16.0, 16.0, 16.0, 24.0, 16.0, 16.0, 16.0, 16.0};
 
 typedef struct kbench {
     af_kernels_t *k;
     af_kernels_t *fused; /* the same grid with backend.cpu_kernel = fused */
     uint64_t *xchg;
     af_kernels_t *run_k; /* this rank's shard of the default scenario */
+    /* The same with the run's pool (af_shard_pool_slots): its blocks' buffers side by side, as
+     * a run holds them. */
+    af_kernels_t *run_kp;
     uint64_t *run_xchg;
     int64_t run_occ_cells; /* the cells of its blocks */
     int64_t run_all_cells; /* the cells of its static grid */
@@ -65,6 +83,8 @@ static af_result_t run_variant(kbench_t *kb, int v)
         return kb->run_k->ops->compute(kb->run_k, 1, kb->run_xchg, 0);
     case V_RUN_UNMASKED:
         return kb->run_k->ops->compute(kb->run_k, 1, kb->run_xchg, AF_COMPUTE_UNMASKED);
+    case V_RUN_POOLED:
+        return kb->run_kp->ops->compute(kb->run_kp, 1, kb->run_xchg, 0);
     default:
         triad(kb->a, kb->b, kb->c, kb->cells, 3.0);
         return AF_OK;
@@ -112,6 +132,21 @@ static void validate(af_bench_ctx_t *b, kbench_t *kb, const af_config_t *cfg)
     } else if (memcmp(masked, ref, sizeof(double) * n) != 0) {
         af_bench_fail(b, "the masked kernel differs from the reference step");
     }
+    /* The run grid in the run's pool computes what it computes with a buffer a slot. */
+    kb->run_k->ops->compute(kb->run_k, 1, kb->run_xchg, 0);
+    kb->run_kp->ops->compute(kb->run_kp, 1, kb->run_xchg, 0);
+    for (int s = 0; s < kb->run_k->desc.n_slots && (size_t)kb->T <= n; ++s) {
+        if (kb->run_k->slot_block[s] < 0) {
+            continue;
+        }
+        const int T = kb->run_k->desc.block_len;
+        if (kb->run_k->ops->read_next(kb->run_k, s, state) != AF_OK ||
+            kb->run_kp->ops->read_next(kb->run_kp, s, ref) != AF_OK ||
+            memcmp(state, ref, sizeof(double) * (size_t)T) != 0) {
+            af_bench_fail(b, "the run grid's slot %d differs in the run's pool", s);
+            break;
+        }
+    }
     triad(kb->a, kb->b, kb->c, kb->cells, 3.0);
     for (int64_t i = 0; i < kb->cells; i += 997) {
         if (kb->a[i] != kb->b[i] + 3.0 * kb->c[i]) {
@@ -153,6 +188,10 @@ static af_result_t run_grid(af_bench_ctx_t *b, kbench_t *kb)
                             .cuda_device = -1,
                             .cpu_kernel = dc.cpu_kernel};
     af_result_t rc = af_kernels_cpu.create(&desc, &kb->run_k);
+    desc.pool_slots = af_shard_pool_slots(desc.n_slots, desc.blocks);
+    if (rc == AF_OK) {
+        rc = af_kernels_cpu.create(&desc, &kb->run_kp);
+    }
     kb->run_xchg = af_alloc(sizeof(uint64_t) * af_xchg_len((int)dc.blocks));
     double *cells = af_alloc(sizeof(double) * (size_t)dc.block_len);
     if (rc == AF_OK && (kb->run_xchg == NULL || cells == NULL)) {
@@ -163,8 +202,13 @@ static af_result_t run_grid(af_bench_ctx_t *b, kbench_t *kb)
         if (blk >= 0) {
             af_kernels_set_block(kb->run_k, s, blk);
             kb->run_k->commit[s] = 1;
+            af_kernels_set_block(kb->run_kp, s, blk);
+            kb->run_kp->commit[s] = 1;
             af_initial_cells(&dc, (int64_t)blk * dc.block_len, dc.block_len, cells);
             rc = kb->run_k->ops->write_slot(kb->run_k, s, cells);
+            if (rc == AF_OK) {
+                rc = kb->run_kp->ops->write_slot(kb->run_kp, s, cells);
+            }
             kb->run_occ_cells += dc.block_len;
         }
     }
@@ -273,9 +317,9 @@ static af_result_t bench_kernel(af_bench_ctx_t *b)
                 /* Aggregate bandwidth of all ranks, from the slowest rank's time: the run's grid
                  * counts the cells it computes (its blocks masked, every slot unmasked; the
                  * default scenario's shards are alike on every rank). */
-                double cells = v == V_RUN_MASKED     ? (double)kb.run_occ_cells
-                               : v == V_RUN_UNMASKED ? (double)kb.run_all_cells
-                                                     : (double)kb.cells;
+                double cells = v == V_RUN_MASKED || v == V_RUN_POOLED ? (double)kb.run_occ_cells
+                               : v == V_RUN_UNMASKED                  ? (double)kb.run_all_cells
+                                                                      : (double)kb.cells;
                 t[v][it - b->warmup] = VBYTES[v] * cells * b->world.size / (dt * 1e-6) / 1e9;
             }
         }
@@ -299,6 +343,8 @@ static af_result_t bench_kernel(af_bench_ctx_t *b)
                        0, 0, 1);
         af_bench_ratio(b, "run grid: masked / triad bandwidth (p50)",
                        st[V_RUN_MASKED].p50 / st[V_TRIAD].p50, 0, 0, 1);
+        af_bench_ratio(b, "run grid pooled: masked / triad bandwidth (p50)",
+                       st[V_RUN_POOLED].p50 / st[V_TRIAD].p50, 0, 0, 1);
         af_bench_ratio(b, "run grid: masked / unmasked step time (p50)",
                        (st[V_RUN_UNMASKED].p50 * (double)kb.run_occ_cells) /
                            (st[V_RUN_MASKED].p50 * (double)kb.run_all_cells),
@@ -313,7 +359,7 @@ static af_result_t bench_kernel(af_bench_ctx_t *b)
         af_bench_note(b,
                       "run grid: the default scenario's shard on this rank, %lld of %lld cells "
                       "occupied (%.1f%%), cache-resident; masked counts its blocks' cells, "
-                      "unmasked every slot's",
+                      "unmasked every slot's; pooled: its blocks in the run's pool of buffers",
                       (long long)kb.run_occ_cells, (long long)kb.run_all_cells,
                       100.0 * (double)kb.run_occ_cells / (double)kb.run_all_cells);
     }
@@ -325,6 +371,7 @@ out:
     af_kernels_destroy(&kb.k);
     af_kernels_destroy(&kb.fused);
     af_kernels_destroy(&kb.run_k);
+    af_kernels_destroy(&kb.run_kp);
     af_free(kb.run_xchg);
     af_free(kb.xchg);
     af_free(kb.a);
