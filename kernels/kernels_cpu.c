@@ -22,6 +22,7 @@ typedef struct af_cpu {
                         writes another (an entry's two buffers side by side cut every run to
                         one block and halved the bandwidth: docs/performance.md) */
     uint8_t *parity; /* per entry: which buffer is committed */
+    uint8_t *res_nz; /* per entry: 0 when its slot's four results are all 0 (1: maybe not) */
     double *diag;    /* pool x 2 x 3: (mass, energy, non-finite count) of each buffer */
     int fused;       /* 1: the one-pass step (AF_CPU_KERNEL_FUSED), else the two-pass one */
     /* The scratch of an attention row with injection: its scores, then its weights. */
@@ -60,6 +61,7 @@ static int32_t cpu_take(af_kernels_t *k, af_cpu_t *c, int s)
     }
     if (taken) {
         c->parity[e] = 0;
+        c->res_nz[e] = 1; /* its slot's results are 0 (emptied slots' are zeroed): 1 is safe */
         k->pool_used++;
     }
     return e;
@@ -108,16 +110,23 @@ static inline double cpu_nonfinite01(double v)
  * lane tree of 31 scalar additions for each sum) was most of a 16-cell block's diagnostics. */
 AF_HOT static void cpu_fill_diag_short(const double *restrict u, int len, double *restrict d)
 {
-    double buf[AF_LANES] = {0.0};
-    memcpy(buf, u, sizeof(double) * (size_t)len);
     const af_v4d zero = {0.0, 0.0, 0.0, 0.0};
     const af_v4d half = {0.5, 0.5, 0.5, 0.5};
     af_v4d m[AF_LANES / 4];
     af_v4d e[AF_LANES / 4];
     af_v4l n = {0, 0, 0, 0};
+#pragma GCC unroll 8
     for (int g = 0; g < AF_LANES / 4; ++g) {
-        af_v4d a;
-        memcpy(&a, buf + 4 * g, sizeof a);
+        /* Whole groups straight from the buffer (just written: a copy first would wait on the
+         * stores), a last partial one value by value, the rest 0.0. */
+        af_v4d a = zero;
+        if (4 * g + 4 <= len) {
+            memcpy(&a, u + 4 * g, sizeof a);
+        } else {
+            for (int i = 4 * g; i < len; ++i) {
+                a[i - 4 * g] = u[i];
+            }
+        }
         m[g] = zero + a;
         e[g] = zero + (half * a) * a;
         n += (a - a) != zero; /* -1 where NaN or Inf */
@@ -206,33 +215,6 @@ static const char *cpu_isa(void)
 #endif
 }
 
-size_t af_cpu_llc_bytes(void)
-{
-    /* sysfs's last cache level first: what the kernel was told (lscpu's answer); sysconf's
-     * cpuid can report the whole package's cache inside a virtual machine. */
-    long v = -1;
-    for (int idx = 4; idx >= 0 && v <= 0; --idx) {
-        char path[80];
-        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", idx);
-        FILE *f = fopen(path, "r");
-        if (f == NULL) {
-            continue;
-        }
-        long n = 0;
-        char unit = 0;
-        if (fscanf(f, "%ld%c", &n, &unit) >= 1 && n > 0) {
-            v = n * (unit == 'K' ? 1024L : unit == 'M' ? 1024L * 1024L : 1L);
-        }
-        fclose(f);
-    }
-#ifdef _SC_LEVEL3_CACHE_SIZE
-    if (v <= 0) {
-        v = sysconf(_SC_LEVEL3_CACHE_SIZE);
-    }
-#endif
-    return v > 0 ? (size_t)v : (size_t)32 << 20; /* unknown: 32 MiB */
-}
-
 static void cpu_destroy(af_kernels_t *k)
 {
     if (k == NULL) {
@@ -242,6 +224,7 @@ static void cpu_destroy(af_kernels_t *k)
     if (c != NULL) {
         af_free(c->state);
         af_free(c->parity);
+        af_free(c->res_nz);
         af_free(c->diag);
         af_pool_free(&c->pool);
         af_free(c);
@@ -266,12 +249,12 @@ static int cpu_pool_of(const af_shard_desc_t *desc)
                                                                     : desc->n_slots;
 }
 
-/* What an entry holds (two buffers of T doubles, parity, 6 diagnostics) and what a slot does
- * (the control arrays: block, mode, p, commit, select; the four result counters), beside the
+/* What an entry holds (two buffers of T doubles, parity, res_nz, 6 diagnostics) and what a slot
+ * does (the control arrays: block, mode, p, commit, select; the four result counters), beside the
  * occupied-slot list and the pool's lists. */
 static size_t cpu_entry_bytes(const af_shard_desc_t *desc)
 {
-    return 2 * (size_t)desc->block_len * sizeof(double) + 1 + 6 * sizeof(double);
+    return 2 * (size_t)desc->block_len * sizeof(double) + 2 + 6 * sizeof(double);
 }
 
 static size_t cpu_slot_bytes(const af_shard_desc_t *desc)
@@ -307,6 +290,7 @@ static af_result_t cpu_create(const af_shard_desc_t *desc, af_kernels_t **out)
     size_t state_bytes = pool * 2 * (size_t)desc->block_len * sizeof(double);
     c->state = af_alloc(state_bytes);
     c->parity = af_alloc(pool);
+    c->res_nz = af_alloc(pool);
     c->diag = af_alloc(pool * 6 * sizeof(double));
     k->slot_block = af_alloc(n * sizeof(int32_t));
     k->slot_mode = af_alloc(n);
@@ -317,9 +301,9 @@ static af_result_t cpu_create(const af_shard_desc_t *desc, af_kernels_t **out)
     k->injected = af_alloc(n * sizeof(int32_t));
     k->harmful = af_alloc(n * sizeof(int32_t));
     k->abft = af_alloc(n * sizeof(int32_t));
-    AF_REQUIRE_GOTO(c->state && c->parity && c->diag && k->slot_block && k->slot_mode &&
-                        k->slot_p && k->commit && k->select && k->nonfinite && k->injected &&
-                        k->harmful && k->abft,
+    AF_REQUIRE_GOTO(c->state && c->parity && c->res_nz && c->diag && k->slot_block &&
+                        k->slot_mode && k->slot_p && k->commit && k->select && k->nonfinite &&
+                        k->injected && k->harmful && k->abft,
                     AF_ERR_NOMEM, rc, fail);
     AF_CHECK_GOTO(af_kernels_occ_alloc(k), rc, fail);
     for (size_t s = 0; s < n; ++s) {
@@ -489,32 +473,6 @@ AF_HOT static void cpu_slot_step(const double *restrict u, double *restrict un, 
     d[2] = (double)-(nf[0] + nf[1] + nf[2] + nf[3]);
 }
 
-/* The multiply-add peak (kernels.h): twelve independent chains keep both multipliers and both
- * adders of a core busy where a multiply and an add each take up to 6 cycles of latency
- * together at two a cycle (Zen 2/3: 3 + 3, two of each pipe; Skylake: 4 + 4 on two shared
- * ports needs only 8), and with m and c they fill 14 of the 16 vector registers. */
-AF_HOT static void cpu_muladd_chains(int64_t iters, double *restrict out)
-{
-    const af_v4d m = AF_V4_SET1(AF_CPU_PEAK_M);
-    const af_v4d c = AF_V4_SET1(AF_CPU_PEAK_C);
-    af_v4d acc[AF_CPU_PEAK_CHAINS];
-    for (int i = 0; i < AF_CPU_PEAK_CHAINS; ++i) {
-        acc[i] = AF_V4_SET1(1.0 + (double)i / 16.0);
-    }
-    for (int64_t it = 0; it < iters; ++it) {
-        for (int i = 0; i < AF_CPU_PEAK_CHAINS; ++i) {
-            acc[i] = acc[i] * m + c;
-        }
-    }
-    memcpy(out, acc, sizeof acc);
-}
-
-double af_cpu_muladd_peak(int64_t iters, double *out)
-{
-    cpu_muladd_chains(iters, out);
-    return 2.0 * 4.0 * (double)AF_CPU_PEAK_CHAINS * (double)iters;
-}
-
 /* One attention block's step: without injection the vector path for blocks of a multiple of 8
  * tokens (its output checksum only with check: desc.abft), else af_attn_row row by row (with
  * injection keyed as every backend keys it).
@@ -547,12 +505,16 @@ static int cpu_attn_block(af_cpu_t *c, const double *u, double *un, const af_att
 #error "kernels_cpu.c counts NaN/Inf with v - v != 0: never build it with -ffinite-math-only"
 #endif
 
+/* A slot's results of one compute (kernels.h: nonfinite, injected, harmful, abft). */
+typedef struct cpu_res {
+    int32_t nonfinite, injected, harmful, abft;
+} cpu_res_t;
+
 /* One occupied, computed slot's masked step: entry e's committed buffer and the block's
  * read-set from xchg into its other buffer, with injection where slot_p > 0 (not `unmasked`),
- * then its diagnostics and the slot's results (nonfinite, injected, harmful, abft), which the
- * caller zeroed. */
+ * then its diagnostics; the slot's results into *res (all 0 when `unmasked`). */
 static void cpu_slot_compute(af_kernels_t *k, af_cpu_t *c, int s, int32_t e, int b, uint64_t step,
-                             const uint64_t *xchg, int unmasked)
+                             const uint64_t *xchg, int unmasked, cpu_res_t *res)
 {
     const int B = k->desc.blocks;
     const int T = k->desc.block_len;
@@ -566,6 +528,7 @@ static void cpu_slot_compute(af_kernels_t *k, af_cpu_t *c, int s, int32_t e, int
     double ur = af_double(xchg[i1]);
     int mode = k->slot_mode[s];
     double *d = cpu_diag(c, e, c->parity[e] ^ 1);
+    memset(res, 0, sizeof *res);
     /* HEALTHY slots inject too when slot_p > 0: a silent unit corrupts with no precursor. */
     int inject = !unmasked && k->slot_p[s] > 0.0;
     if (k->desc.workload == AF_WORKLOAD_ATTENTION) {
@@ -577,10 +540,10 @@ static void cpu_slot_compute(af_kernels_t *k, af_cpu_t *c, int s, int32_t e, int
                            k->desc.seed, key, (uint64_t)b, k->desc.mix, &inj, &harm);
         cpu_fill_diag(un, T, d);
         if (!unmasked) {
-            k->injected[s] = inj;
-            k->harmful[s] = harm;
-            k->nonfinite[s] = (int32_t)d[2];
-            k->abft[s] = k->desc.abft ? !ok : 0;
+            res->injected = inj;
+            res->harmful = harm;
+            res->nonfinite = (int32_t)d[2];
+            res->abft = k->desc.abft ? !ok : 0;
         }
         return;
     }
@@ -604,20 +567,31 @@ static void cpu_slot_compute(af_kernels_t *k, af_cpu_t *c, int s, int32_t e, int
             inj += kind != AF_CORRUPT_NONE;
             harm += h;
         }
-        k->injected[s] = inj;
-        k->harmful[s] = harm;
+        res->injected = inj;
+        res->harmful = harm;
     }
     if (!c->fused || inject) {
         cpu_fill_diag(un, T, d);
     }
     if (!unmasked) {
-        k->nonfinite[s] = (int32_t)d[2];
+        res->nonfinite = (int32_t)d[2];
         if (k->desc.abft) {
             const double *od = cpu_diag(c, e, c->parity[e]);
-            k->abft[s] =
+            res->abft =
                 !af_abft_consistent(od[0], od[1], d[0], d[1], u[0], u[T - 1], ul, ur, T, kc);
         }
     }
+}
+
+/* Stores a slot's results, and whether any is nonzero in its entry's res_nz. */
+static inline void cpu_store_res(af_kernels_t *k, af_cpu_t *c, int s, int32_t e,
+                                 const cpu_res_t *res)
+{
+    k->nonfinite[s] = res->nonfinite;
+    k->injected[s] = res->injected;
+    k->harmful[s] = res->harmful;
+    k->abft[s] = res->abft;
+    c->res_nz[e] = (res->nonfinite | res->injected | res->harmful | res->abft) != 0;
 }
 
 static af_result_t cpu_compute(af_kernels_t *k, uint64_t step, const uint64_t *xchg, int flags)
@@ -652,7 +626,9 @@ static af_result_t cpu_compute(af_kernels_t *k, uint64_t step, const uint64_t *x
         if (b < 0) {
             b = 0; /* unmasked benchmark variant: empty slots compute with block 0's halo */
         }
-        cpu_slot_compute(k, c, s, e, b, step, xchg, unmasked);
+        cpu_res_t res;
+        cpu_slot_compute(k, c, s, e, b, step, xchg, unmasked, &res);
+        cpu_store_res(k, c, s, e, &res);
     }
     return AF_OK;
 }
@@ -697,12 +673,10 @@ static af_result_t cpu_step(af_kernels_t *k, uint64_t step, const uint64_t *xchg
         const int s = k->occ[i];
         const int b = k->slot_block[s];
         const int mode = k->slot_mode[s];
-        k->nonfinite[s] = 0;
-        k->injected[s] = 0;
-        k->harmful[s] = 0;
-        k->abft[s] = 0;
         if (mode == AF_MODE_DEAD) {
-            k->commit[s] = 0; /* lost: masked out, nothing written, nothing published */
+            /* Lost: masked out, nothing written, nothing published, results zero. */
+            k->nonfinite[s] = k->injected[s] = k->harmful[s] = k->abft[s] = 0;
+            k->commit[s] = 0;
             o->committed[s] = 0;
             continue;
         }
@@ -710,8 +684,14 @@ static af_result_t cpu_step(af_kernels_t *k, uint64_t step, const uint64_t *xchg
         if (e < 0) {
             return cpu_held(k, c, s) < 0 ? AF_ERR_INTERNAL : AF_OK;
         }
-        cpu_slot_compute(k, c, s, e, b, step, xchg_in, 0);
-        const uint8_t ok = af_commit_decision(b, mode, k->nonfinite[s], k->abft[s]);
+        cpu_res_t res;
+        cpu_slot_compute(k, c, s, e, b, step, xchg_in, 0, &res);
+        /* A clean slot whose results are zero already leaves the four arrays untouched: at 8
+         * slots a block they are more lines than the block's own state. */
+        if (c->res_nz[e] || (res.nonfinite | res.injected | res.harmful | res.abft) != 0) {
+            cpu_store_res(k, c, s, e, &res);
+        }
+        const uint8_t ok = af_commit_decision(b, mode, res.nonfinite, res.abft);
         k->commit[s] = ok;
         o->committed[s] = ok;
         c->parity[e] ^= ok;
@@ -722,8 +702,7 @@ static af_result_t cpu_step(af_kernels_t *k, uint64_t step, const uint64_t *xchg
             af_error_set("cpu backend: more than %lld published slots", (long long)o->pub_cap);
             return AF_ERR_INTERNAL;
         }
-        if (k->injected[s] != 0 || k->nonfinite[s] != 0 || k->abft[s] != 0 ||
-            mode == AF_MODE_FADING) {
+        if (res.injected != 0 || res.nonfinite != 0 || res.abft != 0 || mode == AF_MODE_FADING) {
             o->notable[o->n_notable++] = s;
         }
         const double *u = cpu_buf(k, c, e, c->parity[e]);
