@@ -3,6 +3,7 @@
 #include "kernels.h"
 
 #include "arith_cpu.h"
+#include "cpu_block.h"
 #include "pool.h"
 
 #include <stdlib.h>
@@ -90,116 +91,6 @@ static void cpu_settle(af_kernels_t *k)
 {
     af_cpu_t *c = k->impl;
     k->pool_used -= af_pool_settle(&c->pool, k->slot_block);
-}
-
-#if defined(__FINITE_MATH_ONLY__) && __FINITE_MATH_ONLY__
-#error "kernels_cpu.c counts NaN/Inf with v - v != 0: never build it with -ffinite-math-only"
-#endif
-
-/* 1.0 when v is NaN or +-Inf (v - v is then NaN), else 0.0: the verdict of af_nonfinite(), in a
- * form the compiler vectorises without 64-bit integer compares. */
-static inline double cpu_nonfinite01(double v)
-{
-    return (v - v) != 0.0 ? 1.0 : 0.0;
-}
-
-/* cpu_fill_diag for a buffer of at most AF_LANES values, the same bits: each lane's partial is
- * 0.0 plus its one value (a lane past the end keeps 0.0, as 0.0 + 0.0 is), and the butterfly's
- * levels of offset 16, 8 and 4 are whole four-lane vectors added lane by lane, low operand first
- * (af_lane_tree), the last two levels within the first vector. The general loop's overhead (a
- * lane tree of 31 scalar additions for each sum) was most of a 16-cell block's diagnostics. */
-AF_HOT static void cpu_fill_diag_short(const double *restrict u, int len, double *restrict d)
-{
-    const af_v4d zero = {0.0, 0.0, 0.0, 0.0};
-    const af_v4d half = {0.5, 0.5, 0.5, 0.5};
-    af_v4d m[AF_LANES / 4];
-    af_v4d e[AF_LANES / 4];
-    af_v4l n = {0, 0, 0, 0};
-#pragma GCC unroll 8
-    for (int g = 0; g < AF_LANES / 4; ++g) {
-        /* Whole groups straight from the buffer (just written: a copy first would wait on the
-         * stores), a last partial one value by value, the rest 0.0. */
-        af_v4d a = zero;
-        if (4 * g + 4 <= len) {
-            memcpy(&a, u + 4 * g, sizeof a);
-        } else {
-            for (int i = 4 * g; i < len; ++i) {
-                a[i - 4 * g] = u[i];
-            }
-        }
-        m[g] = zero + a;
-        e[g] = zero + (half * a) * a;
-        n += (a - a) != zero; /* -1 where NaN or Inf */
-    }
-    for (int o = AF_LANES / 8; o >= 1; o /= 2) {
-        for (int g = 0; g < o; ++g) {
-            m[g] = m[g] + m[g + o];
-            e[g] = e[g] + e[g + o];
-        }
-    }
-    double m0 = m[0][0] + m[0][2];
-    double m1 = m[0][1] + m[0][3];
-    double e0 = e[0][0] + e[0][2];
-    double e1 = e[0][1] + e[0][3];
-    d[0] = m0 + m1;
-    d[1] = e0 + e1;
-    d[2] = (double)-(n[0] + n[1] + n[2] + n[3]);
-}
-
-/* The diagnostics of one buffer: mass and energy in af_block_diag's order (element i to lane
- * partial i % AF_LANES, in increasing i; then the tree), and how many values are NaN or Inf
- * (v - v != 0). The lanes go in groups of eight, whose partials stay in registers while every
- * 32nd element of the L1-resident buffer streams through. Each partial sees the same
- * additions in the same order as af_block_diag's, so the bits are the same. */
-AF_HOT static void cpu_fill_diag(const double *restrict u, int len, double *restrict d)
-{
-    if (len <= AF_LANES) {
-        cpu_fill_diag_short(u, len, d);
-        return;
-    }
-    double pm[AF_LANES];
-    double pe[AF_LANES];
-    long long negcount = 0;
-    const af_v4d zero = {0.0, 0.0, 0.0, 0.0};
-    const af_v4d half = {0.5, 0.5, 0.5, 0.5};
-    int full = len - len % AF_LANES;
-    for (int g = 0; g < AF_LANES; g += 8) {
-        af_v4d m0 = zero;
-        af_v4d m1 = zero;
-        af_v4d e0 = zero;
-        af_v4d e1 = zero;
-        af_v4l n0 = {0, 0, 0, 0};
-        af_v4l n1 = {0, 0, 0, 0};
-        for (int i0 = 0; i0 < full; i0 += AF_LANES) {
-            af_v4d a;
-            af_v4d b;
-            memcpy(&a, u + i0 + g, sizeof a);
-            memcpy(&b, u + i0 + g + 4, sizeof b);
-            m0 += a;
-            m1 += b;
-            e0 += (half * a) * a;
-            e1 += (half * b) * b;
-            n0 += (a - a) != zero; /* -1 where NaN or Inf */
-            n1 += (b - b) != zero;
-        }
-        memcpy(pm + g, &m0, sizeof m0);
-        memcpy(pm + g + 4, &m1, sizeof m1);
-        memcpy(pe + g, &e0, sizeof e0);
-        memcpy(pe + g + 4, &e1, sizeof e1);
-        for (int l = 0; l < 4; ++l) {
-            negcount += n0[l] + n1[l];
-        }
-    }
-    double count = (double)-negcount;
-    for (int l = 0; full + l < len; ++l) {
-        double v = u[full + l];
-        pm[l] += v;
-        pe[l] += 0.5 * v * v;
-        count += cpu_nonfinite01(v);
-    }
-    d[0] = af_lane_tree(pm);
-    d[1] = af_lane_tree(pe);
-    d[2] = count;
 }
 
 /* The vector width the loader picked for the AF_HOT loops. */
@@ -315,11 +206,14 @@ static af_result_t cpu_create(const af_shard_desc_t *desc, af_kernels_t **out)
      * two-pass step takes any length. */
     const int T = desc->block_len;
     c->fused = desc->cpu_kernel == AF_CPU_KERNEL_FUSED && T >= 8 && T % 4 == 0;
-    snprintf(c->path, sizeof c->path, "%s %s", cpu_isa(),
+    snprintf(c->path, sizeof c->path, "%s %s%s", cpu_isa(),
              c->fused ? "one pass (backend.cpu_kernel = fused)"
              : desc->cpu_kernel == AF_CPU_KERNEL_FUSED
                  ? "two passes (fused needs blocks of 4k cells)"
-                 : "two passes");
+                 : "two passes",
+             T <= AF_LANES && T >= 8 && T % 4 == 0 && !c->fused
+                 ? "; one for blocks of 8-32 cells in steps without injection"
+                 : "");
     if (desc->workload == AF_WORKLOAD_ATTENTION) {
         snprintf(c->path, sizeof c->path, "attention %s %s", cpu_isa(),
                  desc->attn.tokens % 8 == 0
@@ -351,7 +245,7 @@ static af_result_t cpu_write_slot(af_kernels_t *k, int slot, const double *host)
     }
     double *dst = cpu_buf(k, c, e, c->parity[e]);
     memcpy(dst, host, sizeof(double) * (size_t)k->desc.block_len);
-    cpu_fill_diag(dst, k->desc.block_len, cpu_diag(c, e, c->parity[e]));
+    af_cpu_fill_diag(dst, k->desc.block_len, cpu_diag(c, e, c->parity[e]));
     return AF_OK;
 }
 
@@ -415,62 +309,6 @@ static af_result_t cpu_pack(af_kernels_t *k, uint64_t *xchg)
 static af_result_t cpu_pack_owned(af_kernels_t *k, uint64_t *xchg)
 {
     return cpu_pack_slots(k, xchg);
-}
-
-/* One block's step in one pass (T a multiple of 4, at least 8): each group of four cells is
- * updated as af_burgers_cell evaluates it (the same operations in the same order, lane by
- * lane, no FMA), stored, and added at once to the mass, energy and non-finite partials of its
- * lanes: element i goes to lane i % AF_LANES in increasing i, exactly as af_block_diag and
- * cpu_fill_diag add it, so the diagnostics have their bits. The partials of the 32 lanes live
- * in eight four-wide vectors each (L1), the block is read once and written once. Measured
- * slower than the two passes on the machines at hand (README "Performance"): the second pass
- * reads a block L1 holds, and these accumulators add a load and a store per group. */
-AF_HOT static void cpu_slot_step(const double *restrict u, double *restrict un, int T, double ul,
-                                 double ur, af_coeffs_t kc, double *restrict d)
-{
-    const af_v4d zero = {0.0, 0.0, 0.0, 0.0};
-    const af_v4d half = {0.5, 0.5, 0.5, 0.5};
-    const af_v4d two = {2.0, 2.0, 2.0, 2.0};
-    const af_v4d ca = {kc.c_adv, kc.c_adv, kc.c_adv, kc.c_adv};
-    const af_v4d cd = {kc.c_diff, kc.c_diff, kc.c_diff, kc.c_diff};
-    af_v4d pm[AF_LANES / 4];
-    af_v4d pe[AF_LANES / 4];
-    af_v4l nf = {0, 0, 0, 0};
-    for (int g = 0; g < AF_LANES / 4; ++g) {
-        pm[g] = zero;
-        pe[g] = zero;
-    }
-    for (int i = 0; i < T; i += 4) {
-        af_v4d l;
-        af_v4d c;
-        af_v4d r;
-        memcpy(&c, u + i, sizeof c);
-        if (i == 0) {
-            l = (af_v4d){ul, u[0], u[1], u[2]};
-        } else {
-            memcpy(&l, u + i - 1, sizeof l);
-        }
-        if (i + 4 == T) {
-            r = (af_v4d){u[i + 1], u[i + 2], u[i + 3], ur};
-        } else {
-            memcpy(&r, u + i + 1, sizeof r);
-        }
-        af_v4d flux = (r * r - l * l) * ca;
-        af_v4d diff = (r - two * c + l) * cd;
-        af_v4d v = c - flux + diff;
-        const int g = (i % AF_LANES) / 4;
-        pm[g] += v;
-        pe[g] += (half * v) * v;
-        nf += (v - v) != zero; /* -1 where NaN or Inf */
-        memcpy(un + i, &v, sizeof v);
-    }
-    double m[AF_LANES];
-    double e[AF_LANES];
-    memcpy(m, pm, sizeof m);
-    memcpy(e, pe, sizeof e);
-    d[0] = af_lane_tree(m);
-    d[1] = af_lane_tree(e);
-    d[2] = (double)-(nf[0] + nf[1] + nf[2] + nf[3]);
 }
 
 /* One attention block's step: without injection the vector path for blocks of a multiple of 8
@@ -538,7 +376,7 @@ static void cpu_slot_compute(af_kernels_t *k, af_cpu_t *c, int s, int32_t e, int
         int ok =
             cpu_attn_block(c, u, un, &k->desc.attn, ul, k->desc.abft, inject ? k->slot_p[s] : 0.0,
                            k->desc.seed, key, (uint64_t)b, k->desc.mix, &inj, &harm);
-        cpu_fill_diag(un, T, d);
+        af_cpu_fill_diag(un, T, d);
         if (!unmasked) {
             res->injected = inj;
             res->harmful = harm;
@@ -547,10 +385,14 @@ static void cpu_slot_compute(af_kernels_t *k, af_cpu_t *c, int s, int32_t e, int
         }
         return;
     }
-    if (c->fused && !inject) {
+    const int short_block = T <= AF_LANES && T >= 8 && T % 4 == 0;
+    if (short_block && !inject) {
+        /* One pass in registers, whichever cpu_kernel (the same bits). */
+        af_cpu_slot_step_short(u, un, T, ul, ur, kc, d);
+    } else if (c->fused && !inject) {
         /* One pass: the update with its diagnostics (a corrupting slot's results change after
          * the update, so it takes the two passes below). */
-        cpu_slot_step(u, un, T, ul, ur, kc, d);
+        af_cpu_slot_step(u, un, T, ul, ur, kc, d);
     } else {
         af_block_update(u, un, T, ul, ur, kc);
     }
@@ -570,8 +412,8 @@ static void cpu_slot_compute(af_kernels_t *k, af_cpu_t *c, int s, int32_t e, int
         res->injected = inj;
         res->harmful = harm;
     }
-    if (!c->fused || inject) {
-        cpu_fill_diag(un, T, d);
+    if ((!c->fused && !short_block) || inject) {
+        af_cpu_fill_diag(un, T, d);
     }
     if (!unmasked) {
         res->nonfinite = (int32_t)d[2];
@@ -763,7 +605,7 @@ static af_result_t cpu_write_next(af_kernels_t *k, int slot, const double *host)
     }
     double *dst = cpu_buf(k, c, e, c->parity[e] ^ 1);
     memcpy(dst, host, sizeof(double) * (size_t)k->desc.block_len);
-    cpu_fill_diag(dst, k->desc.block_len, cpu_diag(c, e, c->parity[e] ^ 1));
+    af_cpu_fill_diag(dst, k->desc.block_len, cpu_diag(c, e, c->parity[e] ^ 1));
     return AF_OK;
 }
 
@@ -774,7 +616,8 @@ static af_result_t cpu_refresh_slot(af_kernels_t *k, int slot)
     if (e < 0) {
         return AF_ERR_INTERNAL;
     }
-    cpu_fill_diag(cpu_buf(k, c, e, c->parity[e]), k->desc.block_len, cpu_diag(c, e, c->parity[e]));
+    af_cpu_fill_diag(cpu_buf(k, c, e, c->parity[e]), k->desc.block_len,
+                     cpu_diag(c, e, c->parity[e]));
     return AF_OK;
 }
 

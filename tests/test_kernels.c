@@ -1419,6 +1419,78 @@ static void test_slot_diagnostics_equal_block_diag_for_every_length(void **state
     }
 }
 
+/* A short block's step in one pass (8 to 32 cells, a multiple of 4: the registers' path, taken
+ * whichever cpu_kernel) is af_block_update's output and af_block_diag's diagnostics of it, bit
+ * for bit, its NaN/Inf count the output's, over random values with NaN, +-Inf, -0.0 and huge
+ * ones (a NaN's sign and payload aside, as above), and every lane of a 32-cell block used. */
+static void test_short_block_step_equals_update_and_diag(void **state)
+{
+    (void)state;
+    uint64_t x = 0xbe5466cf34e90c6cULL;
+    for (int T = 8; T <= 36; T += 4) {
+        const int B = 12;
+        make_config(B, T);
+        int where[12];
+        for (int b = 0; b < B; ++b) {
+            where[b] = b;
+        }
+        shard_t sh;
+        shard_create(&sh, B, where, 11);
+        double u[64];
+        double got[64];
+        double want[64];
+        uint64_t *xin = calloc(af_xchg_len(B), sizeof(uint64_t));
+        assert_non_null(xin);
+        for (int round = 0; round < 6; ++round) {
+            for (int b = 0; b < B; ++b) {
+                random_cells(&x, u, T, b + round);
+                assert_int_equal(sh.k->ops->write_slot(sh.k, b, u), AF_OK);
+            }
+            for (size_t w = 0; w < 2 * (size_t)B; ++w) {
+                x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+                xin[w] = (x >> 61) == 0 ? x : af_bits((double)(x >> 11) * 0x1.0p-53 - 0.5);
+            }
+            assert_int_equal(sh.k->ops->compute(sh.k, 1, xin, 0), AF_OK);
+            const af_coeffs_t kc = sh.k->desc.coeffs;
+            for (int b = 0; b < B; ++b) {
+                assert_int_equal(sh.k->ops->read_slot(sh.k, b, u), AF_OK);
+                assert_int_equal(sh.k->ops->read_next(sh.k, b, got), AF_OK);
+                size_t i0 = 0;
+                size_t i1 = 0;
+                af_wl_read_set(AF_WORKLOAD_BURGERS, B, b, &i0, &i1);
+                af_block_update(u, want, T, af_double(xin[i0]), af_double(xin[i1]), kc);
+                int nf = 0;
+                for (int i = 0; i < T; ++i) {
+                    nf += af_nonfinite(want[i]);
+                    if (!(isnan(got[i]) && isnan(want[i]))) {
+                        assert_int_equal(af_bits(got[i]), af_bits(want[i]));
+                    }
+                }
+                assert_int_equal(sh.k->nonfinite[b], nf);
+                sh.k->commit[b] = 1;
+            }
+            assert_int_equal(sh.k->ops->commit(sh.k), AF_OK);
+            assert_int_equal(sh.k->ops->pack(sh.k, sh.xchg), AF_OK);
+            for (int b = 0; b < B; ++b) {
+                assert_int_equal(sh.k->ops->read_slot(sh.k, b, got), AF_OK);
+                double m = 0;
+                double e = 0;
+                af_block_diag(got, T, &m, &e);
+                double gm = af_double(sh.xchg[2 * (size_t)B + (size_t)b]);
+                double ge = af_double(sh.xchg[3 * (size_t)B + (size_t)b]);
+                if (!(isnan(m) && isnan(gm))) {
+                    assert_int_equal(af_bits(gm), af_bits(m));
+                }
+                if (!(isnan(e) && isnan(ge))) {
+                    assert_int_equal(af_bits(ge), af_bits(e));
+                }
+            }
+        }
+        free(xin);
+        shard_destroy(&sh);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1444,6 +1516,7 @@ int main(void)
         cmocka_unit_test(test_lane_tree_equals_hand_computed_butterfly),
         cmocka_unit_test(test_block_diag_follows_lane_stripes_and_butterfly_for_any_length),
         cmocka_unit_test(test_slot_diagnostics_equal_block_diag_for_every_length),
+        cmocka_unit_test(test_short_block_step_equals_update_and_diag),
         cmocka_unit_test(test_fused_step_equals_separate_passes_bitwise),
         cmocka_unit_test(test_pool_follows_the_occupied_slots),
     };
