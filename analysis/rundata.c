@@ -114,6 +114,7 @@ static void load_attrs(af_run_t *run, const af_logfile_t *lf)
     get_f64(lf, "/", "max_blackout", &run->max_blackout_limit);
     get_f64(lf, "/", "state_bytes_static", &run->state_bytes_static);
     get_f64(lf, "/", "state_bytes_fault_free", &run->state_bytes_fault_free);
+    get_f64(lf, "/", "state_bytes_held", &run->state_bytes_held);
 
     get_str(lf, "/final", "exit_reason", run->exit_reason, sizeof run->exit_reason);
     get_str(lf, "/final", "exhausted_why", run->exhausted_why, sizeof run->exhausted_why);

@@ -79,6 +79,7 @@ typedef struct af_run {
     char record[32];             /* scenario.record of /@config ("none" when it has none) */
     af_goodput_params_t goodput; /* [goodput] of /@config (the defaults where it has none) */
     af_opt_f64_t max_blackout_limit, state_bytes_static, state_bytes_fault_free;
+    af_opt_f64_t state_bytes_held; /* absent from the logs of earlier versions */
 
     /* /final attributes. */
     char exit_reason[64];

@@ -812,6 +812,9 @@ af_result_t af_summary_figures(const af_summary_t *s, af_figs_t *f)
     af_figs_real(f, 0, r->max_blackout_limit.v, "run.max_blackout_limit");
     af_figs_real(f, 0, r->state_bytes_static.v, "run.state_bytes_static");
     af_figs_real(f, 0, r->state_bytes_fault_free.v, "run.state_bytes_fault_free");
+    if (r->state_bytes_held.ok) {
+        af_figs_real(f, 0, r->state_bytes_held.v, "run.state_bytes_held");
+    }
     af_figs_real(f, 0, s->memory_overhead, "run.memory_overhead");
 
     if (r->bitwise_equal.ok && r->bitwise_equal.v >= 0) {

@@ -142,10 +142,14 @@ static void run_section(const af_summary_t *s, FILE *out)
     fputc('\n', out);
     fprintf(out,
             "  capacity     %lld slots/unit = %lld slots for %lld blocks; state %s MiB = %sx "
-            "fault-free\n",
+            "fault-free",
             (long long)r->capacity.v, (long long)s->slots, (long long)r->blocks.v,
             numf(b1, sizeof b1, 1, r->state_bytes_static.v / 1048576.0),
             numf(b2, sizeof b2, 1, s->memory_overhead));
+    if (r->state_bytes_held.ok) {
+        fprintf(out, "; held %s MiB", numf(b1, sizeof b1, 1, r->state_bytes_held.v / 1048576.0));
+    }
+    fputc('\n', out);
     fprintf(out,
             "  steps        %lld executed = %lld logical of %lld planned + %lld replayed; "
             "%.0f simulated hours\n",

@@ -91,6 +91,8 @@ rowmax = ranks["step_us"].max(axis=1)
 same("run.steps_wall_s", get("run.steps_wall_s"), float(rowmax.sum()) * 1e-6)
 same("run.memory_overhead", get("run.memory_overhead"),
      float(root["state_bytes_static"] / root["state_bytes_fault_free"]))
+if "state_bytes_held" in root:
+    same("run.state_bytes_held", get("run.state_bytes_held"), float(root["state_bytes_held"]))
 
 # correctness
 same("correctness.bitwise_equal", get("correctness.bitwise_equal"), bool(final["bitwise_equal"]))

@@ -180,6 +180,19 @@ static af_result_t write_root_attrs(run_t *r)
                              slots * 2.0 * (double)r->s.T * sizeof(double)));
     AF_CHECK(af_log_attr_f64(log, "/", "state_bytes_fault_free",
                              (double)r->s.B * 2.0 * (double)r->s.T * sizeof(double)));
+    /* What the ranks really hold for it: a pooled backend's buffers (two slots a block at
+     * most, af_shard_pool_slots), else every slot's. It depends on the number of ranks. */
+    double held = 0;
+    for (int q = 0; q < r->s.world.size; ++q) {
+        int64_t lo = 0;
+        int64_t hi = 0;
+        af_rank_devices(r->s.D, r->s.world.size, q, &lo, &hi);
+        int64_t local = (hi - lo) * r->s.cfg.units_per_device * r->s.pl.capacity;
+        held +=
+            r->s.k->ops->release_slot != NULL ? af_shard_pool_slots(local, r->s.B) : (double)local;
+    }
+    AF_CHECK(af_log_attr_f64(log, "/", "state_bytes_held",
+                             held * 2.0 * (double)r->s.T * sizeof(double)));
     return AF_OK;
 }
 

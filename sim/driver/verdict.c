@@ -444,8 +444,8 @@ void af_print_summary(const run_t *r, const verdict_t *v, double wall_s)
     printf("  step graph     %s: %lld of %lld steps, %lld graph instantiation%s\n", r->graph.why,
            (long long)r->s.k->graph_launches, (long long)r->s.tick,
            (long long)r->s.k->graph_instantiations, r->s.k->graph_instantiations == 1 ? "" : "s");
-    printf("  one pass       %lld of %lld steps computed, contained, committed and packed each "
-           "block in one pass (backend.step_pass; the others: DMR twins, rollbacks)\n",
+    printf("  one pass       %lld of %lld steps: each block computed, contained, committed and "
+           "packed at once (the others had DMR twins or a rollback)\n",
            (long long)r->tally.run_one_pass, (long long)r->s.tick);
     printf("  steps          %lld executed (%lld replayed) for %lld of %lld in %.2f s "
            "(%.0f steps/s), %.0f simulated hours\n",
