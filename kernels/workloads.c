@@ -267,13 +267,13 @@ static void attn_shape(const af_wl_config_t *c, char *buf, size_t n)
  * kernels/arith_cpu.c), which computes the rows in groups of eight and, for the group of rows
  * i0 .. i0 + 7, the scores and values of tokens 0 .. i0 + 7 only (the tokens beyond are masked
  * for all eight rows): 8 rows x (i0 + 8) tokens x d features for the scores, and as many for
- * the values, whose features go four at a time (a last group of fewer than four is computed
- * as four: 4 ceil(d / 4) features), summed over the T / 8 groups, T (T + 8) / 2 x (d +
- * 4 ceil(d / 4)) multiply-adds: 2 d T (T + 8) flops when 4 divides d. Any other block takes
- * af_attn_row, which visits every token of every row and masks by select: 4 d T^2. (The CUDA
- * backend runs af_attn_row for every block: 4 d T^2 whatever T.) Masked products are counted
- * as executed, not as useful: the causal products alone (tokens j <= i) are 2 d T (T + 1)
- * flops. */
+ * the values, whose features go in tiles of six and four that cover 4 ceil(d / 4) features
+ * (those of a last tile beyond d are computed and dropped), summed over the T / 8 groups,
+ * T (T + 8) / 2 x (d + 4 ceil(d / 4)) multiply-adds: 2 d T (T + 8) flops when 4 divides d.
+ * Any other block takes af_attn_row, which visits every token of every row and masks by
+ * select: 4 d T^2. (The CUDA backend runs af_attn_row for every block: 4 d T^2 whatever T.)
+ * Masked products are counted as executed, not as useful: the causal products alone (tokens
+ * j <= i) are 2 d T (T + 1) flops. */
 static double attn_flops(const af_wl_params_t *p, int64_t cells)
 {
     (void)cells;
