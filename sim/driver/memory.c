@@ -114,7 +114,8 @@ void af_memory_estimate(const af_config_t *cfg, int nranks, int rank, const af_k
                             8.0 * (floor(B / 64.0) + 1.0) + 8.0 * T + 2.0 * 24.0 * AF_XFER_CHUNK;
     m->replicas = 8.0 * fmax(reps, 1.0) * T + edge_log + 2.0 * 8.0 * chunk * T + 2.0 * 8.0 * T +
                   sizeof(af_p2p_t) * 2.0 * AF_XFER_CHUNK + 8.0 * AF_XFER_SET +
-                  4.0 * 2.0 * AF_XFER_CHUNK + FABRIC_BYTES + FABRIC_PER_RANK * R +
+                  4.0 * 2.0 * AF_XFER_CHUNK + 32.0 * R /* xfer.peer */ +
+                  12.0 * AF_XFER_CHUNK /* route */ + FABRIC_BYTES + FABRIC_PER_RANK * R +
                   sizeof(af_payload_t) * (flush + 1.0);
 
     /* The aging model of the rank's own units: per unit six doubles (lifetime, sudden,

@@ -136,6 +136,8 @@ af_result_t af_step_init(af_run_state_t *r)
     r->rc.xfer.p2p = af_alloc(sizeof(af_p2p_t) * 2 * AF_XFER_CHUNK);
     r->rc.xfer.set = af_alloc(sizeof(int64_t) * AF_XFER_SET);
     r->rc.xfer.used = af_alloc(sizeof(int32_t) * 2 * AF_XFER_CHUNK);
+    r->rc.xfer.peer = af_alloc(sizeof(int64_t) * 4 * (size_t)r->s.world.size);
+    r->rc.xfer.route = af_alloc(sizeof(int32_t) * 3 * AF_XFER_CHUNK);
     for (size_t i = 0; r->rc.xfer.set != NULL && i < AF_XFER_SET; ++i) {
         r->rc.xfer.set[i] = -1;
     }
@@ -221,8 +223,9 @@ af_result_t af_step_init(af_run_state_t *r)
     if (!r->halo.xchg_prev || !r->halo.xchg_cur || !r->s.cellbuf || !r->rc.tw.twin_buf ||
         !r->s.unit_state || !r->s.unit_p || !r->health.changes || !r->health.moves ||
         !r->rc.rep.rank || !r->rc.rep.off || !r->rc.xfer.stage_send || !r->rc.xfer.stage_recv ||
-        !r->rc.xfer.p2p || !r->rc.xfer.set || !r->rc.xfer.used || !r->rc.xfer.items ||
-        !r->rc.tw.twin || !r->rc.tw.dmr_mark || !r->rc.tw.committed_now) {
+        !r->rc.xfer.p2p || !r->rc.xfer.set || !r->rc.xfer.used || !r->rc.xfer.peer ||
+        !r->rc.xfer.route || !r->rc.xfer.items || !r->rc.tw.twin || !r->rc.tw.dmr_mark ||
+        !r->rc.tw.committed_now) {
         af_error_set("cannot allocate the step buffers for %lld blocks and %lld units",
                      (long long)r->s.B, (long long)r->s.units);
         return AF_ERR_NOMEM;
@@ -309,6 +312,10 @@ void af_step_destroy(af_run_state_t *r)
     af_free(r->rc.xfer.p2p);
     af_free(r->rc.xfer.set);
     af_free(r->rc.xfer.used);
+    af_free(r->rc.xfer.peer);
+    af_free(r->rc.xfer.route);
+    r->rc.xfer.peer = NULL;
+    r->rc.xfer.route = NULL;
     af_free(r->rc.xfer.items);
     af_free(r->rc.tw.twin);
     af_free(r->rc.tw.dmr_mark);

@@ -87,7 +87,7 @@ af_result_t af_replicas_init(af_recovery_t *r)
 static void refresh_ranks(af_recovery_t *r, void *ctx, int64_t b, int *src, int *dst)
 {
     (void)ctx;
-    *src = af_slot_rank(r, r->s->pl.block_slot[b]);
+    *src = r->s->pl.block_rank[b];
     *dst = r->rep.rank[b];
 }
 
