@@ -13,7 +13,7 @@
 #include "../../common/af_rsum.h"
 #include "../../common/log_schema.h"
 #include "../plan/coord.h"
-#include "../fleet/evq.h"
+#include "../fleet/aging.h"
 #include "../plan/placement.h"
 #include "run_internal.h"
 
@@ -111,16 +111,16 @@ void af_memory_estimate(const af_config_t *cfg, int nranks, int rank, const af_k
                   4.0 * 2.0 * AF_XFER_CHUNK + FABRIC_BYTES + FABRIC_PER_RANK * R +
                   sizeof(af_payload_t) * (flush + 1.0);
 
-    /* The aging model of the rank's own units: per unit six doubles (lifetime, sudden,
-     * offset, base age, rate, temperature), three int64 (base step, fade and death steps), two
-     * int32 (rate load, fading list) and three int8 (state, cause, sudden cause), and its event
-     * queue (a 16-byte heap entry and a 4-byte position); what it shares each step (its changes,
-     * the scripted events' changes set aside); the own units' corruption probability and throttling
-     * (unit_p, unit_base, unit_deg, unit_stamp, slow_list: 36 bytes a unit). */
+    /* The aging model of the rank's own units (sim/fleet/aging.h, af_aging_bytes): per unit its
+     * segment (16 bytes), lifetime and temperature (two doubles), state and cause (two int8), fade
+     * and death steps and the fading list (three int32), and its event queue (an 8-byte key and a
+     * 4-byte position); what it shares each step (its changes, the scripted events' changes set
+     * aside); the own units' corruption probability and throttling (unit_p, unit_base, unit_deg,
+     * unit_stamp, slow_list: 36 bytes a unit). */
     const double own = fmax(ldev * U, 1.0);
     const double scripted = (double)af_config_scripted_units(cfg);
-    m->aging = (6.0 * 8.0 + 3.0 * 8.0 + 2.0 * 4.0 + 3.0 + sizeof(af_evq_entry_t) + 4.0) * own +
-               chg * (own + scripted + 1.0) + chg * (scripted + 1.0) + 36.0 * own;
+    m->aging = (double)af_aging_bytes((int64_t)(ldev * U)) + chg * (own + scripted + 1.0) +
+               chg * (scripted + 1.0) + 36.0 * own;
     /* The own units' first corrupted step (unit_first_corrupt). */
     m->aging += 4.0 * own;
     /* Every rank's coordinator: the list of the fleet's FADING units and the model's states,

@@ -1036,6 +1036,12 @@ int64_t af_config_scripted_units(const af_config_t *cfg)
     return n;
 }
 
+int64_t af_config_last_tick(const af_config_t *cfg)
+{
+    int64_t ticks = cfg->steps * 100 + 1000;
+    return ticks < AF_TICK_MAX ? ticks : AF_TICK_MAX;
+}
+
 af_wl_config_t af_config_workload(const af_config_t *cfg)
 {
     af_wl_config_t c = {
