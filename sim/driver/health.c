@@ -21,12 +21,7 @@
  * would have seen). O(units) per step: a check, not a mode to run at scale. */
 static void debug_aging_loads(af_run_state_t *r)
 {
-    static int on = -1;
-    if (on < 0) {
-        const char *d = getenv("AGEFENCE_DEBUG");
-        on = d != NULL && strstr(d, "agingloads") != NULL;
-    }
-    if (!on) {
+    if (!r->health.debug_loads) {
         return;
     }
     int64_t stale = af_aging_stale_loads(&r->health.aging, r->s.pl.unit_load);
@@ -40,6 +35,7 @@ static void debug_aging_loads(af_run_state_t *r)
  * their blocks as it does the FADING units'. Insertion: declarations are rare. */
 static void strag_insert(af_run_state_t *r, int64_t u)
 {
+    r->health.standing |= AF_STANDING_DECLARED;
     int64_t j = r->thr.n_strag_units++;
     while (j > 0 && r->thr.strag_units[j - 1] > u) {
         r->thr.strag_units[j] = r->thr.strag_units[j - 1];
@@ -100,6 +96,7 @@ void af_count_fences(af_run_state_t *r)
         if (++r->rc.det.fence_count[u] == (uint64_t)r->s.cfg.quarantine_after &&
             r->rc.det.n_suspect_new < r->rc.det.suspect_cap) {
             r->rc.det.suspect_new[r->rc.det.n_suspect_new++] = (int32_t)u;
+            r->health.standing |= AF_STANDING_SUSPECTS;
         }
     }
 }
@@ -126,6 +123,7 @@ static int64_t declare_suspects(af_run_state_t *r, int64_t nc)
         r->rc.det.n_quarantined++;
     }
     r->rc.det.n_suspect_new = 0;
+    r->health.standing &= ~AF_STANDING_SUSPECTS;
     return nc;
 }
 
@@ -145,10 +143,10 @@ static void count_stragglers(af_run_state_t *r)
  * (dead: 0; FADING: from the model), and slow_mine counts the own live units that run slower
  * than nominal: the FADING ones whose throttling factor exceeds 1, and those a slow event
  * named that the model calls HEALTHY. */
-int64_t af_age_own_units(af_run_state_t *r)
+/* af_age_own_units past the model's step, when there is something to update: its changes, its
+ * FADING units or the slowed units. */
+static int64_t own_units_after(af_run_state_t *r, int64_t n)
 {
-    int64_t n = af_aging_step(&r->health.aging, &r->s.cfg, r->s.tick, r->s.pl.unit_load,
-                              r->s.pl.changed, r->s.pl.n_changed, r->s.C, r->health.my_changes);
     af_placement_changed_clear(&r->s.pl);
     debug_aging_loads(r);
     for (int64_t i = 0; i < n; ++i) {
@@ -173,6 +171,57 @@ int64_t af_age_own_units(af_run_state_t *r)
     }
     r->health.slow_mine = slow;
     return n;
+}
+
+/* The step of the aging model and what follows it, in a step with something to do. Kept out of
+ * line (noinline), as plan_busy is: the quiet paths of af_age_own_units and af_plan below are
+ * then a few instructions each, next to each other, so that a quiet step brings back two or three
+ * lines of code, not the whole of the busy paths' (sim/driver/health.h). */
+__attribute__((noinline)) static int64_t own_units_busy(af_run_state_t *r)
+{
+    af_placement_t *pl = &r->s.pl;
+    int64_t n = af_aging_step(&r->health.aging, &r->s.cfg, r->s.tick, pl->unit_load, pl->changed,
+                              pl->n_changed, r->s.C, r->health.my_changes);
+    return own_units_after(r, n);
+}
+
+__attribute__((noinline)) static void plan_busy(af_run_state_t *r, int64_t n_model);
+
+int64_t af_age_own_units(af_run_state_t *r)
+{
+    af_health_t *h = &r->health;
+    /* Nothing for the model to do, nothing FADING, no slowed unit, nothing listed to clear:
+     * slow_mine is 0 and nothing else changes. The health lines, the model's first line and the
+     * placement's count are all this reads (sim/driver/health.h). */
+    if (!h->own_slow && !h->debug_loads && h->aging.fading == 0 &&
+        af_aging_step_quiet(&h->aging, r->s.tick, r->s.pl.n_changed)) {
+        h->slow_mine = 0;
+        return 0;
+    }
+    return own_units_busy(r);
+}
+
+/* Every rank: the plan. A step with no health change, nothing FADING, nothing standing (straggler
+ * detection, declared units to drain, suspects to declare), no scripted event and no
+ * interruption due has the empty plan on every rank: its header is all the step writes, from the
+ * health lines alone (sim/driver/health.h), what plan_busy would have found at the cost of
+ * reading the fleet's tables. */
+void af_plan(af_run_state_t *r, int64_t n_model)
+{
+    af_health_t *hl = &r->health;
+    const int64_t tick = r->s.tick;
+    /* hours(tick) as af_jobintr_step computes it: an interruption is due once it is reached. */
+    if (n_model == 0 && hl->n_fade == 0 && hl->standing == 0 && tick < hl->next_event &&
+        (double)tick * hl->aging.dt_h < hl->intr_due_h) {
+        memset(&hl->plan, 0, sizeof hl->plan);
+        hl->plan.step = tick;
+        hl->plan.rollback_to = -1;
+        hl->plan.dead = hl->dead_units;
+        hl->n_hits = 0;
+        hl->reset_moves = 0;
+        return;
+    }
+    plan_busy(r, n_model);
 }
 
 /* Every rank: the step's health changes and FADING units of the whole fleet, from every
@@ -280,12 +329,15 @@ static void log_replica_lost(void *ctx, int64_t b, int64_t held)
 /* Every rank: the plan, from the step's health changes (the n_model of the model first) and
  * the fleet's FADING units, which every rank has (gather_health), and the same placement and
  * tables: every rank plans the same moves, and applies them to its placement here. */
-void af_plan(af_run_state_t *r, int64_t n_model)
+__attribute__((noinline)) static void plan_busy(af_run_state_t *r, int64_t n_model)
 {
     af_plan_header_t *h = &r->health.plan;
     memset(h, 0, sizeof *h);
     h->step = r->s.tick;
     h->rollback_to = -1;
+    if (r->s.tick >= r->health.next_event) {
+        r->health.next_event = af_config_next_event(&r->s.cfg, r->s.tick, 0);
+    }
     int64_t nc = n_model;
     for (int64_t i = 0; i < nc; ++i) {
         const af_health_change_t *c = &r->health.changes[i];
@@ -306,6 +358,7 @@ void af_plan(af_run_state_t *r, int64_t n_model)
      * it brings. A device reset twice in a step is restored once. */
     r->health.n_hits = af_jobintr_step(&r->health.jobintr, &r->s.cfg, r->s.tick, r->s.unit_state,
                                        r->s.U, r->health.jobintr_hits, AF_JOBINTR_MAX_STEP);
+    r->health.intr_due_h = af_jobintr_due_h(&r->health.jobintr);
     int64_t nr = 0;
     for (int i = 0; i < r->health.n_hits; ++i) {
         const af_jobintr_hit_t *x = &r->health.jobintr_hits[i];
@@ -318,7 +371,7 @@ void af_plan(af_run_state_t *r, int64_t n_model)
             nr += af_coord_plan_reset(&r->s.pl, r->s.unit_state, x->device, r->health.moves + nr);
         }
     }
-    r->health.reset_moves = nr;
+    r->health.reset_moves = (int32_t)nr;
     /* The replicas kept in the memory of the devices that left the job whole in this step, or
      * whose memory was reset, are lost with it, before the restores look at them: a block whose
      * replica went with it restarts the run (below). */

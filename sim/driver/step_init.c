@@ -205,6 +205,14 @@ af_result_t af_step_init(af_run_state_t *r)
      * plans), and what moves before then is on the placement's list of changed units. */
     af_aging_start(&r->health.aging, &r->s.cfg, r->s.tick + 1, r->s.pl.unit_load, r->s.C);
     af_jobintr_init(&r->health.jobintr, &r->s.cfg, r->s.D);
+    /* What decides a quiet step (sim/driver/health.h): the next scripted event, the first
+     * interruption due, and what gives the plan work in every step. */
+    r->health.next_event = af_config_next_event(&r->s.cfg, r->s.tick, 0);
+    r->health.intr_due_h = af_jobintr_due_h(&r->health.jobintr);
+    r->health.standing = r->s.cfg.straggler_detect ? AF_STANDING_STRAGGLERS : 0;
+    r->health.own_slow = r->thr.n_slow > 0;
+    const char *debug = getenv("AGEFENCE_DEBUG");
+    r->health.debug_loads = debug != NULL && strstr(debug, "agingloads") != NULL;
     int64_t scripted = af_config_scripted_units(&r->s.cfg);
     r->health.my_changes =
         af_alloc(sizeof(af_health_change_t) * ((size_t)(own_hi - own_lo) + (size_t)scripted + 1));

@@ -1,12 +1,18 @@
 #include "aging.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "../../kernels/af_burgers.h"
 #include "../../common/af_alloc.h"
 
 #define AF_BOLTZMANN_EV 8.617333262e-5 /* eV / K */
+
+/* What a step without events reads of the model (af_aging_step) is on its first line. */
+_Static_assert(offsetof(af_aging_t, queue) + offsetof(af_evq_t, top) + sizeof(uint64_t) <= 64 &&
+                   offsetof(af_aging_t, next_event) < 64 && offsetof(af_aging_t, dt_h) < 64,
+               "the fields of a quiet step are on the model's first cache line");
 
 /* Streams of the counter-based RNG, so that draws for different purposes never collide. */
 enum {
@@ -261,22 +267,6 @@ af_result_t af_aging_init(af_aging_t *a, const af_config_t *cfg, int64_t devices
     return af_aging_init_range(a, cfg, devices, 0, devices * cfg->units_per_device);
 }
 
-/* The first step after `step` with a scripted event that changes a unit's health. */
-static int64_t next_event_after(const af_config_t *cfg, int64_t step)
-{
-    int64_t next = INT64_MAX;
-    for (int i = 0; i < cfg->n_events; ++i) {
-        const af_event_cfg_t *e = &cfg->events[i];
-        int health = e->action == AF_EVENT_KILL || e->action == AF_EVENT_KILL_DEVICE ||
-                     e->action == AF_EVENT_KILL_NODE || e->action == AF_EVENT_LINK_DOWN ||
-                     e->action == AF_EVENT_FADE;
-        if (health && e->step > step && e->step < next) {
-            next = e->step;
-        }
-    }
-    return next;
-}
-
 af_result_t af_aging_init_range(af_aging_t *a, const af_config_t *cfg, int64_t devices,
                                 int64_t u_lo, int64_t u_hi)
 {
@@ -289,7 +279,7 @@ af_result_t af_aging_init_range(af_aging_t *a, const af_config_t *cfg, int64_t d
     a->dt_h = cfg->sim_hours_per_step;
     a->ea_ev = cfg->ea_ev;
     a->t_ref_k = cfg->t_ref_k;
-    a->next_event = next_event_after(cfg, -1);
+    a->next_event = INT64_MIN; /* no step is quiet before the first rates (af_aging_start) */
     a->queue.top = AF_EVQ_NONE;
     if (u_lo < 0 || u_hi < u_lo || u_hi > a->units) {
         af_error_set("aging: the units [%lld, %lld) are not a range of the %lld units",
@@ -455,6 +445,7 @@ void af_aging_start(af_aging_t *a, const af_config_t *cfg, int64_t first_step,
         }
     }
     a->primed = 1;
+    a->next_event = af_config_next_event(cfg, first_step - 1, 1);
 }
 
 /* The scripted events of `step` that change the health of units held. */
@@ -530,7 +521,7 @@ static int64_t step_busy(af_aging_t *a, const af_config_t *cfg, int64_t step,
     }
     if (step >= a->next_event) {
         scripted_events(a, cfg, step, changes, &n);
-        a->next_event = next_event_after(cfg, step);
+        a->next_event = af_config_next_event(cfg, step, 1);
     }
     return n;
 }
@@ -539,15 +530,14 @@ int64_t af_aging_step(af_aging_t *a, const af_config_t *cfg, int64_t step, const
                       const int32_t *changed, int64_t n_changed, int64_t capacity,
                       af_health_change_t *changes)
 {
+    /* Nothing listed, nothing due, no scripted event (and the rates given: next_event is
+     * INT64_MIN before af_aging_start): the step reads the model's first line and nothing else. */
+    if (af_aging_step_quiet(a, step, n_changed)) {
+        return 0;
+    }
     a->step = step;
     a->hours = seg_at(hours_segment(cfg), step);
     a->touched = 0;
-    /* Nothing listed, nothing due, no scripted event: the step reads the model's first line
-     * (sim/fleet/aging.h) and nothing else. */
-    if (a->primed && n_changed == 0 && af_evq_key_step(a->queue.top) > step &&
-        step < a->next_event) {
-        return 0;
-    }
     return step_busy(a, cfg, step, unit_load, changed, n_changed, capacity, changes);
 }
 

@@ -89,12 +89,13 @@ typedef struct af_aging {
                                   before) */
     double hours;              /* hours(step) */
     int64_t touched; /* units the last step looked at: listed with a new load, due, or scripted */
-    int64_t next_event; /* the first step after `step` (from 0 before the first) with a scripted
-                           event that changes a unit's health (INT64_MAX: none) */
+    int64_t next_event; /* the first step after `step` with a scripted event that changes a unit's
+                           health (INT64_MAX: none; INT64_MIN until af_aging_start) */
     int64_t fading;     /* FADING units held */
-    int64_t primed;     /* 0 until af_aging_start has given every unit its rate */
+    double dt_h;        /* sim_hours_per_step (the clock; with Ea and T_ref, the rates) */
     af_evq_t queue;     /* each live unit with a predicted change up to last_step, keyed by (its
-                           step, unit); queue.top, its least key, is the line's last word */
+                           step, unit); queue.top, its least key, is the line's seventh word */
+    int64_t primed;     /* 0 until af_aging_start has given every unit its rate */
     int64_t dead;
     int64_t units;      /* D * U, the fleet */
     int64_t per_device; /* U */
@@ -102,7 +103,6 @@ typedef struct af_aging {
     int64_t u_hi;
     int64_t last_step; /* af_config_last_tick: no step after it is asked about, so a change
                           predicted later is not queued */
-    double dt_h;       /* sim_hours_per_step, Ea and T_ref, for the rates */
     double ea_ev;
     double t_ref_k;
     /* Per unit held, indexed by u - u_lo. The draws of (seed, unit) that a prediction alone
@@ -150,6 +150,22 @@ void af_aging_start(af_aging_t *a, const af_config_t *cfg, int64_t first_step,
 int64_t af_aging_step(af_aging_t *a, const af_config_t *cfg, int64_t step, const int32_t *unit_load,
                       const int32_t *changed, int64_t n_changed, int64_t capacity,
                       af_health_change_t *changes);
+
+/* af_aging_step's first part, for the caller that has other work to skip as well: a step with
+ * nothing to do (nothing listed, n_changed = 0; nothing due; no scripted event; the rates
+ * given) advances the model to `step` and returns 1 (af_aging_step would return 0 changes); else
+ * it returns 0 and the caller calls af_aging_step. Reads and writes the model's first line only. */
+static inline int af_aging_step_quiet(af_aging_t *a, int64_t step, int64_t n_changed)
+{
+    if (n_changed != 0 || af_evq_key_step(a->queue.top) <= step || step >= a->next_event) {
+        return 0;
+    }
+    /* hours(step) = 0 + dt * step, the clock's segment (sim/fleet/aging.c), bit for bit. */
+    a->step = step;
+    a->hours = 0.0 + a->dt_h * (double)step;
+    a->touched = 0;
+    return 1;
+}
 
 /* A unit's age in hours at the model's step, or at its death step once it is dead. */
 double af_aging_age_h(const af_aging_t *a, int64_t unit);

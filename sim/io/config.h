@@ -280,6 +280,10 @@ int64_t af_config_scripted_units(const af_config_t *cfg);
  * replays more than its length would meet. */
 #define AF_TICK_MAX (INT32_MAX - 1)
 int64_t af_config_last_tick(const af_config_t *cfg);
+/* The first step after `after` with a scripted event (health_only: one that changes a unit's
+ * health: kill, kill_device, kill_node, link_down, fade), INT64_MAX when there is none: a step
+ * before it has none to look at. */
+int64_t af_config_next_event(const af_config_t *cfg, int64_t after, int health_only);
 const char *af_backend_name(int compute);
 const char *af_fabric_name(int fabric);
 
