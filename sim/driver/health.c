@@ -136,38 +136,22 @@ static void count_stragglers(af_run_state_t *r)
     }
 }
 
-/* Every rank: the step of the aging model for its own units. The model re-reads the loads of
- * the units the placement listed since the last step (moves of the last plan, retries,
- * restores, undone plans), and no other; every rank's placement lists the same. Returns the
- * changes, in my_changes. The own units' corruption probability and degradation follow
- * (dead: 0; FADING: from the model), and slow_mine counts the own live units that run slower
- * than nominal: the FADING ones whose throttling factor exceeds 1, and those a slow event
- * named that the model calls HEALTHY. */
 /* af_age_own_units past the model's step, when there is something to update: its changes, its
  * FADING units or the slowed units. */
 static int64_t own_units_after(af_run_state_t *r, int64_t n)
 {
     af_placement_changed_clear(&r->s.pl);
     debug_aging_loads(r);
-    for (int64_t i = 0; i < n; ++i) {
-        if (r->health.my_changes[i].state == AF_DEAD) {
-            int64_t k = af_own_unit(&r->s, r->health.my_changes[i].unit);
-            r->s.unit_p[k] = 0.0;
-            r->thr.unit_deg[k] = 0.0;
-        }
-    }
     int64_t slow = 0;
     for (int64_t i = 0; i < r->health.aging.fading; ++i) {
         int64_t u = r->health.aging.fading_list[i];
-        int64_t k = af_own_unit(&r->s, u);
-        r->s.unit_p[k] = af_aging_p_corrupt(&r->health.aging, &r->s.cfg, u);
-        r->thr.unit_deg[k] = af_aging_degradation(&r->health.aging, &r->s.cfg, u);
-        slow += af_throttle_factor(r->thr.unit_base[k], r->s.cfg.throttle_slowdown,
-                                   r->s.cfg.throttle_exponent, r->thr.unit_deg[k]) > 1.0;
+        slow += af_throttle_factor(af_throttle_base(r, u), r->s.cfg.throttle_slowdown,
+                                   r->s.cfg.throttle_exponent,
+                                   af_aging_degradation(&r->health.aging, &r->s.cfg, u)) > 1.0;
     }
     for (int64_t i = 0; i < r->thr.n_slow; ++i) {
-        int64_t k = af_own_unit(&r->s, r->thr.slow_list[i]);
-        slow += r->health.aging.state[k] == AF_HEALTHY && r->thr.unit_base[k] > 1.0;
+        slow += af_aging_state(&r->health.aging, r->thr.slow_list[i]) == AF_HEALTHY &&
+                r->thr.slow_base[i] > 1.0;
     }
     r->health.slow_mine = slow;
     return n;
@@ -187,6 +171,13 @@ __attribute__((noinline)) static int64_t own_units_busy(af_run_state_t *r)
 
 __attribute__((noinline)) static void plan_busy(af_run_state_t *r, int64_t n_model);
 
+/* Every rank: the step of the aging model for its own units. The model re-reads the loads of
+ * the units the placement listed since the last step (moves of the last plan, retries,
+ * restores, undone plans), and no other; every rank's placement lists the same. Returns the
+ * changes, in my_changes. slow_mine counts the own live units that run slower than nominal:
+ * the FADING ones whose throttling factor exceeds 1, and those a slow event named that the
+ * model calls HEALTHY. (A FADING unit's corruption probability and degradation are the
+ * model's, read where they are used: af_aging_p_corrupt, af_aging_degradation.) */
 int64_t af_age_own_units(af_run_state_t *r)
 {
     af_health_t *h = &r->health;
@@ -517,8 +508,8 @@ af_result_t af_apply_plan(af_run_state_t *r)
     const af_plan_header_t *h = &r->health.plan;
     for (int64_t i = 0; i < h->n_changes; ++i) {
         const af_health_change_t *c = &r->health.changes[i];
-        /* unit_state (and the placement's directory) took the change in the plan, the own
-         * units' probabilities and degradations in age_own_units. */
+        /* unit_state (and the placement's directory) took the change in the plan; the own
+         * units' probabilities and degradations are the model's. */
         if (c->state == AF_DEAD) {
             /* A dead unit's memory is lost: poison its local slots so any read is caught. */
             for (int64_t k = 0; k < r->s.C; ++k) {

@@ -115,12 +115,15 @@ void af_memory_estimate(const af_config_t *cfg, int nranks, int rank, const af_k
      * segment (16 bytes), lifetime and temperature (two doubles), state and cause (two int8), fade
      * and death steps and the fading list (three int32), and its event queue (an 8-byte key and a
      * 4-byte position); what it shares each step (its changes, the scripted events' changes set
-     * aside); the own units' corruption probability and throttling (unit_p, unit_base, unit_deg,
-     * unit_stamp, slow_list: 36 bytes a unit). */
+     * aside); the own units the slow events name (sim/driver/throttle.c: unit, slowdown and
+     * lookup index, 16 bytes each). A FADING unit's corruption probability and degradation are
+     * read from the model: nothing else is kept per own unit but the first corrupted step. */
     const double own = fmax(ldev * U, 1.0);
     const double scripted = (double)af_config_scripted_units(cfg);
+    const double slowed =
+        (double)af_throttle_slow_bound(cfg, lo * cfg->units_per_device, hi * cfg->units_per_device);
     m->aging = (double)af_aging_bytes((int64_t)(ldev * U)) + chg * (own + scripted + 1.0) +
-               chg * (scripted + 1.0) + 36.0 * own;
+               chg * (scripted + 1.0) + 16.0 * fmax(slowed, 1.0);
     /* The own units' first corrupted step (unit_first_corrupt). */
     m->aging += 4.0 * own;
     /* Every rank's coordinator: the list of the fleet's FADING units and the model's states,
