@@ -44,6 +44,27 @@ static void strag_insert(af_run_state_t *r, int64_t u)
     r->thr.strag_units[j] = (int32_t)u;
 }
 
+/* A declared unit's change (FADING, by `cause`) after the nc of the plan's list: the list holds
+ * every change a step can make (sim/driver/step_init.c: the model changes each unit at most once
+ * a step besides the scripted events' units, and a declaration takes a unit that is HEALTHY after
+ * them), so a full list means that bound is broken: af_apply_plan reports it, no change is
+ * dropped in silence. Returns the new count. */
+static int64_t declared_change(af_run_state_t *r, int64_t nc, int64_t u, int cause)
+{
+    if (nc >= r->health.changes_cap) {
+        if (!r->health.overflow) {
+            af_error_set("step %lld: the plan's %lld health changes are full (unit %lld declared)",
+                         (long long)r->s.tick, (long long)r->health.changes_cap, (long long)u);
+        }
+        r->health.overflow = 1;
+        return nc;
+    }
+    r->health.changes[nc].unit = (int32_t)u;
+    r->health.changes[nc].state = AF_FADING;
+    r->health.changes[nc].cause = (int8_t)cause;
+    return nc + 1;
+}
+
 /* Every rank: the per-block compute times of the last step (the tail of the exchange, the
  * same on every rank) go into the straggler detector; every device it declares has its HEALTHY
  * units changed to FADING (cause straggler), so the plan drains them and nothing chooses them
@@ -66,10 +87,7 @@ static int64_t stragglers(af_run_state_t *r, int64_t nc)
             if (r->s.unit_state[u] != AF_HEALTHY) {
                 continue;
             }
-            r->health.changes[nc].unit = (int32_t)u;
-            r->health.changes[nc].state = AF_FADING;
-            r->health.changes[nc].cause = AF_CAUSE_STRAGGLER;
-            nc++;
+            nc = declared_change(r, nc, u, AF_CAUSE_STRAGGLER);
             r->s.unit_state[u] = AF_FADING;
             af_placement_dir_unit(&r->s.pl, u);
             strag_insert(r, u);
@@ -112,10 +130,7 @@ static int64_t declare_suspects(af_run_state_t *r, int64_t nc)
             continue; /* it failed or faded on its own since */
         }
         af_step_event(r, "suspect", -1, u * r->s.C, -1, r->rc.det.fence_count[u]);
-        r->health.changes[nc].unit = (int32_t)u;
-        r->health.changes[nc].state = AF_FADING;
-        r->health.changes[nc].cause = AF_CAUSE_SUSPECT;
-        nc++;
+        nc = declared_change(r, nc, u, AF_CAUSE_SUSPECT);
         r->s.unit_state[u] = AF_FADING;
         af_placement_dir_unit(&r->s.pl, u);
         strag_insert(r, u);
@@ -127,12 +142,31 @@ static int64_t declare_suspects(af_run_state_t *r, int64_t nc)
     return nc;
 }
 
-/* The log's straggler_units of this step (rank 0, from the fleet's model states). */
+/* Whether unit u is one of the fleet's FADING units to the model (fade_units, ascending). */
+static int model_fading(const af_run_state_t *r, int64_t u)
+{
+    int64_t lo = 0;
+    int64_t hi = r->health.n_fade;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (r->health.fade_units[mid] < u) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    return lo < r->health.n_fade && r->health.fade_units[lo] == u;
+}
+
+/* The log's straggler_units of this step (rank 0): the declared units the model still calls
+ * HEALTHY, neither DEAD (unit_state is DEAD exactly when the model says so) nor among the
+ * model's FADING units of the step (fade_units). */
 static void count_stragglers(af_run_state_t *r)
 {
     r->thr.straggler_healthy = 0;
     for (int64_t i = 0; i < r->thr.n_strag_units; ++i) {
-        r->thr.straggler_healthy += r->health.model_state[r->thr.strag_units[i]] == AF_HEALTHY;
+        int64_t u = r->thr.strag_units[i];
+        r->thr.straggler_healthy += r->s.unit_state[u] != AF_DEAD && !model_fading(r, u);
     }
 }
 
@@ -237,7 +271,7 @@ af_result_t af_gather_health(af_run_state_t *r, int64_t n_mine, int64_t *n_model
     if (counts[0] > 0) {
         AF_CHECK(f->ops->allgatherv_i32(f, (const int32_t *)r->health.my_changes,
                                         (size_t)n_mine * cw, (int32_t *)r->health.changes,
-                                        2 * (size_t)r->s.units * cw, &total));
+                                        (size_t)r->health.changes_cap * cw, &total));
         nc = (int64_t)(total / cw);
     }
     if (counts[1] > 0) {
@@ -334,7 +368,6 @@ __attribute__((noinline)) static void plan_busy(af_run_state_t *r, int64_t n_mod
         const af_health_change_t *c = &r->health.changes[i];
         r->s.unit_state[c->unit] = c->state;
         af_placement_dir_unit(&r->s.pl, c->unit);
-        r->health.model_state[c->unit] = c->state;
         r->health.dead_units += c->state == AF_DEAD;
     }
     if (r->s.cfg.straggler_detect) {
@@ -506,6 +539,9 @@ af_result_t af_check_plan(af_run_state_t *r)
 af_result_t af_apply_plan(af_run_state_t *r)
 {
     const af_plan_header_t *h = &r->health.plan;
+    if (r->health.overflow) {
+        return AF_ERR_INTERNAL; /* the message is declared_change's */
+    }
     for (int64_t i = 0; i < h->n_changes; ++i) {
         const af_health_change_t *c = &r->health.changes[i];
         /* unit_state (and the placement's directory) took the change in the plan; the own

@@ -49,19 +49,20 @@ typedef struct af_health {
     af_jobintr_hit_t jobintr_hits[AF_JOBINTR_MAX_STEP]; /* this step's */
     /* The step's interruptions for /interruptions (rank 0): a device or node is one
      * interruption a step per cause; these say which were counted in which executed step. */
-    int64_t *intr_dev_tick;      /* per device: the last step a hardware cause was counted */
-    uint16_t *intr_dev_mask;     /* per device: the causes counted then (bit AF_INTR_*) */
+    uint64_t *intr_dev_memo;     /* per device: (the last step a hardware cause was counted + 1)
+                                    << 16 | the causes counted then (bit AF_INTR_*); 0: never */
     int64_t *intr_node_tick;     /* per node: the last step its loss was counted */
-    af_health_change_t *changes; /* units */
+    af_health_change_t *changes; /* the step's changes: units + the scripted events' units */
+    int64_t changes_cap;         /* its entries */
+    int overflow;                /* 1: a declaration found changes full (af_apply_plan fails) */
     af_move_t *moves;            /* blocks */
     /* What this rank's model gives each step, before the ranks share it (gather_health). */
     af_health_change_t *my_changes; /* own units + the scripted events' units */
     af_health_change_t *scripted;   /* scratch: the scripted events' units */
     int64_t scripted_cap;           /* its entries */
     /* The coordinator's shared facts. */
-    int32_t *fade_units; /* units: the fleet's FADING units, ascending (the drain list) */
-    int8_t *model_state; /* units: the state the model gives (a declared straggler stays
-                            HEALTHY here) */
+    int32_t *fade_units; /* units: the fleet's FADING units to the model, ascending (the drain
+                            list; a declared straggler or suspect is not one of them) */
 } af_health_t;
 
 /* Every rank, at each round of a step's retries: the units the fenced blocks ran on count a

@@ -86,8 +86,13 @@ af_result_t af_step_init(af_run_state_t *r)
     r->s.own_units = (r->s.pl.dev_hi - r->s.pl.dev_lo) * r->s.U;
     size_t own = (size_t)(r->s.own_units > 0 ? r->s.own_units : 1);
     r->rc.det.unit_first_corrupt = af_alloc(sizeof(int32_t) * own);
-    /* Changes: the model's, then those of declared stragglers (units the model left HEALTHY). */
-    r->health.changes = af_alloc(sizeof(af_health_change_t) * 2 * units);
+    /* Changes: the model's, then those of declared stragglers and suspects. The model changes a
+     * unit at most once a step, but a unit the scripted events name can change once more for
+     * each (event, unit) pair; a declaration takes a unit HEALTHY after the model's changes, at
+     * most once. So a step makes at most units + the scripted events' units changes, and a
+     * declaration that finds the list full is an error (declared_change), never dropped. */
+    r->health.changes_cap = (int64_t)units + af_config_scripted_units(&r->s.cfg) + 1;
+    r->health.changes = af_alloc(sizeof(af_health_change_t) * (size_t)r->health.changes_cap);
     /* A block moves at most once a step (a restore or a drain), but with memory resets a
      * block restored in place may also be drained: twice. */
     int resets = r->s.cfg.hbm_rate_per_hour > 0;
@@ -120,15 +125,11 @@ af_result_t af_step_init(af_run_state_t *r)
         return AF_ERR_NOMEM;
     }
     const size_t nodes = D / (size_t)r->s.cfg.devices_per_node;
-    r->health.intr_dev_tick = af_alloc(sizeof(int64_t) * D);
-    r->health.intr_dev_mask = af_alloc(sizeof(uint16_t) * D);
+    r->health.intr_dev_memo = af_alloc(sizeof(uint64_t) * D); /* 0: never counted */
     r->health.intr_node_tick = af_alloc(sizeof(int64_t) * (nodes > 0 ? nodes : 1));
-    if (!r->health.intr_dev_tick || !r->health.intr_dev_mask || !r->health.intr_node_tick) {
+    if (!r->health.intr_dev_memo || !r->health.intr_node_tick) {
         af_error_set("cannot allocate the interruption marks of %lld devices", (long long)D);
         return AF_ERR_NOMEM;
-    }
-    for (size_t d = 0; d < D; ++d) {
-        r->health.intr_dev_tick[d] = -1;
     }
     for (size_t n = 0; n < nodes; ++n) {
         r->health.intr_node_tick[n] = -1;
@@ -203,9 +204,7 @@ af_result_t af_step_init(af_run_state_t *r)
      * directory of free capacity, which follows unit_state (all HEALTHY now). */
     AF_CHECK(af_placement_dir_attach(&r->s.pl, r->s.unit_state));
     r->health.fade_units = af_alloc(sizeof(int32_t) * units);
-    r->health.model_state = af_alloc(units);
-    if (!r->health.my_changes || !r->health.scripted || !r->health.fade_units ||
-        !r->health.model_state) {
+    if (!r->health.my_changes || !r->health.scripted || !r->health.fade_units) {
         af_error_set("cannot allocate the health lists for %lld units", (long long)r->s.units);
         return AF_ERR_NOMEM;
     }
@@ -270,11 +269,10 @@ void af_step_destroy(af_run_state_t *r)
     af_free(r->thr.slow_list);
     af_free(r->thr.slow_base);
     af_free(r->thr.slow_order);
-    af_free(r->health.intr_dev_tick);
-    af_free(r->health.intr_dev_mask);
+    af_free(r->health.intr_dev_memo);
     af_free(r->health.intr_node_tick);
-    r->health.intr_dev_tick = r->health.intr_node_tick = NULL;
-    r->health.intr_dev_mask = NULL;
+    r->health.intr_node_tick = NULL;
+    r->health.intr_dev_memo = NULL;
     af_free(r->thr.dev_delay);
     af_free(r->halo.dev_words);
     af_free(r->thr.strag_in);
@@ -292,10 +290,8 @@ void af_step_destroy(af_run_state_t *r)
     af_free(r->health.my_changes);
     af_free(r->health.scripted);
     af_free(r->health.fade_units);
-    af_free(r->health.model_state);
     r->health.my_changes = r->health.scripted = NULL;
     r->health.fade_units = NULL;
-    r->health.model_state = NULL;
     r->thr.slow_base = NULL;
     r->thr.slow_list = r->thr.slow_order = NULL;
     r->thr.dev_delay = r->thr.strag_in = NULL;

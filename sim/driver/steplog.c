@@ -97,14 +97,14 @@ void af_log_death_interruption(af_run_state_t *r, const af_health_change_t *ch, 
         }
         r->health.intr_node_tick[dev / dpn] = r->s.tick;
     } else {
-        if (r->health.intr_dev_tick[dev] != r->s.tick) {
-            r->health.intr_dev_tick[dev] = r->s.tick;
-            r->health.intr_dev_mask[dev] = 0;
-        }
-        if (r->health.intr_dev_mask[dev] & (1u << cause)) {
+        /* One word a device (step and causes): one line of the fleet's tables per death. */
+        const uint64_t now = (uint64_t)(r->s.tick + 1) << 16;
+        uint64_t memo = r->health.intr_dev_memo[dev];
+        memo = (memo & ~UINT64_C(0xffff)) == now ? memo : now;
+        if (memo & (UINT64_C(1) << cause)) {
             return;
         }
-        r->health.intr_dev_mask[dev] |= (uint16_t)(1u << cause);
+        r->health.intr_dev_memo[dev] = memo | (UINT64_C(1) << cause);
     }
     double time_h = c->time_h;
     for (int64_t j = i + 1; j < n && ch[j].unit / r->s.U == dev; ++j) {
