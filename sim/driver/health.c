@@ -44,7 +44,7 @@ static void strag_insert(af_run_state_t *r, int64_t u)
     r->thr.strag_units[j] = (int32_t)u;
 }
 
-/* A declared unit's change (FADING, by `cause`) after the nc of the plan's list: the list holds
+/* Appends a declared unit's change (FADING, by `cause`) to the plan's nc changes. The list holds
  * every change a step can make (sim/driver/step_init.c: the model changes each unit at most once
  * a step besides the scripted events' units, and a declaration takes a unit that is HEALTHY after
  * them), so a full list means that bound is broken: af_apply_plan reports it, no change is
