@@ -38,6 +38,34 @@ static void init_aging(af_aging_t *a, int64_t devices)
     assert_int_equal(a->per_device, cfg.units_per_device);
 }
 
+/* Unit u's sudden-failure time and its cause, as the model draws them under cfg (it keeps
+ * neither: it recomputes them where it needs them). */
+static double sudden_h(const af_aging_t *a, int64_t u)
+{
+    int cause = 0;
+    return af_aging_sudden_h(a, &cfg, u, &cause);
+}
+static int sudden_cause(const af_aging_t *a, int64_t u)
+{
+    int cause = 0;
+    (void)af_aging_sudden_h(a, &cfg, u, &cause);
+    return cause;
+}
+/* Every unit's sudden-failure time under cfg, in a new array. */
+static double *sudden_all(const af_aging_t *a)
+{
+    double *t = malloc(sizeof(double) * (size_t)(a->units > 0 ? a->units : 1));
+    assert_non_null(t);
+    for (int64_t u = 0; u < a->units; ++u) {
+        t[u] = sudden_h(a, u);
+    }
+    return t;
+}
+static double temp_off(const af_aging_t *a, int64_t u)
+{
+    return af_aging_temp_off_k(a, &cfg, u);
+}
+
 /* Every allocation of af_aging_init can fail: each failure is reported as AF_ERR_NOMEM with a
  * message, and leaves nothing allocated behind; the first attempt that gets all its memory
  * succeeds with every table there. */
@@ -55,10 +83,8 @@ static void test_init_reports_every_failed_allocation(void **state)
         af_alloc_fail_at(0);
         if (rc == AF_OK) {
             assert_non_null(a.lifetime_h);
-            assert_non_null(a.base_age_h);
-            assert_non_null(a.base_step);
-            assert_non_null(a.rate_h);
-            assert_non_null(a.rate_load);
+            assert_non_null(a.seg);
+            assert_non_null(a.temp_k);
             assert_non_null(a.fading_list);
             assert_non_null(a.death_step);
             assert_non_null(a.queue.heap);
@@ -70,10 +96,10 @@ static void test_init_reports_every_failed_allocation(void **state)
         assert_int_equal(af_alloc_bytes_live(), live);
         failures++;
     }
-    /* One failure per table the model holds: fourteen per-unit tables (lifetime, sudden time
-     * and its cause, offset, base age, base step, rate, temperature, rate load, state, cause,
-     * fade and death steps, fading list) and the event queue's two (heap and position index). */
-    assert_int_equal(failures, 16);
+    /* One failure per table the model holds: eight per-unit tables (segment, lifetime,
+     * temperature, state, cause, fade and death steps, fading list) and the event queue's two
+     * (heap and position index). */
+    assert_int_equal(failures, 10);
     assert_int_equal(af_alloc_bytes_live(), live);
 }
 
@@ -191,13 +217,15 @@ static void test_sudden_failure_times_are_exponential(void **state)
     assert_int_equal(n, 20000);
     double sum = 0.0;
     for (int64_t u = 0; u < n; ++u) {
-        assert_true(isfinite(a.sudden_h[u]) && a.sudden_h[u] >= 0.0);
-        sum += a.sudden_h[u];
+        assert_true(isfinite(sudden_h(&a, u)) && sudden_h(&a, u) >= 0.0);
+        sum += sudden_h(&a, u);
     }
     double want = 1.0 / cfg.sudden_rate_per_hour;
     assert_true(fabs(sum / (double)n - want) <= 0.03 * want);
     /* The median of an exponential is ln 2 / lambda (relative standard error 1.0%). */
-    double *s = sorted_copy(a.sudden_h, n);
+    double *all = sudden_all(&a);
+    double *s = sorted_copy(all, n);
+    free(all);
     double med = quantile(s, n, 0.5);
     assert_true(fabs(med - log(2.0) * want) <= 0.04 * log(2.0) * want);
     free(s);
@@ -206,7 +234,7 @@ static void test_sudden_failure_times_are_exponential(void **state)
     cfg.sudden_rate_per_hour = 0.0;
     init_aging(&a, 1250);
     for (int64_t u = 0; u < a.units; ++u) {
-        assert_true(isinf(a.sudden_h[u]) && a.sudden_h[u] > 0);
+        assert_true(isinf(sudden_h(&a, u)) && sudden_h(&a, u) > 0);
     }
     /* And no sudden deaths ever happen: a few steps with no wear-out possible. */
     int32_t *load = calloc((size_t)a.units, sizeof(int32_t));
@@ -261,7 +289,7 @@ static void test_device_and_node_losses_follow_their_rates(void **state)
                             (pass != 3 && ch[i].cause == AF_CAUSE_NODE));
                 /* At the loss's drawn time (its device's, node's or link's: the unit's first
                  * loss time), inside the step. */
-                assert_true(ch[i].time_h == a.sudden_h[ch[i].unit]);
+                assert_true(ch[i].time_h == sudden_h(&a, ch[i].unit));
                 assert_true(ch[i].time_h > (double)(st - 1) * cfg.sim_hours_per_step &&
                             ch[i].time_h <= (double)st * cfg.sim_hours_per_step);
             }
@@ -367,10 +395,10 @@ static void check_domain_shape(int node, double k)
     double sum = 0.0;
     double sum2 = 0.0;
     for (int64_t i = 0; i < n; ++i) {
-        t[i] = a.sudden_h[i * per];
-        assert_int_equal(a.sudden_cause[i * per], node ? AF_CAUSE_NODE : AF_CAUSE_DEVICE);
+        t[i] = sudden_h(&a, i * per);
+        assert_int_equal(sudden_cause(&a, i * per), node ? AF_CAUSE_NODE : AF_CAUSE_DEVICE);
         for (int64_t j = 1; j < per; ++j) {
-            assert_true(a.sudden_h[i * per + j] == t[i]); /* one time for the whole node */
+            assert_true(sudden_h(&a, i * per + j) == t[i]); /* one time for the whole node */
         }
         sum += t[i];
         sum2 += t[i] * t[i];
@@ -419,17 +447,23 @@ static void test_shape_one_draws_the_exponential_bit_for_bit(void **state)
     af_aging_t a;
     af_aging_t b;
     init_aging(&a, 500);
+    double *ta = sudden_all(&a);
     cfg.device_shape = 2.0;
     init_aging(&b, 500);
+    double *tb = sudden_all(&b);
     for (int64_t u = 0; u < 500; ++u) {
         /* exponential E = rate x t; Weibull of shape 2: sqrt(E) / rate */
-        double e = a.sudden_h[u] * 1e-4;
-        assert_true(fabs(b.sudden_h[u] - sqrt(e) / 1e-4) <= 1e-9 * b.sudden_h[u]);
+        double e = ta[u] * 1e-4;
+        assert_true(fabs(tb[u] - sqrt(e) / 1e-4) <= 1e-9 * tb[u]);
     }
     af_aging_destroy(&b);
+    free(tb);
     cfg.device_shape = 1.0;
     init_aging(&b, 500);
-    assert_memory_equal(a.sudden_h, b.sudden_h, sizeof(double) * 500);
+    tb = sudden_all(&b);
+    assert_memory_equal(ta, tb, sizeof(double) * 500);
+    free(ta);
+    free(tb);
     af_aging_destroy(&a);
     af_aging_destroy(&b);
 }
@@ -490,14 +524,14 @@ static void test_load_raises_temperature_and_aging(void **state)
     const double hot_max = cfg.hotspot_device_k + cfg.hotspot_unit_k;
     for (int64_t u = 0; u < n; ++u) {
         assert_true(fabs(busy.temp_k[u] - idle.temp_k[u] - cfg.load_delta_k) <= 1e-9);
-        assert_true(fabs(idle.temp_k[u] - (cfg.t_ambient_k + idle.temp_off_k[u])) <= 1e-9);
+        assert_true(fabs(idle.temp_k[u] - (cfg.t_ambient_k + temp_off(&idle, u))) <= 1e-9);
         assert_true(af_aging_age_h(&busy, u) > af_aging_age_h(&idle, u));
         assert_true(af_aging_age_h(&idle, u) > 0.0);
         /* One step at the idle temperature: age = dt * AF(T). */
         double want = cfg.sim_hours_per_step *
-                      af_arrhenius(cfg.ea_ev, cfg.t_ref_k, cfg.t_ambient_k + idle.temp_off_k[u]);
+                      af_arrhenius(cfg.ea_ev, cfg.t_ref_k, cfg.t_ambient_k + temp_off(&idle, u));
         assert_true(fabs(af_aging_age_h(&idle, u) - want) <= 1e-12 * want);
-        assert_true(idle.temp_off_k[u] >= 0.0 && idle.temp_off_k[u] <= hot_max);
+        assert_true(temp_off(&idle, u) >= 0.0 && temp_off(&idle, u) <= hot_max);
     }
     /* The device part of the offset is shared by the device's units: within one device offsets
      * differ by at most the unit hotspot. */
@@ -505,7 +539,7 @@ static void test_load_raises_temperature_and_aging(void **state)
         double lo = INFINITY;
         double hi = -INFINITY;
         for (int64_t k = 0; k < idle.per_device; ++k) {
-            double o = idle.temp_off_k[d * idle.per_device + k];
+            double o = temp_off(&idle, d * idle.per_device + k);
             lo = fmin(lo, o);
             hi = fmax(hi, o);
         }
@@ -546,9 +580,9 @@ static void test_hotspot_offsets_lie_in_range(void **state)
         double lo = INFINITY;
         double hi = -INFINITY;
         for (int64_t u = 0; u < a.units; ++u) {
-            assert_true(a.temp_off_k[u] >= 0.0 && a.temp_off_k[u] <= hot_max);
-            lo = fmin(lo, a.temp_off_k[u]);
-            hi = fmax(hi, a.temp_off_k[u]);
+            assert_true(temp_off(&a, u) >= 0.0 && temp_off(&a, u) <= hot_max);
+            lo = fmin(lo, temp_off(&a, u));
+            hi = fmax(hi, temp_off(&a, u));
         }
         /* Not degenerate: the offsets spread over most of the range. */
         assert_true(hi - lo > 0.5 * hot_max);
@@ -620,7 +654,7 @@ static void test_state_machine_transitions_and_corruption_probability(void **sta
              * constant load), reaches the threshold. */
             assert_true(ch[i].time_h > h0 && ch[i].time_h <= h1);
             if (ch[i].cause == AF_CAUSE_SUDDEN) {
-                assert_true(ch[i].time_h == a.sudden_h[u]);
+                assert_true(ch[i].time_h == sudden_h(&a, u));
             } else {
                 double thr =
                     ch[i].state == AF_FADING ? (1.0 - w) * a.lifetime_h[u] : a.lifetime_h[u];
@@ -641,12 +675,12 @@ static void test_state_machine_transitions_and_corruption_probability(void **sta
                 assert_int_equal(a.death_step[u], step);
                 assert_int_equal(a.cause[u], ch[i].cause);
                 if (ch[i].cause == AF_CAUSE_SUDDEN) {
-                    assert_true(a.hours >= a.sudden_h[u]);
+                    assert_true(a.hours >= sudden_h(&a, u));
                     seen_sudden++;
                 } else {
                     assert_int_equal(ch[i].cause, AF_CAUSE_WEAROUT);
                     assert_true(af_aging_age_h(&a, u) >= a.lifetime_h[u]);
-                    assert_true(a.hours < a.sudden_h[u]);
+                    assert_true(a.hours < sudden_h(&a, u));
                     seen_wearout++;
                 }
             }
@@ -665,12 +699,12 @@ static void test_state_machine_transitions_and_corruption_probability(void **sta
             if (s == AF_HEALTHY) {
                 /* No missed transition. */
                 assert_true(age < (1.0 - w) * a.lifetime_h[u]);
-                assert_true(a.hours < a.sudden_h[u]);
+                assert_true(a.hours < sudden_h(&a, u));
                 assert_true(age > prev_age[u]);
                 assert_true(p == 0.0);
             } else if (s == AF_FADING) {
                 assert_true(age < a.lifetime_h[u]);
-                assert_true(a.hours < a.sudden_h[u]);
+                assert_true(a.hours < sudden_h(&a, u));
                 assert_true(p > 0.0 && p <= cfg.p_max);
                 if (prev[u] == AF_FADING) {
                     assert_true(p >= prev_p[u]);
@@ -894,8 +928,11 @@ static void test_same_seed_is_bitwise_reproducible(void **state)
     const int64_t n = a.units;
     size_t bytes = sizeof(double) * (size_t)n;
     assert_memory_equal(a.lifetime_h, b.lifetime_h, bytes);
-    assert_memory_equal(a.sudden_h, b.sudden_h, bytes);
-    assert_memory_equal(a.temp_off_k, b.temp_off_k, bytes);
+    assert_memory_equal(a.temp_k, b.temp_k, bytes);
+    double *ta = sudden_all(&a);
+    double *tb = sudden_all(&b);
+    assert_memory_equal(ta, tb, bytes);
+    free(tb);
 
     const int64_t cap = 2 * n;
     af_health_change_t *la = calloc((size_t)cap, sizeof *la);
@@ -919,14 +956,12 @@ static void test_same_seed_is_bitwise_reproducible(void **state)
         assert_int_equal(la[i].state, lb[i].state);
         assert_int_equal(la[i].cause, lb[i].cause);
     }
-    assert_memory_equal(a.base_age_h, b.base_age_h, bytes);
-    assert_memory_equal(a.rate_h, b.rate_h, bytes);
-    assert_memory_equal(a.base_step, b.base_step, sizeof(int64_t) * (size_t)n);
+    assert_memory_equal(a.seg, b.seg, sizeof(af_aging_seg_t) * (size_t)n);
     assert_memory_equal(a.temp_k, b.temp_k, bytes);
     assert_memory_equal(a.state, b.state, (size_t)n);
     assert_memory_equal(a.cause, b.cause, (size_t)n);
-    assert_memory_equal(a.fade_step, b.fade_step, sizeof(int64_t) * (size_t)n);
-    assert_memory_equal(a.death_step, b.death_step, sizeof(int64_t) * (size_t)n);
+    assert_memory_equal(a.fade_step, b.fade_step, sizeof(int32_t) * (size_t)n);
+    assert_memory_equal(a.death_step, b.death_step, sizeof(int32_t) * (size_t)n);
     af_aging_destroy(&b);
 
     /* Another seed: other lifetimes (all of them, up to a freak coincidence). */
@@ -937,7 +972,10 @@ static void test_same_seed_is_bitwise_reproducible(void **state)
         same += a.lifetime_h[u] == b.lifetime_h[u];
     }
     assert_int_equal(same, 0);
-    assert_memory_not_equal(a.sudden_h, b.sudden_h, bytes);
+    tb = sudden_all(&b);
+    assert_memory_not_equal(ta, tb, bytes);
+    free(ta);
+    free(tb);
     free(la);
     free(lb);
     free(sa);
@@ -960,8 +998,12 @@ static void test_draws_do_not_depend_on_fleet_size(void **state)
     init_aging(&big, 9);
     size_t bytes = sizeof(double) * (size_t)small.units;
     assert_memory_equal(small.lifetime_h, big.lifetime_h, bytes);
-    assert_memory_equal(small.sudden_h, big.sudden_h, bytes);
-    assert_memory_equal(small.temp_off_k, big.temp_off_k, bytes);
+    assert_memory_equal(small.temp_k, big.temp_k, bytes);
+    double *ts = sudden_all(&small);
+    double *tb = sudden_all(&big);
+    assert_memory_equal(ts, tb, bytes);
+    free(ts);
+    free(tb);
     af_aging_destroy(&small);
     af_aging_destroy(&big);
 }
@@ -1016,7 +1058,7 @@ static void dense_init(dense_t *d, const af_aging_t *a)
         d->fade[u] = -1;
         d->death[u] = -1;
         d->rload[u] = -1;
-        d->temp[u] = cfg.t_ambient_k + a->temp_off_k[u];
+        d->temp[u] = cfg.t_ambient_k + temp_off(a, u);
     }
 }
 
@@ -1075,12 +1117,12 @@ static int64_t dense_step(dense_t *d, const af_aging_t *draws, int64_t step, con
             d->base[u] = dense_age(d, u, step - 1);
             d->bstep[u] = step - 1;
             double frac = (double)load[u] / (double)capacity;
-            d->temp[u] = cfg.t_ambient_k + draws->temp_off_k[u] + cfg.load_delta_k * frac;
+            d->temp[u] = cfg.t_ambient_k + temp_off(draws, u) + cfg.load_delta_k * frac;
             d->rate[u] = cfg.sim_hours_per_step * af_arrhenius(cfg.ea_ev, cfg.t_ref_k, d->temp[u]);
             d->rload[u] = load[u];
         }
         double age = dense_age(d, u, step);
-        if (hours >= draws->sudden_h[u]) {
+        if (hours >= sudden_h(draws, u)) {
             dense_change(d, u, AF_DEAD, AF_CAUSE_SUDDEN, step, out, &n);
         } else if (age >= draws->lifetime_h[u]) {
             dense_change(d, u, AF_DEAD, AF_CAUSE_WEAROUT, step, out, &n);

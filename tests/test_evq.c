@@ -116,7 +116,7 @@ static void test_remove_from_any_place(void **state)
     int64_t u = 0;
     assert_int_equal(af_evq_peek(&q, &s, &u), 1);
     /* The last heap entry itself. */
-    af_evq_remove(&q, q.heap[q.n - 1].unit);
+    af_evq_remove(&q, af_evq_key_unit(&q, q.heap[q.n - 1]));
     assert_int_equal(q.n, 13);
     assert_int_equal(af_evq_check(&q), AF_OK);
     int64_t prev = -1;
@@ -275,9 +275,12 @@ static void test_check_catches_corruption(void **state)
     af_evq_set(&q, 1, 2);
     af_evq_set(&q, 2, 3);
     assert_int_equal(af_evq_check(&q), AF_OK);
-    q.heap[0].step = 9; /* bigger than its children */
+    q.heap[0] = af_evq_key(&q, 0, 9); /* bigger than its children */
     assert_int_equal(af_evq_check(&q), AF_ERR_INTERNAL);
-    q.heap[0].step = 1;
+    q.heap[0] = af_evq_key(&q, 0, 1);
+    q.top = af_evq_key(&q, 1, 2); /* a top word that is not the least key */
+    assert_int_equal(af_evq_check(&q), AF_ERR_INTERNAL);
+    q.top = q.heap[0];
     q.pos[3] = 0; /* an absent unit pointing into the heap */
     assert_int_equal(af_evq_check(&q), AF_ERR_INTERNAL);
     q.pos[3] = -1;

@@ -21,12 +21,7 @@
  * would have seen). O(units) per step: a check, not a mode to run at scale. */
 static void debug_aging_loads(af_run_state_t *r)
 {
-    static int on = -1;
-    if (on < 0) {
-        const char *d = getenv("AGEFENCE_DEBUG");
-        on = d != NULL && strstr(d, "agingloads") != NULL;
-    }
-    if (!on) {
+    if (!r->health.debug_loads) {
         return;
     }
     int64_t stale = af_aging_stale_loads(&r->health.aging, r->s.pl.unit_load);
@@ -40,12 +35,34 @@ static void debug_aging_loads(af_run_state_t *r)
  * their blocks as it does the FADING units'. Insertion: declarations are rare. */
 static void strag_insert(af_run_state_t *r, int64_t u)
 {
+    r->health.standing |= AF_STANDING_DECLARED;
     int64_t j = r->thr.n_strag_units++;
     while (j > 0 && r->thr.strag_units[j - 1] > u) {
         r->thr.strag_units[j] = r->thr.strag_units[j - 1];
         j--;
     }
     r->thr.strag_units[j] = (int32_t)u;
+}
+
+/* Appends a declared unit's change (FADING, by `cause`) to the plan's nc changes. The list holds
+ * every change a step can make (sim/driver/step_init.c: the model changes each unit at most once
+ * a step besides the scripted events' units, and a declaration takes a unit that is HEALTHY after
+ * them), so a full list means that bound is broken: af_apply_plan reports it, no change is
+ * dropped in silence. Returns the new count. */
+static int64_t declared_change(af_run_state_t *r, int64_t nc, int64_t u, int cause)
+{
+    if (nc >= r->health.changes_cap) {
+        if (!r->health.overflow) {
+            af_error_set("step %lld: the plan's %lld health changes are full (unit %lld declared)",
+                         (long long)r->s.tick, (long long)r->health.changes_cap, (long long)u);
+        }
+        r->health.overflow = 1;
+        return nc;
+    }
+    r->health.changes[nc].unit = (int32_t)u;
+    r->health.changes[nc].state = AF_FADING;
+    r->health.changes[nc].cause = (int8_t)cause;
+    return nc + 1;
 }
 
 /* Every rank: the per-block compute times of the last step (the tail of the exchange, the
@@ -70,10 +87,7 @@ static int64_t stragglers(af_run_state_t *r, int64_t nc)
             if (r->s.unit_state[u] != AF_HEALTHY) {
                 continue;
             }
-            r->health.changes[nc].unit = (int32_t)u;
-            r->health.changes[nc].state = AF_FADING;
-            r->health.changes[nc].cause = AF_CAUSE_STRAGGLER;
-            nc++;
+            nc = declared_change(r, nc, u, AF_CAUSE_STRAGGLER);
             r->s.unit_state[u] = AF_FADING;
             af_placement_dir_unit(&r->s.pl, u);
             strag_insert(r, u);
@@ -100,6 +114,7 @@ void af_count_fences(af_run_state_t *r)
         if (++r->rc.det.fence_count[u] == (uint64_t)r->s.cfg.quarantine_after &&
             r->rc.det.n_suspect_new < r->rc.det.suspect_cap) {
             r->rc.det.suspect_new[r->rc.det.n_suspect_new++] = (int32_t)u;
+            r->health.standing |= AF_STANDING_SUSPECTS;
         }
     }
 }
@@ -115,10 +130,7 @@ static int64_t declare_suspects(af_run_state_t *r, int64_t nc)
             continue; /* it failed or faded on its own since */
         }
         af_step_event(r, "suspect", -1, u * r->s.C, -1, r->rc.det.fence_count[u]);
-        r->health.changes[nc].unit = (int32_t)u;
-        r->health.changes[nc].state = AF_FADING;
-        r->health.changes[nc].cause = AF_CAUSE_SUSPECT;
-        nc++;
+        nc = declared_change(r, nc, u, AF_CAUSE_SUSPECT);
         r->s.unit_state[u] = AF_FADING;
         af_placement_dir_unit(&r->s.pl, u);
         strag_insert(r, u);
@@ -126,53 +138,115 @@ static int64_t declare_suspects(af_run_state_t *r, int64_t nc)
         r->rc.det.n_quarantined++;
     }
     r->rc.det.n_suspect_new = 0;
+    r->health.standing &= ~AF_STANDING_SUSPECTS;
     return nc;
 }
 
-/* The log's straggler_units of this step (rank 0, from the fleet's model states). */
+/* Whether unit u is one of the fleet's FADING units to the model (fade_units, ascending). */
+static int model_fading(const af_run_state_t *r, int64_t u)
+{
+    int64_t lo = 0;
+    int64_t hi = r->health.n_fade;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (r->health.fade_units[mid] < u) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    return lo < r->health.n_fade && r->health.fade_units[lo] == u;
+}
+
+/* The log's straggler_units of this step (rank 0): the declared units the model still calls
+ * HEALTHY, neither DEAD (unit_state is DEAD exactly when the model says so) nor among the
+ * model's FADING units of the step (fade_units). */
 static void count_stragglers(af_run_state_t *r)
 {
     r->thr.straggler_healthy = 0;
     for (int64_t i = 0; i < r->thr.n_strag_units; ++i) {
-        r->thr.straggler_healthy += r->health.model_state[r->thr.strag_units[i]] == AF_HEALTHY;
+        int64_t u = r->thr.strag_units[i];
+        r->thr.straggler_healthy += r->s.unit_state[u] != AF_DEAD && !model_fading(r, u);
     }
 }
+
+/* af_age_own_units past the model's step, when there is something to update: its changes, its
+ * FADING units or the slowed units. */
+static int64_t own_units_after(af_run_state_t *r, int64_t n)
+{
+    af_placement_changed_clear(&r->s.pl);
+    debug_aging_loads(r);
+    int64_t slow = 0;
+    for (int64_t i = 0; i < r->health.aging.fading; ++i) {
+        int64_t u = r->health.aging.fading_list[i];
+        slow += af_throttle_factor(af_throttle_base(r, u), r->s.cfg.throttle_slowdown,
+                                   r->s.cfg.throttle_exponent,
+                                   af_aging_degradation(&r->health.aging, &r->s.cfg, u)) > 1.0;
+    }
+    for (int64_t i = 0; i < r->thr.n_slow; ++i) {
+        slow += af_aging_state(&r->health.aging, r->thr.slow_list[i]) == AF_HEALTHY &&
+                r->thr.slow_base[i] > 1.0;
+    }
+    r->health.slow_mine = slow;
+    return n;
+}
+
+/* The step of the aging model and what follows it, in a step with something to do. Kept out of
+ * line (noinline), as plan_busy is: the quiet paths of af_age_own_units and af_plan below are
+ * then a few instructions each, next to each other, so that a quiet step brings back two or three
+ * lines of code, not the whole of the busy paths' (sim/driver/health.h). */
+__attribute__((noinline)) static int64_t own_units_busy(af_run_state_t *r)
+{
+    af_placement_t *pl = &r->s.pl;
+    int64_t n = af_aging_step(&r->health.aging, &r->s.cfg, r->s.tick, pl->unit_load, pl->changed,
+                              pl->n_changed, r->s.C, r->health.my_changes);
+    return own_units_after(r, n);
+}
+
+__attribute__((noinline)) static void plan_busy(af_run_state_t *r, int64_t n_model);
 
 /* Every rank: the step of the aging model for its own units. The model re-reads the loads of
  * the units the placement listed since the last step (moves of the last plan, retries,
  * restores, undone plans), and no other; every rank's placement lists the same. Returns the
- * changes, in my_changes. The own units' corruption probability and degradation follow
- * (dead: 0; FADING: from the model), and slow_mine counts the own live units that run slower
- * than nominal: the FADING ones whose throttling factor exceeds 1, and those a slow event
- * named that the model calls HEALTHY. */
+ * changes, in my_changes. slow_mine counts the own live units that run slower than nominal:
+ * the FADING ones whose throttling factor exceeds 1, and those a slow event named that the
+ * model calls HEALTHY. (A FADING unit's corruption probability and degradation are the
+ * model's, read where they are used: af_aging_p_corrupt, af_aging_degradation.) */
 int64_t af_age_own_units(af_run_state_t *r)
 {
-    int64_t n = af_aging_step(&r->health.aging, &r->s.cfg, r->s.tick, r->s.pl.unit_load,
-                              r->s.pl.changed, r->s.pl.n_changed, r->s.C, r->health.my_changes);
-    af_placement_changed_clear(&r->s.pl);
-    debug_aging_loads(r);
-    for (int64_t i = 0; i < n; ++i) {
-        if (r->health.my_changes[i].state == AF_DEAD) {
-            int64_t k = af_own_unit(&r->s, r->health.my_changes[i].unit);
-            r->s.unit_p[k] = 0.0;
-            r->thr.unit_deg[k] = 0.0;
-        }
+    af_health_t *h = &r->health;
+    /* Nothing for the model to do, nothing FADING, no slowed unit, nothing listed to clear:
+     * slow_mine is 0 and nothing else changes. The health lines, the model's first line and the
+     * placement's count are all this reads (sim/driver/health.h). */
+    if (!h->own_slow && !h->debug_loads && h->aging.fading == 0 &&
+        af_aging_step_quiet(&h->aging, r->s.tick, r->s.pl.n_changed)) {
+        h->slow_mine = 0;
+        return 0;
     }
-    int64_t slow = 0;
-    for (int64_t i = 0; i < r->health.aging.fading; ++i) {
-        int64_t u = r->health.aging.fading_list[i];
-        int64_t k = af_own_unit(&r->s, u);
-        r->s.unit_p[k] = af_aging_p_corrupt(&r->health.aging, &r->s.cfg, u);
-        r->thr.unit_deg[k] = af_aging_degradation(&r->health.aging, &r->s.cfg, u);
-        slow += af_throttle_factor(r->thr.unit_base[k], r->s.cfg.throttle_slowdown,
-                                   r->s.cfg.throttle_exponent, r->thr.unit_deg[k]) > 1.0;
+    return own_units_busy(r);
+}
+
+/* Every rank: the plan. A step with no health change, nothing FADING, nothing standing (straggler
+ * detection, declared units to drain, suspects to declare), no scripted event and no
+ * interruption due has the empty plan on every rank: its header is all the step writes, from the
+ * health lines alone (sim/driver/health.h), what plan_busy would have found at the cost of
+ * reading the fleet's tables. */
+void af_plan(af_run_state_t *r, int64_t n_model)
+{
+    af_health_t *hl = &r->health;
+    const int64_t tick = r->s.tick;
+    /* hours(tick) as af_jobintr_step computes it: an interruption is due once it is reached. */
+    if (n_model == 0 && hl->n_fade == 0 && hl->standing == 0 && tick < hl->next_event &&
+        (double)tick * hl->aging.dt_h < hl->intr_due_h) {
+        memset(&hl->plan, 0, sizeof hl->plan);
+        hl->plan.step = tick;
+        hl->plan.rollback_to = -1;
+        hl->plan.dead = hl->dead_units;
+        hl->n_hits = 0;
+        hl->reset_moves = 0;
+        return;
     }
-    for (int64_t i = 0; i < r->thr.n_slow; ++i) {
-        int64_t k = af_own_unit(&r->s, r->thr.slow_list[i]);
-        slow += r->health.aging.state[k] == AF_HEALTHY && r->thr.unit_base[k] > 1.0;
-    }
-    r->health.slow_mine = slow;
-    return n;
+    plan_busy(r, n_model);
 }
 
 /* Every rank: the step's health changes and FADING units of the whole fleet, from every
@@ -197,7 +271,7 @@ af_result_t af_gather_health(af_run_state_t *r, int64_t n_mine, int64_t *n_model
     if (counts[0] > 0) {
         AF_CHECK(f->ops->allgatherv_i32(f, (const int32_t *)r->health.my_changes,
                                         (size_t)n_mine * cw, (int32_t *)r->health.changes,
-                                        2 * (size_t)r->s.units * cw, &total));
+                                        (size_t)r->health.changes_cap * cw, &total));
         nc = (int64_t)(total / cw);
     }
     if (counts[1] > 0) {
@@ -280,18 +354,20 @@ static void log_replica_lost(void *ctx, int64_t b, int64_t held)
 /* Every rank: the plan, from the step's health changes (the n_model of the model first) and
  * the fleet's FADING units, which every rank has (gather_health), and the same placement and
  * tables: every rank plans the same moves, and applies them to its placement here. */
-void af_plan(af_run_state_t *r, int64_t n_model)
+__attribute__((noinline)) static void plan_busy(af_run_state_t *r, int64_t n_model)
 {
     af_plan_header_t *h = &r->health.plan;
     memset(h, 0, sizeof *h);
     h->step = r->s.tick;
     h->rollback_to = -1;
+    if (r->s.tick >= r->health.next_event) {
+        r->health.next_event = af_config_next_event(&r->s.cfg, r->s.tick, 0);
+    }
     int64_t nc = n_model;
     for (int64_t i = 0; i < nc; ++i) {
         const af_health_change_t *c = &r->health.changes[i];
         r->s.unit_state[c->unit] = c->state;
         af_placement_dir_unit(&r->s.pl, c->unit);
-        r->health.model_state[c->unit] = c->state;
         r->health.dead_units += c->state == AF_DEAD;
     }
     if (r->s.cfg.straggler_detect) {
@@ -306,6 +382,7 @@ void af_plan(af_run_state_t *r, int64_t n_model)
      * it brings. A device reset twice in a step is restored once. */
     r->health.n_hits = af_jobintr_step(&r->health.jobintr, &r->s.cfg, r->s.tick, r->s.unit_state,
                                        r->s.U, r->health.jobintr_hits, AF_JOBINTR_MAX_STEP);
+    r->health.intr_due_h = af_jobintr_due_h(&r->health.jobintr);
     int64_t nr = 0;
     for (int i = 0; i < r->health.n_hits; ++i) {
         const af_jobintr_hit_t *x = &r->health.jobintr_hits[i];
@@ -318,7 +395,7 @@ void af_plan(af_run_state_t *r, int64_t n_model)
             nr += af_coord_plan_reset(&r->s.pl, r->s.unit_state, x->device, r->health.moves + nr);
         }
     }
-    r->health.reset_moves = nr;
+    r->health.reset_moves = (int32_t)nr;
     /* The replicas kept in the memory of the devices that left the job whole in this step, or
      * whose memory was reset, are lost with it, before the restores look at them: a block whose
      * replica went with it restarts the run (below). */
@@ -462,10 +539,13 @@ af_result_t af_check_plan(af_run_state_t *r)
 af_result_t af_apply_plan(af_run_state_t *r)
 {
     const af_plan_header_t *h = &r->health.plan;
+    if (r->health.overflow) {
+        return AF_ERR_INTERNAL; /* the message is declared_change's */
+    }
     for (int64_t i = 0; i < h->n_changes; ++i) {
         const af_health_change_t *c = &r->health.changes[i];
-        /* unit_state (and the placement's directory) took the change in the plan, the own
-         * units' probabilities and degradations in age_own_units. */
+        /* unit_state (and the placement's directory) took the change in the plan; the own
+         * units' probabilities and degradations are the model's. */
         if (c->state == AF_DEAD) {
             /* A dead unit's memory is lost: poison its local slots so any read is caught. */
             for (int64_t k = 0; k < r->s.C; ++k) {

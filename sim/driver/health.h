@@ -13,34 +13,56 @@
 
 struct af_run_state;
 
+/* af_health_t.standing: what gives the plan work in every step whatever the model does. */
+enum {
+    AF_STANDING_STRAGGLERS = 1, /* straggler detection is on: it reads every step's times */
+    AF_STANDING_DECLARED = 2,   /* declared stragglers or suspects wait to be drained */
+    AF_STANDING_SUSPECTS = 4    /* units reached the quarantine's count: the next plan declares
+                                   them */
+};
+
 /* Health: the fleet model's side of a step (aging, job-level interruptions) and the plan every
- * rank makes from the shared health changes. */
+ * rank makes from the shared health changes.
+ *
+ * Its first two cache lines (the plan's header and the fields after it, up to the aging model,
+ * which starts on the third with its own first line) are what the coordinator reads and writes
+ * in a step without events (no load change, nothing due, no scripted event, nothing FADING, no
+ * interruption, nothing standing): af_age_own_units and af_plan decide from them that the step
+ * is quiet and touch nothing else, so that the step costs the same few lines at any fleet size,
+ * whatever the step's other phases evicted. */
 typedef struct af_health {
+    /* The step's plan, which every rank makes from the shared health changes. */
+    _Alignas(64) af_plan_header_t plan;
+    int64_t next_event;   /* the first step after the last planned with a scripted event of any
+                             kind (INT64_MAX: none) */
+    int64_t n_fade;       /* the fleet's FADING units, in fade_units */
+    int64_t dead_units;   /* units DEAD so far */
+    int64_t slow_mine;    /* own live units running slower than nominal */
+    double intr_due_h;    /* when the next drawn interruption is due (+inf: none can be) */
+    int32_t standing;     /* AF_STANDING_* bits */
+    int32_t reset_moves;  /* this step's restores of memory resets: the plan's first moves */
+    int32_t n_hits;       /* this step's interruptions, in jobintr_hits */
+    int16_t own_slow;     /* 1: a slow event names own units (af_throttle_t.n_slow > 0) */
+    int16_t debug_loads;  /* 1: AGEFENCE_DEBUG=agingloads */
     af_aging_t aging;     /* this rank's own devices' units */
     af_jobintr_t jobintr; /* job-level interruptions (every rank draws them alike) */
     af_jobintr_hit_t jobintr_hits[AF_JOBINTR_MAX_STEP]; /* this step's */
-    int n_hits;                                         /* of them */
-    int64_t reset_moves; /* this step's restores of memory resets: the plan's first moves */
     /* The step's interruptions for /interruptions (rank 0): a device or node is one
      * interruption a step per cause; these say which were counted in which executed step. */
-    int64_t *intr_dev_tick;  /* per device: the last step a hardware cause was counted */
-    uint16_t *intr_dev_mask; /* per device: the causes counted then (bit AF_INTR_*) */
-    int64_t *intr_node_tick; /* per node: the last step its loss was counted */
-    /* The step's plan, which every rank makes from the shared health changes. */
-    af_plan_header_t plan;
-    af_health_change_t *changes; /* units */
+    uint64_t *intr_dev_memo;     /* per device: (the last step a hardware cause was counted + 1)
+                                    << 16 | the causes counted then (bit AF_INTR_*); 0: never */
+    int64_t *intr_node_tick;     /* per node: the last step its loss was counted */
+    af_health_change_t *changes; /* the step's changes: units + the scripted events' units */
+    int64_t changes_cap;         /* its entries */
+    int overflow;                /* 1: a declaration found changes full (af_apply_plan fails) */
     af_move_t *moves;            /* blocks */
     /* What this rank's model gives each step, before the ranks share it (gather_health). */
     af_health_change_t *my_changes; /* own units + the scripted events' units */
     af_health_change_t *scripted;   /* scratch: the scripted events' units */
     int64_t scripted_cap;           /* its entries */
-    int64_t slow_mine;              /* own live units running slower than nominal */
     /* The coordinator's shared facts. */
-    int32_t *fade_units; /* units: the fleet's FADING units, ascending (the drain list) */
-    int64_t n_fade;
-    int8_t *model_state; /* units: the state the model gives (a declared straggler stays
-                            HEALTHY here) */
-    int64_t dead_units;  /* units DEAD so far */
+    int32_t *fade_units; /* units: the fleet's FADING units to the model, ascending (the drain
+                            list; a declared straggler or suspect is not one of them) */
 } af_health_t;
 
 /* Every rank, at each round of a step's retries: the units the fenced blocks ran on count a

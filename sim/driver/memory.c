@@ -13,7 +13,7 @@
 #include "../../common/af_rsum.h"
 #include "../../common/log_schema.h"
 #include "../plan/coord.h"
-#include "../fleet/evq.h"
+#include "../fleet/aging.h"
 #include "../plan/placement.h"
 #include "run_internal.h"
 
@@ -56,12 +56,15 @@ void af_memory_estimate(const af_config_t *cfg, int nranks, int rank, const af_k
     const double mv = sizeof(af_move_t);
 
     /* Every unit and slot of the fleet: placement (slot_block, unit_load, the list of changed
-     * units and its marks), health (unit_state), the plan's changes, the devices' words and
-     * the local devices' delays. */
-    m->fleet = 4.0 * units * C + 4.0 * units + 5.0 * units + 1.0 * units + 2.0 * chg * units +
-               8.0 * (double)D + 8.0 * fmax(ldev, 1.0) +
+     * units and its bitmap of marks), health (unit_state), the plan's changes (every unit and
+     * the scripted events' units: sim/driver/step_init.c), the devices' words and the local
+     * devices' delays. */
+    const double scripted = (double)af_config_scripted_units(cfg);
+    m->fleet = 4.0 * units * C + 4.0 * units + 4.0 * units + 8.0 * ceil(units / 64.0) +
+               1.0 * units + chg * (units + scripted + 1.0) + 8.0 * (double)D +
+               8.0 * fmax(ldev, 1.0) +
                (cfg->straggler_detect ? 4.0 * units : 0.0) /* the declared stragglers' units */
-               + 10.0 * (double)D + 8.0 * (double)(D / cfg->devices_per_node) /* interruptions */
+               + 8.0 * (double)D + 8.0 * (double)(D / cfg->devices_per_node) /* interruptions */
                + 6.0 * (double)D /* the replicas' devices: gone and lost marks, the lost list */
                + (double)af_placement_dir_bytes(D); /* the free-capacity directory */
 
@@ -118,21 +121,23 @@ void af_memory_estimate(const af_config_t *cfg, int nranks, int rank, const af_k
                   12.0 * AF_XFER_CHUNK /* route */ + FABRIC_BYTES + FABRIC_PER_RANK * R +
                   sizeof(af_payload_t) * (flush + 1.0);
 
-    /* The aging model of the rank's own units: per unit six doubles (lifetime, sudden,
-     * offset, base age, rate, temperature), three int64 (base step, fade and death steps), two
-     * int32 (rate load, fading list) and three int8 (state, cause, sudden cause), and its event
-     * queue (a 16-byte heap entry and a 4-byte position); what it shares each step (its changes,
-     * the scripted events' changes set aside); the own units' corruption probability and throttling
-     * (unit_p, unit_base, unit_deg, unit_stamp, slow_list: 36 bytes a unit). */
+    /* The aging model of the rank's own units (sim/fleet/aging.h, af_aging_bytes): per unit its
+     * segment (16 bytes), lifetime and temperature (two doubles), state and cause (two int8), fade
+     * and death steps and the fading list (three int32), and its event queue (an 8-byte key and a
+     * 4-byte position); what it shares each step (its changes, the scripted events' changes set
+     * aside); the own units the slow events name (sim/driver/throttle.c: unit, slowdown and
+     * lookup index, 16 bytes each). A FADING unit's corruption probability and degradation are
+     * read from the model: nothing else is kept per own unit but the first corrupted step. */
     const double own = fmax(ldev * U, 1.0);
-    const double scripted = (double)af_config_scripted_units(cfg);
-    m->aging = (6.0 * 8.0 + 3.0 * 8.0 + 2.0 * 4.0 + 3.0 + sizeof(af_evq_entry_t) + 4.0) * own +
-               chg * (own + scripted + 1.0) + chg * (scripted + 1.0) + 36.0 * own;
+    const double slowed =
+        (double)af_throttle_slow_bound(cfg, lo * cfg->units_per_device, hi * cfg->units_per_device);
+    m->aging = (double)af_aging_bytes((int64_t)(ldev * U)) + chg * (own + scripted + 1.0) +
+               chg * (scripted + 1.0) + 16.0 * fmax(slowed, 1.0);
     /* The own units' first corrupted step (unit_first_corrupt). */
     m->aging += 4.0 * own;
-    /* Every rank's coordinator: the list of the fleet's FADING units and the model's states,
-     * and the straggler detector (57 bytes per device). */
-    m->aging += 4.0 * units + units + (cfg->straggler_detect ? 57.0 * (double)D : 0.0);
+    /* Every rank's coordinator: the list of the fleet's FADING units, and the straggler detector
+     * (57 bytes per device). */
+    m->aging += 4.0 * units + (cfg->straggler_detect ? 57.0 * (double)D : 0.0);
     /* The detectors (sim/driver/step_init.c detectors_init): sampled's blocks by turn and the
      * turns' offsets; the quarantine's fence counts and declaration steps of every unit, the
      * suspects of a step, and the drain list it shares with the stragglers. */

@@ -552,7 +552,13 @@ int af_run(const af_run_opts_t *opts, int *argc, char ***argv)
 
 int af_run_in_world(const af_run_opts_t *opts, const af_world_t *world)
 {
-    run_t *r = calloc(1, sizeof *r);
+    /* The run state holds cache-line-aligned parts (the aging model's first line, what a step
+     * without events reads: sim/fleet/aging.h), so it starts on a line too. */
+    void *mem = NULL;
+    run_t *r = posix_memalign(&mem, _Alignof(run_t), sizeof *r) == 0 ? mem : NULL;
+    if (r != NULL) {
+        memset(r, 0, sizeof *r);
+    }
     if (r == NULL) {
         fprintf(stderr, "agefence: rank %d: out of memory\n", world->rank);
         return AF_EXIT_ERROR;
@@ -705,8 +711,9 @@ int af_run_in_world(const af_run_opts_t *opts, const af_world_t *world)
     double t_start = af_now_us();
     double t_step = t_start;
     int stop = 0;
-    /* Replays after rollbacks add executed steps; the bound only stops a runaway. */
-    int64_t max_ticks = r->s.cfg.steps * 100 + 1000;
+    /* Replays after rollbacks add executed steps; the bound only stops a runaway (the fleet
+     * model is never asked about a later step: it keeps steps in 32 bits). */
+    int64_t max_ticks = af_config_last_tick(&r->s.cfg);
     while (!stop && r->s.tick < max_ticks) {
         AF_CHECK_GOTO(af_step(r, &stop), rc, fail);
         if (opts->hook != NULL) {

@@ -117,10 +117,14 @@ af_result_t af_step_init(af_run_state_t *r)
     r->s.own_u0 = r->s.pl.dev_lo * r->s.U;
     r->s.own_units = (r->s.pl.dev_hi - r->s.pl.dev_lo) * r->s.U;
     size_t own = (size_t)(r->s.own_units > 0 ? r->s.own_units : 1);
-    r->s.unit_p = af_alloc(sizeof(double) * own);
     r->rc.det.unit_first_corrupt = af_alloc(sizeof(int32_t) * own);
-    /* Changes: the model's, then those of declared stragglers (units the model left HEALTHY). */
-    r->health.changes = af_alloc(sizeof(af_health_change_t) * 2 * units);
+    /* Changes: the model's, then those of declared stragglers and suspects. The model changes a
+     * unit at most once a step, but a unit the scripted events name can change once more for
+     * each (event, unit) pair; a declaration takes a unit HEALTHY after the model's changes, at
+     * most once. So a step makes at most units + the scripted events' units changes, and a
+     * declaration that finds the list full is an error (declared_change), never dropped. */
+    r->health.changes_cap = (int64_t)units + af_config_scripted_units(&r->s.cfg) + 1;
+    r->health.changes = af_alloc(sizeof(af_health_change_t) * (size_t)r->health.changes_cap);
     /* A block moves at most once a step (a restore or a drain), but with memory resets a
      * block restored in place may also be drained: twice. */
     int resets = r->s.cfg.hbm_rate_per_hour > 0;
@@ -148,53 +152,30 @@ af_result_t af_step_init(af_run_state_t *r)
     r->rc.tw.dmr_mark = af_alloc((size_t)(r->s.n_local > 0 ? r->s.n_local : 1));
     r->rc.tw.committed_now = af_alloc((size_t)(r->s.n_local > 0 ? r->s.n_local : 1));
     size_t ldev = (size_t)(r->s.pl.dev_hi - r->s.pl.dev_lo);
-    r->thr.unit_base = af_alloc(sizeof(double) * own);
-    r->thr.unit_deg = af_alloc(sizeof(double) * own);
-    r->thr.unit_stamp = af_alloc(sizeof(int64_t) * own);
-    r->thr.slow_list = af_alloc(sizeof(int32_t) * own);
     r->thr.dev_delay = af_alloc(sizeof(double) * (ldev > 0 ? ldev : 1));
     r->halo.dev_words = af_alloc(sizeof(uint64_t) * D);
-    if (!r->thr.unit_base || !r->thr.unit_deg || !r->thr.unit_stamp || !r->thr.slow_list ||
-        !r->thr.dev_delay || !r->halo.dev_words || !r->rc.det.unit_first_corrupt) {
+    if (!r->thr.dev_delay || !r->halo.dev_words || !r->rc.det.unit_first_corrupt) {
         af_error_set("cannot allocate the throttling tables for %lld units", (long long)r->s.units);
         return AF_ERR_NOMEM;
     }
     const size_t nodes = D / (size_t)r->s.cfg.devices_per_node;
-    r->health.intr_dev_tick = af_alloc(sizeof(int64_t) * D);
-    r->health.intr_dev_mask = af_alloc(sizeof(uint16_t) * D);
+    r->health.intr_dev_memo = af_alloc(sizeof(uint64_t) * D); /* 0: never counted */
     r->health.intr_node_tick = af_alloc(sizeof(int64_t) * (nodes > 0 ? nodes : 1));
-    if (!r->health.intr_dev_tick || !r->health.intr_dev_mask || !r->health.intr_node_tick) {
+    if (!r->health.intr_dev_memo || !r->health.intr_node_tick) {
         af_error_set("cannot allocate the interruption marks of %lld devices", (long long)D);
         return AF_ERR_NOMEM;
-    }
-    for (size_t d = 0; d < D; ++d) {
-        r->health.intr_dev_tick[d] = -1;
     }
     for (size_t n = 0; n < nodes; ++n) {
         r->health.intr_node_tick[n] = -1;
     }
     for (int64_t k = 0; k < r->s.own_units; ++k) {
-        r->thr.unit_base[k] = 1.0;
-        r->thr.unit_stamp[k] = -1;
         r->rc.det.unit_first_corrupt[k] = -1;
     }
-    /* The own units any slow event names, once each (unit_stamp marks them for the moment). */
-    r->thr.n_slow = 0;
+    /* The own units any slow event names, once each. */
+    AF_CHECK(af_throttle_slow_init(r));
     int any_slow = 0;
     for (int i = 0; i < r->s.cfg.n_events; ++i) {
-        const af_event_cfg_t *e = &r->s.cfg.events[i];
-        any_slow |= e->action == AF_EVENT_SLOW;
-        for (int64_t k = e->unit_lo; e->action == AF_EVENT_SLOW && k <= e->unit_hi; ++k) {
-            int64_t u = e->device * r->s.U + k;
-            if (u >= r->s.own_u0 && u < r->s.own_u0 + r->s.own_units &&
-                r->thr.unit_stamp[af_own_unit(&r->s, u)] != -2) {
-                r->thr.unit_stamp[af_own_unit(&r->s, u)] = -2;
-                r->thr.slow_list[r->thr.n_slow++] = (int32_t)u;
-            }
-        }
-    }
-    for (int64_t i = 0; i < r->thr.n_slow; ++i) {
-        r->thr.unit_stamp[af_own_unit(&r->s, r->thr.slow_list[i])] = -1;
+        any_slow |= r->s.cfg.events[i].action == AF_EVENT_SLOW;
     }
     /* The same on every rank: what the scenario allows, not what this rank's units see. */
     r->thr.throttle_possible =
@@ -221,11 +202,10 @@ af_result_t af_step_init(af_run_state_t *r)
                       r->s.cfg.pacing_warmup);
     }
     if (!r->halo.xchg_prev || !r->halo.xchg_cur || !r->s.cellbuf || !r->rc.tw.twin_buf ||
-        !r->s.unit_state || !r->s.unit_p || !r->health.changes || !r->health.moves ||
-        !r->rc.rep.rank || !r->rc.rep.off || !r->rc.xfer.stage_send || !r->rc.xfer.stage_recv ||
-        !r->rc.xfer.p2p || !r->rc.xfer.set || !r->rc.xfer.used || !r->rc.xfer.peer ||
-        !r->rc.xfer.route || !r->rc.xfer.items || !r->rc.tw.twin || !r->rc.tw.dmr_mark ||
-        !r->rc.tw.committed_now) {
+        !r->s.unit_state || !r->health.changes || !r->health.moves || !r->rc.rep.rank ||
+        !r->rc.rep.off || !r->rc.xfer.stage_send || !r->rc.xfer.stage_recv || !r->rc.xfer.p2p ||
+        !r->rc.xfer.set || !r->rc.xfer.used || !r->rc.xfer.peer || !r->rc.xfer.route ||
+        !r->rc.xfer.items || !r->rc.tw.twin || !r->rc.tw.dmr_mark || !r->rc.tw.committed_now) {
         af_error_set("cannot allocate the step buffers for %lld blocks and %lld units",
                      (long long)r->s.B, (long long)r->s.units);
         return AF_ERR_NOMEM;
@@ -235,11 +215,20 @@ af_result_t af_step_init(af_run_state_t *r)
     const int64_t own_lo = r->s.pl.dev_lo * r->s.U;
     const int64_t own_hi = r->s.pl.dev_hi * r->s.U;
     AF_CHECK(af_aging_init_range(&r->health.aging, &r->s.cfg, r->s.D, own_lo, own_hi));
+    r->s.aging = &r->health.aging;
     /* Every unit's first rate and prediction, from the initial placement, here rather than
      * in the first step: the loop's first tick is tick + 1 (af_step counts it before it
      * plans), and what moves before then is on the placement's list of changed units. */
     af_aging_start(&r->health.aging, &r->s.cfg, r->s.tick + 1, r->s.pl.unit_load, r->s.C);
     af_jobintr_init(&r->health.jobintr, &r->s.cfg, r->s.D);
+    /* What decides a quiet step (sim/driver/health.h): the next scripted event, the first
+     * interruption due, and what gives the plan work in every step. */
+    r->health.next_event = af_config_next_event(&r->s.cfg, r->s.tick, 0);
+    r->health.intr_due_h = af_jobintr_due_h(&r->health.jobintr);
+    r->health.standing = r->s.cfg.straggler_detect ? AF_STANDING_STRAGGLERS : 0;
+    r->health.own_slow = r->thr.n_slow > 0;
+    const char *debug = getenv("AGEFENCE_DEBUG");
+    r->health.debug_loads = debug != NULL && strstr(debug, "agingloads") != NULL;
     int64_t scripted = af_config_scripted_units(&r->s.cfg);
     r->health.my_changes =
         af_alloc(sizeof(af_health_change_t) * ((size_t)(own_hi - own_lo) + (size_t)scripted + 1));
@@ -249,9 +238,7 @@ af_result_t af_step_init(af_run_state_t *r)
      * directory of free capacity, which follows unit_state (all HEALTHY now). */
     AF_CHECK(af_placement_dir_attach(&r->s.pl, r->s.unit_state));
     r->health.fade_units = af_alloc(sizeof(int32_t) * units);
-    r->health.model_state = af_alloc(units);
-    if (!r->health.my_changes || !r->health.scripted || !r->health.fade_units ||
-        !r->health.model_state) {
+    if (!r->health.my_changes || !r->health.scripted || !r->health.fade_units) {
         af_error_set("cannot allocate the health lists for %lld units", (long long)r->s.units);
         return AF_ERR_NOMEM;
     }
@@ -277,7 +264,6 @@ void af_step_destroy(af_run_state_t *r)
     af_free(r->s.cellbuf);
     af_free(r->rc.tw.twin_buf);
     af_free(r->s.unit_state);
-    af_free(r->s.unit_p);
     af_free(r->rc.det.unit_first_corrupt);
     r->rc.det.unit_first_corrupt = NULL;
     af_free(r->health.changes);
@@ -321,15 +307,13 @@ void af_step_destroy(af_run_state_t *r)
     af_free(r->rc.tw.dmr_mark);
     af_free(r->rc.tw.committed_now);
     r->rc.tw.committed_now = NULL;
-    af_free(r->thr.unit_base);
-    af_free(r->thr.unit_deg);
-    af_free(r->thr.unit_stamp);
     af_free(r->thr.slow_list);
-    af_free(r->health.intr_dev_tick);
-    af_free(r->health.intr_dev_mask);
+    af_free(r->thr.slow_base);
+    af_free(r->thr.slow_order);
+    af_free(r->health.intr_dev_memo);
     af_free(r->health.intr_node_tick);
-    r->health.intr_dev_tick = r->health.intr_node_tick = NULL;
-    r->health.intr_dev_mask = NULL;
+    r->health.intr_node_tick = NULL;
+    r->health.intr_dev_memo = NULL;
     af_free(r->thr.dev_delay);
     af_free(r->halo.dev_words);
     af_free(r->thr.strag_in);
@@ -347,13 +331,10 @@ void af_step_destroy(af_run_state_t *r)
     af_free(r->health.my_changes);
     af_free(r->health.scripted);
     af_free(r->health.fade_units);
-    af_free(r->health.model_state);
     r->health.my_changes = r->health.scripted = NULL;
     r->health.fade_units = NULL;
-    r->health.model_state = NULL;
-    r->thr.unit_base = r->thr.unit_deg = NULL;
-    r->thr.unit_stamp = NULL;
-    r->thr.slow_list = NULL;
+    r->thr.slow_base = NULL;
+    r->thr.slow_list = r->thr.slow_order = NULL;
     r->thr.dev_delay = r->thr.strag_in = NULL;
     r->halo.dev_words = NULL;
     r->thr.strag_new = NULL;

@@ -17,7 +17,12 @@
 static void log_row(af_run_state_t *r, af_event_row_t *e, const char *kind)
 {
     e->step = r->s.tick;
-    snprintf(e->kind, sizeof e->kind, "%s", kind);
+    /* The kind, cut to the field and ended (the rest of the row was zeroed): what snprintf
+     * would write, without bringing printf's code into every step that logs an event. */
+    size_t n = strlen(kind);
+    n = n < sizeof e->kind - 1 ? n : sizeof e->kind - 1;
+    memcpy(e->kind, kind, n);
+    e->kind[n] = '\0';
     if (af_log_event(r->slog.log, e) != AF_OK) {
         /* The run goes on (the steps are still logged); the loss is counted into /final and the
          * summary, and said once here. */
@@ -97,14 +102,14 @@ void af_log_death_interruption(af_run_state_t *r, const af_health_change_t *ch, 
         }
         r->health.intr_node_tick[dev / dpn] = r->s.tick;
     } else {
-        if (r->health.intr_dev_tick[dev] != r->s.tick) {
-            r->health.intr_dev_tick[dev] = r->s.tick;
-            r->health.intr_dev_mask[dev] = 0;
-        }
-        if (r->health.intr_dev_mask[dev] & (1u << cause)) {
+        /* One word a device (step and causes): one line of the fleet's tables per death. */
+        const uint64_t now = (uint64_t)(r->s.tick + 1) << 16;
+        uint64_t memo = r->health.intr_dev_memo[dev];
+        memo = (memo & ~UINT64_C(0xffff)) == now ? memo : now;
+        if (memo & (UINT64_C(1) << cause)) {
             return;
         }
-        r->health.intr_dev_mask[dev] |= (uint16_t)(1u << cause);
+        r->health.intr_dev_memo[dev] = memo | (UINT64_C(1) << cause);
     }
     double time_h = c->time_h;
     for (int64_t j = i + 1; j < n && ch[j].unit / r->s.U == dev; ++j) {

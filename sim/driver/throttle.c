@@ -12,17 +12,16 @@
 #include "run_internal.h"
 #include "../io/stop.h"
 
-/* One local unit's modelled extra time: its blocks at its slowdown. */
-static void add_unit_delay(af_run_state_t *r, int64_t u, double deg, double block_us)
+/* One local unit's modelled extra time: its blocks at its slowdown (its base, and its
+ * degradation when FADING, from the aging model at this step). */
+static void add_unit_delay(af_run_state_t *r, int64_t u, double block_us)
 {
     int64_t d = u / r->s.U;
-    if (d < r->s.pl.dev_lo || d >= r->s.pl.dev_hi || r->s.unit_state[u] == AF_DEAD ||
-        r->thr.unit_stamp[af_own_unit(&r->s, u)] == r->s.tick) {
+    if (d < r->s.pl.dev_lo || d >= r->s.pl.dev_hi || r->s.unit_state[u] == AF_DEAD) {
         return;
     }
-    int64_t k = af_own_unit(&r->s, u);
-    r->thr.unit_stamp[k] = r->s.tick;
-    double s = af_throttle_factor(r->thr.unit_base[k], r->s.cfg.throttle_slowdown,
+    double deg = af_aging_degradation(&r->health.aging, &r->s.cfg, u);
+    double s = af_throttle_factor(af_throttle_base(r, u), r->s.cfg.throttle_slowdown,
                                   r->s.cfg.throttle_exponent, deg);
     r->thr.dev_delay[d - r->s.pl.dev_lo] += (double)r->s.pl.unit_load[u] * block_us * (s - 1.0);
 }
@@ -67,15 +66,18 @@ double af_throttle(af_run_state_t *r, double compute_us)
         r->thr.dev_delay[i] = 0.0;
     }
     if (r->thr.throttle_possible) {
-        if (r->s.cfg.throttle_slowdown > 0) {
+        const int fading_slowed = r->s.cfg.throttle_slowdown > 0;
+        if (fading_slowed) {
             for (int64_t i = 0; i < r->health.aging.fading; ++i) {
-                int64_t u = r->health.aging.fading_list[i];
-                add_unit_delay(r, u, r->thr.unit_deg[af_own_unit(&r->s, u)], block_us);
+                add_unit_delay(r, r->health.aging.fading_list[i], block_us);
             }
         }
+        /* A unit counts once: a FADING one was counted above when FADING units slow down. */
         for (int64_t i = 0; i < r->thr.n_slow; ++i) {
             int64_t u = r->thr.slow_list[i];
-            add_unit_delay(r, u, r->thr.unit_deg[af_own_unit(&r->s, u)], block_us);
+            if (!(fading_slowed && af_aging_state(&r->health.aging, u) == AF_FADING)) {
+                add_unit_delay(r, u, block_us);
+            }
         }
         for (int64_t i = 0; i < nd; ++i) {
             int64_t d = r->s.pl.dev_lo + i;
@@ -104,6 +106,27 @@ double af_throttle(af_run_state_t *r, double compute_us)
     return total;
 }
 
+/* The index in slow_list of own unit u, or -1 when no slow event names it: a binary search of
+ * slow_order (a few units at most, known at start-up). */
+static int64_t slow_index(const af_run_state_t *r, int64_t u)
+{
+    int64_t lo = 0;
+    int64_t hi = r->thr.n_slow;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        int64_t v = r->thr.slow_list[r->thr.slow_order[mid]];
+        if (v == u) {
+            return r->thr.slow_order[mid];
+        }
+        if (v < u) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    return -1;
+}
+
 /* Every rank: the slow events of this executed step set their units' base slowdown. */
 void af_slow_events(af_run_state_t *r)
 {
@@ -114,9 +137,100 @@ void af_slow_events(af_run_state_t *r)
         }
         for (int64_t k = e->unit_lo; k <= e->unit_hi; ++k) {
             int64_t u = e->device * r->s.U + k;
-            if (u >= r->s.own_u0 && u < r->s.own_u0 + r->s.own_units) {
-                r->thr.unit_base[af_own_unit(&r->s, u)] = e->factor;
+            int64_t at = slow_index(r, u);
+            if (at >= 0) {
+                r->thr.slow_base[at] = e->factor;
             }
         }
     }
+}
+
+double af_throttle_base(const af_run_state_t *r, int64_t u)
+{
+    int64_t i = slow_index(r, u);
+    return i >= 0 ? r->thr.slow_base[i] : 1.0;
+}
+
+int64_t af_throttle_slow_bound(const af_config_t *cfg, int64_t own_lo, int64_t own_hi)
+{
+    int64_t n = 0;
+    for (int i = 0; i < cfg->n_events; ++i) {
+        const af_event_cfg_t *e = &cfg->events[i];
+        for (int64_t k = e->unit_lo; e->action == AF_EVENT_SLOW && k <= e->unit_hi; ++k) {
+            int64_t u = e->device * cfg->units_per_device + k;
+            n += u >= own_lo && u < own_hi;
+        }
+    }
+    return n;
+}
+
+static int cmp_key(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a;
+    int64_t y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+af_result_t af_throttle_slow_init(af_run_state_t *r)
+{
+    const int64_t lo = r->s.own_u0;
+    const int64_t hi = r->s.own_u0 + r->s.own_units;
+    const int64_t bound = af_throttle_slow_bound(&r->s.cfg, lo, hi);
+    const size_t cap = (size_t)(bound > 0 ? bound : 1);
+    r->thr.slow_list = af_alloc(sizeof(int32_t) * cap);
+    r->thr.slow_base = af_alloc(sizeof(double) * cap);
+    r->thr.slow_order = af_alloc(sizeof(int32_t) * cap);
+    int64_t *key = af_alloc(sizeof(int64_t) * cap); /* start-up scratch, freed below */
+    if (!r->thr.slow_list || !r->thr.slow_base || !r->thr.slow_order || !key) {
+        af_free(key);
+        af_error_set("cannot allocate the slow events' %lld units", (long long)bound);
+        return AF_ERR_NOMEM;
+    }
+    /* Every own unit a slow event names, in the events' order, keyed (unit, position). */
+    int64_t n = 0;
+    for (int i = 0; i < r->s.cfg.n_events; ++i) {
+        const af_event_cfg_t *e = &r->s.cfg.events[i];
+        for (int64_t k = e->unit_lo; e->action == AF_EVENT_SLOW && k <= e->unit_hi; ++k) {
+            int64_t u = e->device * r->s.U + k;
+            if (u >= lo && u < hi) {
+                r->thr.slow_list[n] = (int32_t)u;
+                key[n] = (u - lo) << 32 | n;
+                n++;
+            }
+        }
+    }
+    qsort(key, (size_t)n, sizeof key[0], cmp_key);
+    /* Each unit's first position is kept (slow_order marks it for the moment), the list closed
+     * up in its order, and the kept positions' new indices listed by ascending unit. */
+    for (int64_t i = 0; i < n; ++i) {
+        r->thr.slow_order[i] = 0;
+    }
+    for (int64_t j = 0; j < n; ++j) {
+        if (j == 0 || key[j] >> 32 != key[j - 1] >> 32) {
+            r->thr.slow_order[key[j] & 0xffffffff] = 1;
+        }
+    }
+    int64_t m = 0;
+    for (int64_t i = 0; i < n; ++i) {
+        if (r->thr.slow_order[i]) {
+            r->thr.slow_order[i] = (int32_t)m;
+            r->thr.slow_list[m++] = r->thr.slow_list[i];
+        } else {
+            r->thr.slow_order[i] = -1;
+        }
+    }
+    int64_t t = 0;
+    for (int64_t j = 0; j < n; ++j) {
+        int32_t at = r->thr.slow_order[key[j] & 0xffffffff]; /* kept: a unit's first */
+        if (at >= 0) {
+            key[t++] = at;
+        }
+    }
+    for (int64_t i = 0; i < m; ++i) {
+        r->thr.slow_order[i] = (int32_t)key[i];
+        r->thr.slow_base[i] = 1.0;
+    }
+    r->thr.n_slow = m;
+    af_free(key);
+    return AF_OK;
 }

@@ -6,17 +6,21 @@
 
 #include <stdint.h>
 
+#include "../../common/af_result.h"
 #include "../fleet/straggler.h"
+#include "../io/config.h"
 
 struct af_run_state;
 
 /* Throttling (sim/fleet/straggler.h) of this rank's own units, straggler detection (rank 0)
  * and pacing. */
 typedef struct af_throttle {
-    double *unit_base;   /* own units: slowdown set by scripted slow events (1 nominal) */
-    double *unit_deg;    /* own units: degradation of a FADING unit, from its model */
-    int64_t *unit_stamp; /* own units: scratch, the tick a unit's delay was counted in */
-    int32_t *slow_list;  /* own units ever named by a slow event (global numbers) */
+    /* The own units a slow event names, known at start-up: nothing per own unit is kept (a
+     * FADING unit's degradation comes from the aging model, af_aging_degradation). */
+    int32_t *slow_list;  /* own units ever named by a slow event (global numbers), once each, in
+                            the events' order */
+    double *slow_base;   /* their slowdown, set by the slow events (1 before) */
+    int32_t *slow_order; /* indices into slow_list by ascending unit (af_throttle_base) */
     int64_t n_slow;
     double *dev_delay;     /* local devices: modelled delay of this step (us) */
     int throttle_possible; /* slowdown, spikes or slow events can make any delay at all */
@@ -37,5 +41,12 @@ typedef struct af_throttle {
 double af_throttle(struct af_run_state *r, double compute_us);
 /* Every rank: the slow events of this executed step set their units' base slowdown. */
 void af_slow_events(struct af_run_state *r);
+/* The base slowdown of own unit u: what the slow events set (1 when none names it). */
+double af_throttle_base(const struct af_run_state *r, int64_t u);
+/* Start-up: the own units the slow events name, once each, and their lookup (allocates). */
+af_result_t af_throttle_slow_init(struct af_run_state *r);
+/* The entries af_throttle_slow_init allocates for the own units [own_lo, own_hi): every own unit
+ * a slow event names, a unit named twice counted twice. */
+int64_t af_throttle_slow_bound(const af_config_t *cfg, int64_t own_lo, int64_t own_hi);
 
 #endif

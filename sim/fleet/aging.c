@@ -1,12 +1,18 @@
 #include "aging.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "../../kernels/af_burgers.h"
 #include "../../common/af_alloc.h"
 
 #define AF_BOLTZMANN_EV 8.617333262e-5 /* eV / K */
+
+/* What a step without events reads of the model (af_aging_step) is on its first line. */
+_Static_assert(offsetof(af_aging_t, queue) + offsetof(af_evq_t, top) + sizeof(uint64_t) <= 64 &&
+                   offsetof(af_aging_t, next_event) < 64 && offsetof(af_aging_t, dt_h) < 64,
+               "the fields of a quiet step are on the model's first cache line");
 
 /* Streams of the counter-based RNG, so that draws for different purposes never collide. */
 enum {
@@ -42,12 +48,6 @@ static double weibull_hours(uint64_t seed, int stream, uint64_t id, double rate,
 /* No step: a threshold the closed form never reaches (a rate of zero, or NaN). */
 #define NEVER INT64_MAX
 
-/* How far ahead a prediction searches. A crossing farther away than this is not looked for:
- * the unit is queued at the horizon instead, where its check finds nothing and it is predicted
- * again, so the prediction stays exact however slowly a unit ages (no run comes near 2^40
- * steps anyway). */
-#define HORIZON_STEPS ((int64_t)1 << 40)
-
 double af_arrhenius(double ea_ev, double t_ref_k, double t_k)
 {
     return exp(ea_ev / AF_BOLTZMANN_EV * (1.0 / t_ref_k - 1.0 / t_k));
@@ -73,11 +73,12 @@ static int reached(segment_t g, double thr, int64_t s)
 }
 
 /* The first step s >= from with v(s) >= thr, exactly as evaluating v at every step would find
- * it: NEVER when no step does, from + HORIZON_STEPS when none does before that (see above).
+ * it: NEVER when no step does, `limit` (> from) when none does before it: a crossing after the
+ * run's last step is not looked for.
  * v is non-decreasing in s for b >= 0 (conversion, product and sum round monotonically), so the
  * division only gives a first guess, which a galloping search and a bisection on the exact
  * expression correct (two evaluations when the guess is right, as it nearly always is). */
-static int64_t first_step(segment_t g, double thr, int64_t from)
+static int64_t first_step(segment_t g, double thr, int64_t from, int64_t limit)
 {
     if (reached(g, thr, from)) {
         return from;
@@ -85,7 +86,6 @@ static int64_t first_step(segment_t g, double thr, int64_t from)
     if (!(g.b > 0.0) || !(g.b < INFINITY) || isnan(thr) || isnan(g.a)) {
         return NEVER; /* v stays where it is (or is NaN): not reached at from, never reached */
     }
-    const int64_t limit = from + HORIZON_STEPS;
     double est = (double)g.off + ceil((thr - g.a) / g.b);
     int64_t guess = limit;
     if (est < (double)limit) {
@@ -133,9 +133,17 @@ static int64_t first_step(segment_t g, double thr, int64_t from)
     return hi;
 }
 
+/* The rate of the unit at table index k: sim_hours_per_step * AF at its temperature, by the
+ * expression new_load computed it with (0 before its first load). */
+static double rate_of(const af_aging_t *a, int64_t k)
+{
+    return a->seg[k].rate_load < 0 ? 0.0
+                                   : a->dt_h * af_arrhenius(a->ea_ev, a->t_ref_k, a->temp_k[k]);
+}
+
 static segment_t age_segment(const af_aging_t *a, int64_t k)
 {
-    segment_t g = {a->base_age_h[k], a->rate_h[k], a->base_step[k]};
+    segment_t g = {a->seg[k].base_age_h, rate_of(a, k), a->seg[k].base_step};
     return g;
 }
 
@@ -145,37 +153,82 @@ static segment_t hours_segment(const af_config_t *cfg)
     return g;
 }
 
-/* The age of the unit at table index k at step s, on its current segment. */
-static double age_at(const af_aging_t *a, int64_t k, int64_t s)
-{
-    return seg_at(age_segment(a, k), s);
-}
-
 static double fade_threshold(const af_aging_t *a, const af_config_t *cfg, int64_t k)
 {
     return (1.0 - cfg->fade_window) * a->lifetime_h[k];
 }
 
-/* The first step >= from at which the check of a live unit (index k) changes its state, or
- * NEVER. Only the unit's own segment and draws enter, so the prediction stays valid until its
- * rate changes or an event moves its age. */
+double af_aging_sudden_h(const af_aging_t *a, const af_config_t *cfg, int64_t u, int *cause)
+{
+    /* A unit dies suddenly at the first of its own exponential time, its device's and its
+     * node's: every unit of a device (a node) draws the same device (node) time, so they die
+     * in the same step. Ties go to the larger domain. */
+    uint64_t seed = (uint64_t)cfg->seed;
+    int64_t d = u / a->per_device;
+    int64_t node = d / cfg->devices_per_node;
+    double su = exp_hours(seed, RNG_SUDDEN, (uint64_t)u, cfg->sudden_rate_per_hour);
+    double sd = weibull_hours(seed, RNG_DEVICE_LOSS, (uint64_t)d, cfg->device_rate_per_hour,
+                              cfg->device_shape);
+    double sn = weibull_hours(seed, RNG_NODE_LOSS, (uint64_t)node, cfg->node_rate_per_hour,
+                              cfg->node_shape);
+    /* The link's loss comes after the others in a tie: a device or node lost loses its link
+     * with it. */
+    double sl =
+        weibull_hours(seed, RNG_LINK_LOSS, (uint64_t)d, cfg->link_rate_per_hour, cfg->link_shape);
+    double h = su;
+    int c = AF_CAUSE_SUDDEN;
+    if (sl < h) {
+        h = sl;
+        c = AF_CAUSE_LINK;
+    }
+    if (sd <= h) {
+        h = sd;
+        c = AF_CAUSE_DEVICE;
+    }
+    if (sn <= h) {
+        h = sn;
+        c = AF_CAUSE_NODE;
+    }
+    *cause = c;
+    return h;
+}
+
+double af_aging_temp_off_k(const af_aging_t *a, const af_config_t *cfg, int64_t u)
+{
+    uint64_t seed = (uint64_t)cfg->seed;
+    int64_t d = u / a->per_device;
+    return cfg->hotspot_device_k * af_u01(af_hash4(seed, RNG_HOT_DEVICE, (uint64_t)d, 0)) +
+           cfg->hotspot_unit_k * af_u01(af_hash4(seed, RNG_HOT_UNIT, (uint64_t)u, 0));
+}
+
+/* The first step >= from at which the check of a live unit (index k) changes its state, NEVER,
+ * or a step after the last one. Only the unit's own segment and draws enter, so the prediction
+ * stays valid until its rate changes or an event moves its age. */
 static int64_t predict(const af_aging_t *a, const af_config_t *cfg, int64_t k, int64_t from)
 {
+    if (from > a->last_step) {
+        return NEVER;
+    }
+    const int64_t limit = a->last_step + 1;
+    int cause = 0;
     segment_t g = age_segment(a, k);
-    int64_t next = first_step(hours_segment(cfg), a->sudden_h[k], from);
-    int64_t die = first_step(g, a->lifetime_h[k], from);
+    int64_t next =
+        first_step(hours_segment(cfg), af_aging_sudden_h(a, cfg, a->u_lo + k, &cause), from, limit);
+    int64_t die = first_step(g, a->lifetime_h[k], from, limit);
     next = die < next ? die : next;
     if (a->state[k] == AF_HEALTHY) {
-        int64_t fade = first_step(g, fade_threshold(a, cfg, k), from);
+        int64_t fade = first_step(g, fade_threshold(a, cfg, k), from, limit);
         next = fade < next ? fade : next;
     }
     return next;
 }
 
+/* Queues the unit at index k at its next change from `from`, or takes it out of the queue when
+ * it has none up to the last step. */
 static void requeue(af_aging_t *a, const af_config_t *cfg, int64_t k, int64_t from)
 {
     int64_t s = predict(a, cfg, k, from);
-    if (s == NEVER) {
+    if (s > a->last_step) {
         af_evq_remove(&a->queue, a->u_lo + k);
     } else {
         af_evq_set(&a->queue, a->u_lo + k, s);
@@ -184,35 +237,29 @@ static void requeue(af_aging_t *a, const af_config_t *cfg, int64_t k, int64_t fr
 
 void af_aging_destroy(af_aging_t *a)
 {
+    af_free(a->seg);
     af_free(a->lifetime_h);
-    af_free(a->sudden_h);
-    af_free(a->sudden_cause);
-    af_free(a->temp_off_k);
-    af_free(a->base_age_h);
-    af_free(a->base_step);
-    af_free(a->rate_h);
     af_free(a->temp_k);
-    af_free(a->rate_load);
     af_free(a->state);
     af_free(a->cause);
     af_free(a->fade_step);
     af_free(a->death_step);
     af_free(a->fading_list);
     af_evq_destroy(&a->queue);
+    a->seg = NULL;
     a->lifetime_h = NULL;
-    a->sudden_h = NULL;
-    a->sudden_cause = NULL;
-    a->temp_off_k = NULL;
-    a->base_age_h = NULL;
-    a->base_step = NULL;
-    a->rate_h = NULL;
     a->temp_k = NULL;
-    a->rate_load = NULL;
     a->state = NULL;
     a->cause = NULL;
     a->fade_step = NULL;
     a->death_step = NULL;
     a->fading_list = NULL;
+}
+
+int64_t af_aging_bytes(int64_t n)
+{
+    return n * (int64_t)(sizeof(af_aging_seg_t) + 2 * sizeof(double) + 2 + 3 * sizeof(int32_t)) +
+           af_evq_bytes(n);
 }
 
 af_result_t af_aging_init(af_aging_t *a, const af_config_t *cfg, int64_t devices)
@@ -228,29 +275,33 @@ af_result_t af_aging_init_range(af_aging_t *a, const af_config_t *cfg, int64_t d
     a->units = devices * cfg->units_per_device;
     a->u_lo = u_lo;
     a->u_hi = u_hi;
+    a->last_step = af_config_last_tick(cfg);
+    a->dt_h = cfg->sim_hours_per_step;
+    a->ea_ev = cfg->ea_ev;
+    a->t_ref_k = cfg->t_ref_k;
+    a->next_event = INT64_MIN; /* no step is quiet before the first rates (af_aging_start) */
+    a->queue.top = AF_EVQ_NONE;
     if (u_lo < 0 || u_hi < u_lo || u_hi > a->units) {
         af_error_set("aging: the units [%lld, %lld) are not a range of the %lld units",
                      (long long)u_lo, (long long)u_hi, (long long)a->units);
         return AF_ERR_USAGE;
     }
+    if (a->last_step > AF_EVQ_STEP_MAX) {
+        af_error_set("aging: a run of %lld steps is longer than the model's %lld",
+                     (long long)a->last_step, (long long)AF_EVQ_STEP_MAX);
+        return AF_ERR_USAGE;
+    }
     size_t n = (size_t)(u_hi - u_lo);
+    a->seg = af_alloc(n * sizeof(af_aging_seg_t));
     a->lifetime_h = af_alloc(n * sizeof(double));
-    a->sudden_h = af_alloc(n * sizeof(double));
-    a->sudden_cause = af_alloc(n);
-    a->temp_off_k = af_alloc(n * sizeof(double));
-    a->base_age_h = af_alloc(n * sizeof(double));
-    a->base_step = af_alloc(n * sizeof(int64_t));
-    a->rate_h = af_alloc(n * sizeof(double));
     a->temp_k = af_alloc(n * sizeof(double));
-    a->rate_load = af_alloc(n * sizeof(int32_t));
     a->state = af_alloc(n);
     a->cause = af_alloc(n);
-    a->fade_step = af_alloc(n * sizeof(int64_t));
-    a->death_step = af_alloc(n * sizeof(int64_t));
+    a->fade_step = af_alloc(n * sizeof(int32_t));
+    a->death_step = af_alloc(n * sizeof(int32_t));
     a->fading_list = af_alloc(n * sizeof(int32_t));
-    if (!a->lifetime_h || !a->sudden_h || !a->sudden_cause || !a->temp_off_k || !a->base_age_h ||
-        !a->base_step || !a->rate_h || !a->temp_k || !a->rate_load || !a->state || !a->cause ||
-        !a->fade_step || !a->death_step || !a->fading_list) {
+    if (!a->seg || !a->lifetime_h || !a->temp_k || !a->state || !a->cause || !a->fade_step ||
+        !a->death_step || !a->fading_list) {
         af_aging_destroy(a);
         af_error_set("aging: cannot allocate the state of %lld units", (long long)n);
         return AF_ERR_NOMEM;
@@ -263,44 +314,13 @@ af_result_t af_aging_init_range(af_aging_t *a, const af_config_t *cfg, int64_t d
     uint64_t seed = (uint64_t)cfg->seed;
     for (int64_t u = u_lo; u < u_hi; ++u) {
         int64_t k = u - u_lo;
-        int64_t d = u / a->per_device;
         /* Inverse-CDF draws; 1 - U in (0, 1] keeps the logarithms finite. */
         double x = 1.0 - af_u01(af_hash4(seed, RNG_LIFETIME, (uint64_t)u, 0));
         a->lifetime_h[k] = cfg->weibull_scale_hours * pow(-log(x), 1.0 / cfg->weibull_shape);
-        /* A unit dies suddenly at the first of its own exponential time, its device's and its
-         * node's: every unit of a device (a node) draws the same device (node) time, so they
-         * die in the same step. Ties go to the larger domain. */
-        int64_t node = d / cfg->devices_per_node;
-        double su = exp_hours(seed, RNG_SUDDEN, (uint64_t)u, cfg->sudden_rate_per_hour);
-        double sd = weibull_hours(seed, RNG_DEVICE_LOSS, (uint64_t)d, cfg->device_rate_per_hour,
-                                  cfg->device_shape);
-        double sn = weibull_hours(seed, RNG_NODE_LOSS, (uint64_t)node, cfg->node_rate_per_hour,
-                                  cfg->node_shape);
-        /* The link's loss comes after the others in a tie: a device or node lost loses its
-         * link with it. */
-        double sl = weibull_hours(seed, RNG_LINK_LOSS, (uint64_t)d, cfg->link_rate_per_hour,
-                                  cfg->link_shape);
-        a->sudden_h[k] = su;
-        a->sudden_cause[k] = AF_CAUSE_SUDDEN;
-        if (sl < a->sudden_h[k]) {
-            a->sudden_h[k] = sl;
-            a->sudden_cause[k] = AF_CAUSE_LINK;
-        }
-        if (sd <= a->sudden_h[k]) {
-            a->sudden_h[k] = sd;
-            a->sudden_cause[k] = AF_CAUSE_DEVICE;
-        }
-        if (sn <= a->sudden_h[k]) {
-            a->sudden_h[k] = sn;
-            a->sudden_cause[k] = AF_CAUSE_NODE;
-        }
-        a->temp_off_k[k] =
-            cfg->hotspot_device_k * af_u01(af_hash4(seed, RNG_HOT_DEVICE, (uint64_t)d, 0)) +
-            cfg->hotspot_unit_k * af_u01(af_hash4(seed, RNG_HOT_UNIT, (uint64_t)u, 0));
         a->fade_step[k] = -1;
         a->death_step[k] = -1;
-        a->temp_k[k] = cfg->t_ambient_k + a->temp_off_k[k];
-        a->rate_load[k] = -1;
+        a->temp_k[k] = cfg->t_ambient_k + af_aging_temp_off_k(a, cfg, u);
+        a->seg[k].rate_load = -1;
     }
     return AF_OK;
 }
@@ -334,7 +354,7 @@ static void change(af_aging_t *a, int64_t u, int state, int cause, int64_t step,
                 sizeof(int32_t) * (size_t)(a->fading - at));
         a->fading_list[at] = (int32_t)u;
         a->fading++;
-        a->fade_step[k] = step;
+        a->fade_step[k] = (int32_t)step;
     } else {
         if (a->state[k] == AF_DEAD) {
             return;
@@ -346,7 +366,7 @@ static void change(af_aging_t *a, int64_t u, int state, int cause, int64_t step,
             a->fading--;
         }
         a->dead++;
-        a->death_step[k] = step;
+        a->death_step[k] = (int32_t)step;
         a->cause[k] = (int8_t)cause;
         af_evq_remove(&a->queue, u); /* the dead neither age nor change */
     }
@@ -363,25 +383,25 @@ static void change(af_aging_t *a, int64_t u, int state, int cause, int64_t step,
 static void new_load(af_aging_t *a, const af_config_t *cfg, int64_t k, int32_t load,
                      int64_t capacity, int64_t step)
 {
-    if (a->base_step[k] != step - 1) {
-        a->base_age_h[k] = age_at(a, k, step - 1);
-        a->base_step[k] = step - 1;
+    af_aging_seg_t *g = &a->seg[k];
+    if (g->base_step != step - 1) {
+        g->base_age_h = seg_at(age_segment(a, k), step - 1);
+        g->base_step = (int32_t)(step - 1);
     }
     double frac = (double)load / (double)capacity;
-    double t = cfg->t_ambient_k + a->temp_off_k[k] + cfg->load_delta_k * frac;
+    double t =
+        cfg->t_ambient_k + af_aging_temp_off_k(a, cfg, a->u_lo + k) + cfg->load_delta_k * frac;
     a->temp_k[k] = t;
-    a->rate_h[k] = cfg->sim_hours_per_step * af_arrhenius(cfg->ea_ev, cfg->t_ref_k, t);
-    a->rate_load[k] = load;
+    g->rate_load = load;
 }
 
 /* The hour in step `step` at which the age of the unit at index k reached thr: the age is linear
  * in the step's hours between the ends of the step (the step's segment), so the crossing is
  * interpolated there; clamped to the step (a unit whose age was past thr before is due now). */
-static double crossing_h(const af_aging_t *a, const af_config_t *cfg, int64_t k, int64_t step,
-                         double thr)
+static double crossing_h(segment_t g, const af_config_t *cfg, int64_t step, double thr)
 {
-    double a0 = age_at(a, k, step - 1);
-    double a1 = age_at(a, k, step);
+    double a0 = seg_at(g, step - 1);
+    double a1 = seg_at(g, step);
     double h0 = seg_at(hours_segment(cfg), step - 1);
     double h1 = seg_at(hours_segment(cfg), step);
     double f = a1 > a0 ? (thr - a0) / (a1 - a0) : 1.0;
@@ -395,19 +415,22 @@ static void check_unit(af_aging_t *a, const af_config_t *cfg, int64_t u, int64_t
                        af_health_change_t *out, int64_t *n)
 {
     int64_t k = u - a->u_lo;
-    double age = age_at(a, k, step);
-    if (a->hours >= a->sudden_h[k]) {
-        change(a, u, AF_DEAD, a->sudden_cause[k], step, a->sudden_h[k], out, n);
+    segment_t g = age_segment(a, k);
+    double age = seg_at(g, step);
+    int cause = 0;
+    double sudden_h = af_aging_sudden_h(a, cfg, u, &cause);
+    if (a->hours >= sudden_h) {
+        change(a, u, AF_DEAD, cause, step, sudden_h, out, n);
         return;
     }
     if (age >= a->lifetime_h[k]) {
-        change(a, u, AF_DEAD, AF_CAUSE_WEAROUT, step, crossing_h(a, cfg, k, step, a->lifetime_h[k]),
+        change(a, u, AF_DEAD, AF_CAUSE_WEAROUT, step, crossing_h(g, cfg, step, a->lifetime_h[k]),
                out, n);
         return;
     }
     if (a->state[k] == AF_HEALTHY && age >= fade_threshold(a, cfg, k)) {
         change(a, u, AF_FADING, AF_CAUSE_WEAROUT, step,
-               crossing_h(a, cfg, k, step, fade_threshold(a, cfg, k)), out, n);
+               crossing_h(g, cfg, step, fade_threshold(a, cfg, k)), out, n);
     }
     requeue(a, cfg, k, step + 1);
 }
@@ -422,16 +445,52 @@ void af_aging_start(af_aging_t *a, const af_config_t *cfg, int64_t first_step,
         }
     }
     a->primed = 1;
+    a->next_event = af_config_next_event(cfg, first_step - 1, 1);
 }
 
-int64_t af_aging_step(af_aging_t *a, const af_config_t *cfg, int64_t step, const int32_t *unit_load,
-                      const int32_t *changed, int64_t n_changed, int64_t capacity,
-                      af_health_change_t *changes)
+/* The scripted events of `step` that change the health of units held. */
+static void scripted_events(af_aging_t *a, const af_config_t *cfg, int64_t step,
+                            af_health_change_t *changes, int64_t *n)
+{
+    const double w = cfg->fade_window;
+    for (int i = 0; i < cfg->n_events; ++i) {
+        const af_event_cfg_t *e = &cfg->events[i];
+        if (e->step != step || e->action == AF_EVENT_INTERRUPT ||
+            e->action == AF_EVENT_RESET_DEVICE) {
+            continue; /* an interruption, or a memory reset, changes no unit's health */
+        }
+        for (int64_t j = 0; j < af_event_devices(e) * (e->unit_hi - e->unit_lo + 1); ++j) {
+            /* Devices [device, dev_hi], units [unit_lo, unit_hi] of each, in that order. */
+            int64_t span = e->unit_hi - e->unit_lo + 1;
+            int64_t u = (e->device + j / span) * a->per_device + e->unit_lo + j % span;
+            if (u < a->u_lo || u >= a->u_hi) {
+                continue;
+            }
+            int64_t k = u - a->u_lo;
+            a->touched++;
+            if (e->action == AF_EVENT_KILL || e->action == AF_EVENT_KILL_DEVICE ||
+                e->action == AF_EVENT_KILL_NODE) {
+                change(a, u, AF_DEAD, AF_CAUSE_SCRIPTED, step, a->hours, changes, n);
+            } else if (e->action == AF_EVENT_LINK_DOWN) {
+                change(a, u, AF_DEAD, AF_CAUSE_LINK_DOWN, step, a->hours, changes, n);
+            } else if (e->action == AF_EVENT_FADE && a->state[k] == AF_HEALTHY) {
+                /* A scripted fade starts the precursor window now, on a segment that starts
+                 * there; death follows naturally. */
+                a->seg[k].base_age_h = (1.0 - w) * a->lifetime_h[k];
+                a->seg[k].base_step = (int32_t)step;
+                change(a, u, AF_FADING, AF_CAUSE_SCRIPTED, step, a->hours, changes, n);
+                requeue(a, cfg, k, step + 1);
+            }
+        }
+    }
+}
+
+/* A step with something to do: new loads, units due, scripted events. */
+static int64_t step_busy(af_aging_t *a, const af_config_t *cfg, int64_t step,
+                         const int32_t *unit_load, const int32_t *changed, int64_t n_changed,
+                         int64_t capacity, af_health_change_t *changes)
 {
     int64_t n = 0;
-    a->step = step;
-    a->hours = seg_at(hours_segment(cfg), step);
-    a->touched = 0;
     /* New rates first, so that the units due now are checked on the segment of this step. */
     if (!a->primed) {
         af_aging_start(a, cfg, step, unit_load, capacity);
@@ -444,7 +503,7 @@ int64_t af_aging_step(af_aging_t *a, const af_config_t *cfg, int64_t step, const
             }
             int64_t k = u - a->u_lo;
             a->touched++;
-            if (a->state[k] == AF_DEAD || unit_load[u] == a->rate_load[k]) {
+            if (a->state[k] == AF_DEAD || unit_load[u] == a->seg[k].rate_load) {
                 continue;
             }
             new_load(a, cfg, k, unit_load[u], capacity, step);
@@ -460,44 +519,32 @@ int64_t af_aging_step(af_aging_t *a, const af_config_t *cfg, int64_t step, const
         a->touched++;
         check_unit(a, cfg, u, step, changes, &n);
     }
-    const double w = cfg->fade_window;
-    for (int i = 0; i < cfg->n_events; ++i) {
-        const af_event_cfg_t *e = &cfg->events[i];
-        if (e->step != step || e->action == AF_EVENT_INTERRUPT ||
-            e->action == AF_EVENT_RESET_DEVICE) {
-            continue; /* an interruption, or a memory reset, changes no unit's health */
-        }
-        for (int64_t j = 0; j < af_event_devices(e) * (e->unit_hi - e->unit_lo + 1); ++j) {
-            /* Devices [device, dev_hi], units [unit_lo, unit_hi] of each, in that order. */
-            int64_t span = e->unit_hi - e->unit_lo + 1;
-            u = (e->device + j / span) * a->per_device + e->unit_lo + j % span;
-            if (u < a->u_lo || u >= a->u_hi) {
-                continue;
-            }
-            int64_t k = u - a->u_lo;
-            a->touched++;
-            if (e->action == AF_EVENT_KILL || e->action == AF_EVENT_KILL_DEVICE ||
-                e->action == AF_EVENT_KILL_NODE) {
-                change(a, u, AF_DEAD, AF_CAUSE_SCRIPTED, step, a->hours, changes, &n);
-            } else if (e->action == AF_EVENT_LINK_DOWN) {
-                change(a, u, AF_DEAD, AF_CAUSE_LINK_DOWN, step, a->hours, changes, &n);
-            } else if (e->action == AF_EVENT_FADE && a->state[k] == AF_HEALTHY) {
-                /* A scripted fade starts the precursor window now, on a segment that starts
-                 * there; death follows naturally. */
-                a->base_age_h[k] = (1.0 - w) * a->lifetime_h[k];
-                a->base_step[k] = step;
-                change(a, u, AF_FADING, AF_CAUSE_SCRIPTED, step, a->hours, changes, &n);
-                requeue(a, cfg, k, step + 1);
-            }
-        }
+    if (step >= a->next_event) {
+        scripted_events(a, cfg, step, changes, &n);
+        a->next_event = af_config_next_event(cfg, step, 1);
     }
     return n;
+}
+
+int64_t af_aging_step(af_aging_t *a, const af_config_t *cfg, int64_t step, const int32_t *unit_load,
+                      const int32_t *changed, int64_t n_changed, int64_t capacity,
+                      af_health_change_t *changes)
+{
+    /* Nothing listed, nothing due, no scripted event (and the rates given: next_event is
+     * INT64_MIN before af_aging_start): the step reads the model's first line and nothing else. */
+    if (af_aging_step_quiet(a, step, n_changed)) {
+        return 0;
+    }
+    a->step = step;
+    a->hours = seg_at(hours_segment(cfg), step);
+    a->touched = 0;
+    return step_busy(a, cfg, step, unit_load, changed, n_changed, capacity, changes);
 }
 
 double af_aging_age_h(const af_aging_t *a, int64_t u)
 {
     int64_t k = u - a->u_lo;
-    return age_at(a, k, a->state[k] == AF_DEAD ? a->death_step[k] : a->step);
+    return seg_at(age_segment(a, k), a->state[k] == AF_DEAD ? a->death_step[k] : a->step);
 }
 
 double af_aging_degradation(const af_aging_t *a, const af_config_t *cfg, int64_t u)
@@ -508,7 +555,7 @@ double af_aging_degradation(const af_aging_t *a, const af_config_t *cfg, int64_t
     }
     double w = cfg->fade_window * a->lifetime_h[k];
     double start = a->lifetime_h[k] - w;
-    double frac = w > 0 ? (age_at(a, k, a->step) - start) / w : 1.0;
+    double frac = w > 0 ? (seg_at(age_segment(a, k), a->step) - start) / w : 1.0;
     return frac < 0 ? 0 : frac > 1 ? 1 : frac;
 }
 
@@ -541,7 +588,7 @@ int64_t af_aging_stale_loads(const af_aging_t *a, const int32_t *unit_load)
 {
     int64_t n = 0;
     for (int64_t k = 0; k < a->u_hi - a->u_lo; ++k) {
-        n += a->state[k] != AF_DEAD && a->rate_load[k] != unit_load[a->u_lo + k];
+        n += a->state[k] != AF_DEAD && a->seg[k].rate_load != unit_load[a->u_lo + k];
     }
     return n;
 }

@@ -25,7 +25,9 @@
  * closed form, so it is the step a visit of every unit every step would find), in a priority
  * queue (sim/fleet/evq.h); a step re-predicts the units whose load changed (the caller passes their
  * list), pops the units due at it, and applies the scripted events. Its cost follows the units
- * whose state or rate changes, not the fleet.
+ * whose state or rate changes, not the fleet. A change predicted after the last step a run can
+ * reach (af_config_last_tick) is not queued: the queue holds what can happen in this run, and
+ * a unit leaves it or joins it again when its load changes.
  *
  * The model holds the units [u_lo, u_hi); its per-unit tables are indexed by u - u_lo (the
  * whole fleet on rank 0 today: u_lo = 0, so a->state[u] is unit u's state), while unit numbers
@@ -68,46 +70,65 @@ typedef struct af_health_change {
     double time_h;
 } af_health_change_t;
 
+/* Where a unit's current linear segment of age starts (see the arithmetic above), and the load
+ * its rate is for: 16 bytes, so that the model reads one line of a unit when it predicts or
+ * checks it. The rate itself is not kept: it is sim_hours_per_step * AF at the unit's
+ * temperature (temp_k), recomputed by the same expression that made it, so the same bits. */
+typedef struct af_aging_seg {
+    double base_age_h; /* age at base_step */
+    int32_t base_step;
+    int32_t rate_load; /* the load temp_k and the rate are for (-1: none yet, rate 0) */
+} af_aging_seg_t;
+
+/* The model of the units [u_lo, u_hi). A step that finds nothing to do (no load listed, nothing
+ * due, no scripted event) reads and writes only the first 64 bytes, which the struct's alignment
+ * keeps on one cache line: its other phases having streamed the shard, that line and the code are
+ * all the step brings back from memory, at any fleet size. */
 typedef struct af_aging {
+    _Alignas(64) int64_t step; /* the step the model stands at: the last one af_aging_step ran (0
+                                  before) */
+    double hours;              /* hours(step) */
+    int64_t touched; /* units the last step looked at: listed with a new load, due, or scripted */
+    int64_t next_event; /* the first step after `step` with a scripted event that changes a unit's
+                           health (INT64_MAX: none; INT64_MIN until af_aging_start) */
+    int64_t fading;     /* FADING units held */
+    double dt_h;        /* sim_hours_per_step (the clock; with Ea and T_ref, the rates) */
+    af_evq_t queue;     /* each live unit with a predicted change up to last_step, keyed by (its
+                           step, unit); queue.top, its least key, is the line's seventh word */
+    int64_t primed;     /* 0 until af_aging_start has given every unit its rate */
+    int64_t dead;
     int64_t units;      /* D * U, the fleet */
     int64_t per_device; /* U */
     int64_t u_lo;       /* the units held here: [u_lo, u_hi) */
     int64_t u_hi;
-    double *lifetime_h;   /* Weibull draw at T_ref */
-    double *sudden_h;     /* the first of the unit's, its device's, its node's and its device's link
-                             times (exponential; the others Weibull of aging.device_shape,
-                             node_shape, link_shape)
-                             draws (+inf when every rate is 0) */
-    int8_t *sudden_cause; /* which of them: AF_CAUSE_SUDDEN, _DEVICE, _NODE or _LINK */
-    double *temp_off_k;   /* device + unit hotspot offsets */
-    double *base_age_h;   /* age at base_step, where the current linear segment starts */
-    int64_t *base_step;   /* see the arithmetic above */
-    double *rate_h;       /* accelerated hours per step at the unit's current load */
+    int64_t last_step; /* af_config_last_tick: no step after it is asked about, so a change
+                          predicted later is not queued */
+    double ea_ev;
+    double t_ref_k;
+    /* Per unit held, indexed by u - u_lo. The draws of (seed, unit) that a prediction alone
+     * needs (the sudden-failure times, the temperature offsets) are recomputed there, not kept. */
+    af_aging_seg_t *seg;
+    double *lifetime_h;   /* Weibull draw at T_ref (kept: every check compares with it) */
     double *temp_k;       /* temperature at the unit's last load (its last one alive) */
-    int32_t *rate_load;   /* the load rate_h was computed for (-1: not yet) */
     int8_t *state;        /* AF_HEALTHY / AF_FADING / AF_DEAD */
     int8_t *cause;        /* of death */
-    int64_t *fade_step;   /* -1 until it happens */
-    int64_t *death_step;  /* -1 until it happens */
+    int32_t *fade_step;   /* -1 until it happens (steps fit in 32 bits: AF_TICK_MAX) */
+    int32_t *death_step;  /* -1 until it happens */
     int32_t *fading_list; /* the FADING units, ascending (a->fading of them) */
-    int64_t dead;
-    int64_t fading;
-    af_evq_t queue;  /* each live unit with a predicted change, keyed by (its step, unit) */
-    int64_t step;    /* the step the model stands at: the last one af_aging_step ran (0 before) */
-    double hours;    /* hours(step) */
-    int primed;      /* 0 until af_aging_start has given every unit its rate */
-    int64_t touched; /* units the last step looked at: listed with a new load, due, or scripted */
 } af_aging_t;
 
 /* Draws the parameters of every unit of the fleet of `devices` devices and holds them all.
  * Allocates (every table is checked; on failure nothing stays allocated and AF_ERR_NOMEM is
- * returned with a message); call before the allocation seal. */
+ * returned with a message); call before the allocation seal. The model answers steps up to
+ * af_config_last_tick(cfg). */
 af_result_t af_aging_init(af_aging_t *a, const af_config_t *cfg, int64_t devices);
 /* The same for the units [u_lo, u_hi) of that fleet only: what each of them does is what it
  * does in the whole-fleet model (the draws depend on the seed and the unit alone). */
 af_result_t af_aging_init_range(af_aging_t *a, const af_config_t *cfg, int64_t devices,
                                 int64_t u_lo, int64_t u_hi);
 void af_aging_destroy(af_aging_t *a);
+/* The bytes af_aging_init_range allocates for n units. */
+int64_t af_aging_bytes(int64_t n);
 
 /* Gives every unit held its rate for the loads in unit_load and its first prediction, for a
  * first step `first_step`: the one visit of every unit the model makes, at start-up. When it
@@ -130,8 +151,36 @@ int64_t af_aging_step(af_aging_t *a, const af_config_t *cfg, int64_t step, const
                       const int32_t *changed, int64_t n_changed, int64_t capacity,
                       af_health_change_t *changes);
 
+/* af_aging_step's first part, for the caller that has other work to skip as well: a step with
+ * nothing to do (nothing listed, n_changed = 0; nothing due; no scripted event; the rates
+ * given) advances the model to `step` and returns 1 (af_aging_step would return 0 changes); else
+ * it returns 0 and the caller calls af_aging_step. Reads and writes the model's first line only. */
+static inline int af_aging_step_quiet(af_aging_t *a, int64_t step, int64_t n_changed)
+{
+    if (n_changed != 0 || af_evq_key_step(a->queue.top) <= step || step >= a->next_event) {
+        return 0;
+    }
+    /* hours(step) = 0 + dt * step, the clock's segment (sim/fleet/aging.c), bit for bit. */
+    a->step = step;
+    a->hours = 0.0 + a->dt_h * (double)step;
+    a->touched = 0;
+    return 1;
+}
+
 /* A unit's age in hours at the model's step, or at its death step once it is dead. */
 double af_aging_age_h(const af_aging_t *a, int64_t unit);
+/* A unit's state (AF_HEALTHY, AF_FADING or AF_DEAD). */
+static inline int af_aging_state(const af_aging_t *a, int64_t unit)
+{
+    return a->state[unit - a->u_lo];
+}
+/* A unit's time to sudden failure in hours of wall service: the first of its own exponential
+ * time and its device's, node's and link's loss times (drawn from the seed and the unit alone,
+ * +inf when every rate is 0), and which of them it is (*cause: AF_CAUSE_SUDDEN, _DEVICE, _NODE
+ * or _LINK). The model recomputes it where it needs it; this is the same draw. */
+double af_aging_sudden_h(const af_aging_t *a, const af_config_t *cfg, int64_t unit, int *cause);
+/* A unit's fixed temperature offset in kelvin: its device's hotspot and its own. */
+double af_aging_temp_off_k(const af_aging_t *a, const af_config_t *cfg, int64_t unit);
 /* How far a FADING unit is through its precursor window: 0 at the fade, 1 at death (0 unless
  * FADING). Drives the throttling slowdown. */
 double af_aging_degradation(const af_aging_t *a, const af_config_t *cfg, int64_t unit);

@@ -2,67 +2,84 @@
 
 #include "../../common/af_alloc.h"
 
-/* (step, unit) order: the step first, the lower unit on a tie, so a step's entries leave the
- * queue in ascending unit order. */
-static int less(const af_evq_entry_t *x, const af_evq_entry_t *y)
+/* Keys in front of heap[0] in its allocation: af_alloc's blocks start on a 64-byte line, so
+ * heap[1], the first child group, starts on the next line and so does every group of 8. */
+#define HEAP_LEAD (AF_EVQ_ARITY - 1)
+
+static int64_t range_of(int64_t n)
 {
-    return x->step < y->step || (x->step == y->step && x->unit < y->unit);
+    return n > 0 ? n : 1;
 }
 
-static void place(af_evq_t *q, int64_t i, af_evq_entry_t e)
+int64_t af_evq_bytes(int64_t n)
 {
-    q->heap[i] = e;
-    q->pos[e.unit - q->u_lo] = (int32_t)i;
+    return (int64_t)sizeof(uint64_t) * (range_of(n) + HEAP_LEAD) +
+           (int64_t)sizeof(int32_t) * range_of(n);
 }
 
-static void sift_up(af_evq_t *q, int64_t i)
+static void place(af_evq_t *q, int64_t i, uint64_t key)
 {
-    af_evq_entry_t e = q->heap[i];
+    q->heap[i] = key;
+    q->pos[(uint32_t)key] = (int32_t)i;
+}
+
+static void sift_up(af_evq_t *q, int64_t i, uint64_t key)
+{
     while (i > 0) {
-        int64_t parent = (i - 1) / 2;
-        if (!less(&e, &q->heap[parent])) {
+        int64_t parent = (i - 1) / AF_EVQ_ARITY;
+        if (q->heap[parent] < key) {
             break;
         }
         place(q, i, q->heap[parent]);
         i = parent;
     }
-    place(q, i, e);
+    place(q, i, key);
 }
 
-static void sift_down(af_evq_t *q, int64_t i)
+static void sift_down(af_evq_t *q, int64_t i, uint64_t key)
 {
-    af_evq_entry_t e = q->heap[i];
     for (;;) {
-        int64_t child = 2 * i + 1;
-        if (child >= q->n) {
+        int64_t first = AF_EVQ_ARITY * i + 1;
+        if (first >= q->n) {
             break;
         }
-        if (child + 1 < q->n && less(&q->heap[child + 1], &q->heap[child])) {
-            child++;
+        int64_t end = first + AF_EVQ_ARITY < q->n ? first + AF_EVQ_ARITY : q->n;
+        int64_t least = first;
+        for (int64_t c = first + 1; c < end; ++c) {
+            least = q->heap[c] < q->heap[least] ? c : least;
         }
-        if (!less(&q->heap[child], &e)) {
-            break;
+        if (key < q->heap[least]) {
+            break; /* keys are unique: one per unit */
         }
-        place(q, i, q->heap[child]);
-        i = child;
+        place(q, i, q->heap[least]);
+        i = least;
     }
-    place(q, i, e);
+    place(q, i, key);
+}
+
+static void set_top(af_evq_t *q)
+{
+    q->top = q->n > 0 ? q->heap[0] : AF_EVQ_NONE;
 }
 
 void af_evq_destroy(af_evq_t *q)
 {
-    af_free(q->heap);
+    af_free(q->mem);
     af_free(q->pos);
+    q->mem = NULL;
     q->heap = NULL;
     q->pos = NULL;
     q->n = 0;
+    q->top = AF_EVQ_NONE;
 }
 
 af_result_t af_evq_init(af_evq_t *q, int64_t u_lo, int64_t u_hi)
 {
+    q->mem = NULL;
     q->heap = NULL;
     q->pos = NULL;
     q->n = 0;
+    q->top = AF_EVQ_NONE;
     q->u_lo = u_lo;
     q->u_hi = u_hi;
     if (u_lo < 0 || u_hi < u_lo || u_hi > INT32_MAX) {
@@ -70,15 +87,16 @@ af_result_t af_evq_init(af_evq_t *q, int64_t u_lo, int64_t u_hi)
                      (long long)u_lo, (long long)u_hi);
         return AF_ERR_USAGE;
     }
-    size_t n = (size_t)(u_hi - u_lo);
-    q->heap = af_alloc(sizeof(af_evq_entry_t) * (n > 0 ? n : 1));
-    q->pos = af_alloc(sizeof(int32_t) * (n > 0 ? n : 1));
-    if (q->heap == NULL || q->pos == NULL) {
+    int64_t n = range_of(u_hi - u_lo);
+    q->mem = af_alloc(sizeof(uint64_t) * (size_t)(n + HEAP_LEAD));
+    q->pos = af_alloc(sizeof(int32_t) * (size_t)n);
+    if (q->mem == NULL || q->pos == NULL) {
         af_evq_destroy(q);
-        af_error_set("evq: cannot allocate a queue for %lld units", (long long)n);
+        af_error_set("evq: cannot allocate a queue for %lld units", (long long)(u_hi - u_lo));
         return AF_ERR_NOMEM;
     }
-    for (size_t i = 0; i < n; ++i) {
+    q->heap = q->mem + HEAP_LEAD;
+    for (int64_t i = 0; i < n; ++i) {
         q->pos[i] = -1;
     }
     return AF_OK;
@@ -87,20 +105,15 @@ af_result_t af_evq_init(af_evq_t *q, int64_t u_lo, int64_t u_hi)
 void af_evq_set(af_evq_t *q, int64_t u, int64_t step)
 {
     int64_t i = q->pos[u - q->u_lo];
-    af_evq_entry_t e = {step, (int32_t)u, 0};
+    uint64_t key = af_evq_key(q, u, step);
     if (i < 0) {
-        i = q->n++;
-        place(q, i, e);
-        sift_up(q, i);
-        return;
+        sift_up(q, q->n++, key);
+    } else if (key < q->heap[i]) {
+        sift_up(q, i, key);
+    } else if (key > q->heap[i]) {
+        sift_down(q, i, key);
     }
-    int64_t old = q->heap[i].step;
-    q->heap[i] = e;
-    if (step < old) {
-        sift_up(q, i);
-    } else if (step > old) {
-        sift_down(q, i);
-    }
+    set_top(q);
 }
 
 void af_evq_remove(af_evq_t *q, int64_t u)
@@ -110,32 +123,31 @@ void af_evq_remove(af_evq_t *q, int64_t u)
         return;
     }
     q->pos[u - q->u_lo] = -1;
-    af_evq_entry_t last = q->heap[--q->n];
-    if (i == q->n) {
-        return; /* it was the last entry */
+    uint64_t last = q->heap[--q->n];
+    if (i < q->n) {
+        /* The last entry fills the hole and moves whichever way its key says. */
+        if (i > 0 && last < q->heap[(i - 1) / AF_EVQ_ARITY]) {
+            sift_up(q, i, last);
+        } else {
+            sift_down(q, i, last);
+        }
     }
-    /* The last entry fills the hole and moves whichever way its key says. */
-    place(q, i, last);
-    if (i > 0 && less(&last, &q->heap[(i - 1) / 2])) {
-        sift_up(q, i);
-    } else {
-        sift_down(q, i);
-    }
+    set_top(q);
 }
 
 int64_t af_evq_step_of(const af_evq_t *q, int64_t u)
 {
     int64_t i = q->pos[u - q->u_lo];
-    return i < 0 ? -1 : q->heap[i].step;
+    return i < 0 ? -1 : af_evq_key_step(q->heap[i]);
 }
 
 int af_evq_peek(const af_evq_t *q, int64_t *step, int64_t *unit)
 {
-    if (q->n == 0) {
+    if (q->top == AF_EVQ_NONE) {
         return 0;
     }
-    *step = q->heap[0].step;
-    *unit = q->heap[0].unit;
+    *step = af_evq_key_step(q->top);
+    *unit = af_evq_key_unit(q, q->top);
     return 1;
 }
 
@@ -151,16 +163,21 @@ int af_evq_pop(af_evq_t *q, int64_t *step, int64_t *unit)
 af_result_t af_evq_check(const af_evq_t *q)
 {
     for (int64_t i = 0; i < q->n; ++i) {
-        const af_evq_entry_t *e = &q->heap[i];
-        if (e->unit < q->u_lo || e->unit >= q->u_hi || q->pos[e->unit - q->u_lo] != i) {
-            af_error_set("evq: heap entry %lld (unit %d) is not where its index says", (long long)i,
-                         e->unit);
+        uint64_t key = q->heap[i];
+        int64_t k = (int64_t)(uint32_t)key;
+        if (k >= q->u_hi - q->u_lo || q->pos[k] != i) {
+            af_error_set("evq: heap entry %lld (unit %lld) is not where its index says",
+                         (long long)i, (long long)(q->u_lo + k));
             return AF_ERR_INTERNAL;
         }
-        if (i > 0 && less(e, &q->heap[(i - 1) / 2])) {
+        if (i > 0 && key < q->heap[(i - 1) / AF_EVQ_ARITY]) {
             af_error_set("evq: heap entry %lld orders before its parent", (long long)i);
             return AF_ERR_INTERNAL;
         }
+    }
+    if (q->top != (q->n > 0 ? q->heap[0] : AF_EVQ_NONE)) {
+        af_error_set("evq: the top word is not the least key");
+        return AF_ERR_INTERNAL;
     }
     int64_t present = 0;
     for (int64_t k = 0; k < q->u_hi - q->u_lo; ++k) {

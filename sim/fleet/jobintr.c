@@ -88,6 +88,15 @@ void af_jobintr_init(af_jobintr_t *j, const af_config_t *cfg, int64_t devices)
     }
 }
 
+double af_jobintr_due_h(const af_jobintr_t *j)
+{
+    double due = INFINITY;
+    for (int i = 0; j->any && i < AF_JOBINTR_NDRAWN; ++i) {
+        due = j->next_h[i] < due ? j->next_h[i] : due;
+    }
+    return due;
+}
+
 int af_jobintr_step(af_jobintr_t *j, const af_config_t *cfg, int64_t step, const int8_t *unit_state,
                     int64_t units_per_device, af_jobintr_hit_t *out, int max)
 {

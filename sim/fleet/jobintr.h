@@ -70,6 +70,11 @@ void af_jobintr_init(af_jobintr_t *j, const af_config_t *cfg, int64_t devices);
  * (AF_HEALTHY / AF_FADING / AF_DEAD of each of devices x units_per_device units, the same on
  * every rank); NULL: every member lives. A drawn interruption beyond `max` stays due and is
  * taken by the next step (its member's health is read then). Returns their number. */
+/* When the next drawn interruption is due, in simulated hours: a step whose hours are below it
+ * has none drawn (+inf when no cause has a rate, or the model interrupts nothing). Scripted
+ * interrupt and reset_device events come besides, at their steps. */
+double af_jobintr_due_h(const af_jobintr_t *j);
+
 int af_jobintr_step(af_jobintr_t *j, const af_config_t *cfg, int64_t step, const int8_t *unit_state,
                     int64_t units_per_device, af_jobintr_hit_t *out, int max);
 

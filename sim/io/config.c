@@ -1041,6 +1041,27 @@ int64_t af_config_scripted_units(const af_config_t *cfg)
     return n;
 }
 
+int64_t af_config_last_tick(const af_config_t *cfg)
+{
+    int64_t ticks = cfg->steps * 100 + 1000;
+    return ticks < AF_TICK_MAX ? ticks : AF_TICK_MAX;
+}
+
+int64_t af_config_next_event(const af_config_t *cfg, int64_t after, int health_only)
+{
+    int64_t next = INT64_MAX;
+    for (int i = 0; i < cfg->n_events; ++i) {
+        const af_event_cfg_t *e = &cfg->events[i];
+        int health = e->action == AF_EVENT_KILL || e->action == AF_EVENT_KILL_DEVICE ||
+                     e->action == AF_EVENT_KILL_NODE || e->action == AF_EVENT_LINK_DOWN ||
+                     e->action == AF_EVENT_FADE;
+        if ((health || !health_only) && e->step > after && e->step < next) {
+            next = e->step;
+        }
+    }
+    return next;
+}
+
 af_wl_config_t af_config_workload(const af_config_t *cfg)
 {
     af_wl_config_t c = {

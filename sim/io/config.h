@@ -276,6 +276,17 @@ double af_config_dt_limit(const af_config_t *cfg);
 /* The units the kill and fade events name, all steps together: a bound on the scripted health
  * changes of any one step. */
 int64_t af_config_scripted_units(const af_config_t *cfg);
+/* The most executed steps a run makes (replays after rollbacks add executed steps to
+ * scenario.steps; the run stops a runaway at 100 x steps + 1000 of them), and so the last step
+ * the fleet model is ever asked about. At most AF_TICK_MAX, so that every step the model keeps
+ * fits in 32 bits (sim/fleet/evq.h): a bound only a run of more than 21 million steps that
+ * replays more than its length would meet. */
+#define AF_TICK_MAX (INT32_MAX - 1)
+int64_t af_config_last_tick(const af_config_t *cfg);
+/* The first step after `after` with a scripted event (health_only: one that changes a unit's
+ * health: kill, kill_device, kill_node, link_down, fade), INT64_MAX when there is none: a step
+ * before it has none to look at. */
+int64_t af_config_next_event(const af_config_t *cfg, int64_t after, int health_only);
 const char *af_backend_name(int compute);
 const char *af_fabric_name(int fabric);
 

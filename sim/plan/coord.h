@@ -21,8 +21,8 @@ typedef struct af_move {
     int32_t kind;
 } af_move_t;
 
-/* The fixed-size head of the coordinator's broadcast; the changes and moves follow in a second
- * broadcast only when there are any. */
+/* The head of a step's plan: one cache line (a step without events writes it and little else,
+ * sim/driver/health.h). */
 typedef struct af_plan_header {
     int64_t step;        /* executed step this plan is for */
     int64_t n_changes;   /* health changes of the step (the model's, then declared stragglers') */
@@ -31,7 +31,6 @@ typedef struct af_plan_header {
     int64_t restart;     /* 1: a block and its replica were lost together: every block restarts
                             from the initial state (rollback_to = 0) */
     int64_t exhausted;   /* 1: some block has no live slot left (capacity exhausted) */
-    int64_t stop;        /* reserved */
     int64_t fading;      /* units FADING after the changes */
     int64_t dead;        /* units DEAD after the changes */
 } af_plan_header_t;

@@ -91,7 +91,7 @@ af_result_t af_placement_init(af_placement_t *p, int64_t devices, int64_t units,
     p->slot_block = af_alloc(sizeof(int32_t) * (size_t)nslots);
     p->unit_load = af_alloc(sizeof(int32_t) * (size_t)(devices * units));
     p->changed = af_alloc(sizeof(int32_t) * (size_t)(devices * units));
-    p->changed_mark = af_alloc((size_t)(devices * units));
+    p->changed_mark = af_alloc(sizeof(uint64_t) * (size_t)((devices * units + 63) / 64));
     p->n_changed = 0;
     p->moved = af_alloc(sizeof(int32_t) * (size_t)(blocks > 0 ? blocks : 1));
     p->moved_mark = af_alloc((size_t)(blocks > 0 ? blocks : 1));
@@ -124,8 +124,8 @@ af_result_t af_placement_init(af_placement_t *p, int64_t devices, int64_t units,
 /* Lists a unit whose load changed, once: the mark makes the list at most D*U long. */
 static void mark_changed(af_placement_t *p, int64_t unit)
 {
-    if (!p->changed_mark[unit]) {
-        p->changed_mark[unit] = 1;
+    if (!af_placement_changed_marked(p, unit)) {
+        p->changed_mark[unit >> 6] |= UINT64_C(1) << (unit & 63);
         p->changed[p->n_changed++] = (int32_t)unit;
     }
 }
@@ -331,7 +331,7 @@ void af_placement_release(af_placement_t *p, int32_t slot)
 void af_placement_changed_clear(af_placement_t *p)
 {
     for (int64_t i = 0; i < p->n_changed; ++i) {
-        p->changed_mark[p->changed[i]] = 0;
+        p->changed_mark[p->changed[i] >> 6] &= ~(UINT64_C(1) << (p->changed[i] & 63));
     }
     p->n_changed = 0;
 }
@@ -388,10 +388,10 @@ af_result_t af_placement_check(const af_placement_t *p)
     /* The list of changed units: each listed unit marked, and as many marks as entries. */
     int64_t marked = 0;
     for (int64_t u = 0; u < p->devices * p->units; ++u) {
-        marked += p->changed_mark[u] != 0;
+        marked += af_placement_changed_marked(p, u);
     }
     for (int64_t i = 0; i < p->n_changed; ++i) {
-        if (!p->changed_mark[p->changed[i]]) {
+        if (!af_placement_changed_marked(p, p->changed[i])) {
             af_error_set("placement: unit %d is listed as changed but not marked", p->changed[i]);
             return AF_ERR_INTERNAL;
         }

@@ -33,7 +33,7 @@ typedef struct af_placement {
      * alone. Whoever consumes the list empties it (af_placement_changed_clear). */
     int32_t *changed; /* D*U entries at most */
     int64_t n_changed;
-    uint8_t *changed_mark; /* D*U entries: 1 while the unit is on the list */
+    uint64_t *changed_mark; /* D*U bits: set while the unit is on the list */
     /* The free-capacity directory (af_placement_dir_attach): for each state s in {0, 1} (the
      * aging model's HEALTHY and FADING), a tournament tree over the devices whose leaf is the
      * device's least-loaded unit in state s with a free slot (ties to the lowest unit index, -1
@@ -119,6 +119,11 @@ void af_placement_dir_unit(af_placement_t *p, int64_t unit);
  * the directory. */
 int64_t af_placement_dir_best(af_placement_t *p, int s, int64_t exclude);
 
+/* Whether unit u is on the list of changed units. */
+static inline int af_placement_changed_marked(const af_placement_t *p, int64_t u)
+{
+    return (int)(p->changed_mark[u >> 6] >> (u & 63) & 1);
+}
 /* Empties the list of changed units (O(listed units)). */
 void af_placement_changed_clear(af_placement_t *p);
 /* First free (not reserved) slot of a unit, or -1. */

@@ -11,6 +11,7 @@
 #include "../../common/log_schema.h"
 #include "../../fabric/fabric.h"
 #include "../../kernels/kernels.h"
+#include "../fleet/aging.h"
 #include "../io/config.h"
 #include "placement.h"
 
@@ -60,12 +61,12 @@ typedef struct af_shard {
     double *cellbuf; /* T doubles: scratch for one block */
 
     /* Health: every unit's state as every rank knows it; what only the units' own rank needs
-     * (their corruption probability) in tables of its own units, indexed by u - own_u0
-     * (af_own_unit). */
-    int8_t *unit_state; /* units */
-    int64_t own_u0;     /* the first unit of this rank's devices */
-    int64_t own_units;  /* how many */
-    double *unit_p;     /* own units: corruption probability per element */
+     * (a FADING unit's corruption probability, af_aging_p_corrupt) from the aging model of its
+     * own units, which alone knows it: nothing per unit is copied out of it. */
+    int8_t *unit_state;      /* units */
+    int64_t own_u0;          /* the first unit of this rank's devices */
+    int64_t own_units;       /* how many */
+    const af_aging_t *aging; /* the model of the own units (the driver's) */
 
     int64_t tick;       /* executed steps */
     int64_t state_step; /* logical step of the committed state */

@@ -125,7 +125,7 @@ static inline int64_t af_sample_turn(const af_detect_t *d, int64_t seed, int64_t
 /* Hands the part what it works on (start-up, before any other call). */
 void af_recovery_bind(af_recovery_t *r, af_shard_t *s, af_halo_t *halo, af_move_t *moves);
 /* The kernels' control of global slot g, when local: its block, and its unit's mode and
- * corruption probability from unit_state and unit_p. */
+ * corruption probability from unit_state and the aging model (af_aging_p_corrupt). */
 void af_slot_control(af_recovery_t *r, int64_t g);
 af_result_t af_replicas_init(af_recovery_t *r);
 /* Frees the replicas' states and their edge logs once the run's steps are over: the memory the

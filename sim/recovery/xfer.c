@@ -350,8 +350,10 @@ static af_result_t carry_edges(af_recovery_t *r, int64_t n, const xfer_ops_t *op
  * aging model, a silent unit's while it is HEALTHY, 0 for the others. */
 double af_unit_corrupt_p(const af_recovery_t *r, int64_t u)
 {
+    /* A unit FADING to the coordinator but not to the model (a declared straggler or suspect)
+     * has probability 0 from the model, as it had before. */
     int8_t st = r->s->unit_state[u];
-    return st == AF_FADING                                      ? r->s->unit_p[af_own_unit(r->s, u)]
+    return st == AF_FADING ? af_aging_p_corrupt(r->s->aging, &r->s->cfg, u)
            : st == AF_HEALTHY && af_aging_silent(&r->s->cfg, u) ? r->s->cfg.silent_p
                                                                 : 0.0;
 }
