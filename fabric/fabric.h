@@ -46,8 +46,11 @@ typedef struct af_fabric_ops {
                            const size_t *counts, int root);
     /* Every rank gets every rank's n int32 values (n may differ between ranks, and be 0),
      * rank-major, in recv (at most cap values) and their number in *total. AF_ERR_INTERNAL on
-     * every rank when the total exceeds cap or INT_MAX. Host fabric only (NULL for nccl): the
-     * driver's lists of blocks (the fenced ones of a step) are host data. */
+     * every rank when the total exceeds cap or INT_MAX. send may lie inside recv's cap values
+     * (the gather is then made in place: the rank's values are moved to their place first), so
+     * that a list gathered from every rank needs no second buffer for this rank's part. Host
+     * fabric only (NULL for nccl): the driver's lists of blocks (the fenced ones of a step)
+     * are host data. */
     af_result_t (*allgatherv_i32)(af_fabric_t *f, const int32_t *send, size_t n, int32_t *recv,
                                   size_t cap, size_t *total);
     /* Posts every transfer of the batch at once and waits for all, so any order of sends and

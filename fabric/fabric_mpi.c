@@ -211,8 +211,15 @@ static af_result_t mpi_allgatherv_i32(af_fabric_t *f, const int32_t *send, size_
         af_error_set("fabric: an all-gather of %lld values into room for %zu", (long long)sum, cap);
         return AF_ERR_INTERNAL;
     }
-    AF_MPI_CHECK(MPI_Allgatherv(send, (int)n, MPI_INT32_T, recv, m->counts, m->displs, MPI_INT32_T,
-                                m->comm));
+    if (send >= recv && send < recv + cap) {
+        /* In place: this rank's values to their place, the others gathered around them. */
+        memmove(recv + m->displs[f->rank], send, sizeof(int32_t) * n);
+        AF_MPI_CHECK(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv, m->counts, m->displs,
+                                    MPI_INT32_T, m->comm));
+    } else {
+        AF_MPI_CHECK(MPI_Allgatherv(send, (int)n, MPI_INT32_T, recv, m->counts, m->displs,
+                                    MPI_INT32_T, m->comm));
+    }
     *total = (size_t)sum;
     return AF_OK;
 }

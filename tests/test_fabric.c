@@ -250,6 +250,33 @@ static void test_gatherv_with_unequal_counts_concatenates_in_rank_order(void **s
     free(recv);
 }
 
+/* allgatherv_i32 from a send buffer inside the receive buffer (its tail, where the driver's
+ * health model writes its own changes): every rank gets every rank's values in rank order, as
+ * with separate buffers. Rank r sends r + 1 values 1000 r + j. */
+static void test_allgatherv_in_place_from_the_tail(void **state)
+{
+    (void)state;
+    const int n = fab->rank + 1;
+    const size_t cap = (size_t)fab->size * (size_t)(fab->size + 1) / 2 + 8;
+    int32_t *buf = calloc(cap, sizeof(int32_t));
+    assert_non_null(buf);
+    int32_t *send = buf + cap - (size_t)n;
+    for (int j = 0; j < n; ++j) {
+        send[j] = 1000 * fab->rank + j;
+    }
+    size_t total = 0;
+    af_result_t rc = fab->ops->allgatherv_i32(fab, send, (size_t)n, buf, cap, &total);
+    assert_int_equal(rc, AF_OK);
+    assert_int_equal(total, cap - 8);
+    size_t at = 0;
+    for (int r = 0; r < fab->size; ++r) {
+        for (int j = 0; j <= r; ++j) {
+            assert_int_equal(buf[at++], 1000 * r + j);
+        }
+    }
+    free(buf);
+}
+
 static void test_allreduce_sum_i64_is_exact(void **state)
 {
     (void)state;
@@ -375,6 +402,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_bcast_copies_root_bytes_to_every_rank),
         cmocka_unit_test(test_gather_is_rank_major_on_the_root),
         cmocka_unit_test(test_gatherv_with_unequal_counts_concatenates_in_rank_order),
+        cmocka_unit_test(test_allgatherv_in_place_from_the_tail),
         cmocka_unit_test(test_allreduce_sum_i64_is_exact),
         cmocka_unit_test(test_exchange_ring_posted_in_one_batch),
         cmocka_unit_test(test_exchange_all_pairs_with_different_sizes),

@@ -57,9 +57,10 @@ typedef struct af_health {
     int overflow;                /* 1: a declaration found changes full (af_apply_plan fails) */
     af_move_t *moves;            /* blocks */
     /* What this rank's model gives each step, before the ranks share it (gather_health). */
-    af_health_change_t *my_changes; /* own units + the scripted events' units */
-    af_health_change_t *scripted;   /* scratch: the scripted events' units */
-    int64_t scripted_cap;           /* its entries */
+    af_health_change_t
+        *my_changes;              /* own units + the scripted events' units: the tail of changes */
+    af_health_change_t *scripted; /* scratch: the scripted events' units */
+    int64_t scripted_cap;         /* its entries */
     /* The coordinator's shared facts. */
     int32_t *fade_units; /* units: the fleet's FADING units to the model, ascending (the drain
                             list; a declared straggler or suspect is not one of them) */

@@ -124,15 +124,16 @@ void af_memory_estimate(const af_config_t *cfg, int nranks, int rank, const af_k
     /* The aging model of the rank's own units (sim/fleet/aging.h, af_aging_bytes): per unit its
      * segment (16 bytes), lifetime and temperature (two doubles), state and cause (two int8), fade
      * and death steps and the fading list (three int32), and its event queue (an 8-byte key and a
-     * 4-byte position); what it shares each step (its changes, the scripted events' changes set
-     * aside); the own units the slow events name (sim/driver/throttle.c: unit, slowdown and
+     * 4-byte position); what it shares each step (its changes, written in the tail of the
+     * plan's change list and gathered in place there, so nothing; the scripted events' changes
+     * set aside); the own units the slow events name (sim/driver/throttle.c: unit, slowdown and
      * lookup index, 16 bytes each). A FADING unit's corruption probability and degradation are
      * read from the model: nothing else is kept per own unit but the first corrupted step. */
     const double own = fmax(ldev * U, 1.0);
     const double slowed =
         (double)af_throttle_slow_bound(cfg, lo * cfg->units_per_device, hi * cfg->units_per_device);
-    m->aging = (double)af_aging_bytes((int64_t)(ldev * U)) + chg * (own + scripted + 1.0) +
-               chg * (scripted + 1.0) + 16.0 * fmax(slowed, 1.0);
+    m->aging = (double)af_aging_bytes((int64_t)(ldev * U)) + chg * (scripted + 1.0) +
+               16.0 * fmax(slowed, 1.0);
     /* The own units' first corrupted step (unit_first_corrupt). */
     m->aging += 4.0 * own;
     /* Every rank's coordinator: the list of the fleet's FADING units, and the straggler detector
@@ -166,9 +167,10 @@ void af_memory_estimate(const af_config_t *cfg, int nranks, int rank, const af_k
     m->verdict =
         8.0 * k_blocks * T +
         (rank == 0 ? 2.0 * 8.0 * B * T + 8.0 * R * k_blocks * T + 4.0 * B + 16.0 * R : 0.0);
-    /* The replicas' states and edge logs are freed before it (af_replicas_release): the
-     * verdict adds to the peak only what it takes beyond them. */
-    const double released = 8.0 * fmax(reps, 1.0) * T + 16.0 * fmax(reps, 1.0) * depth;
+    /* The replicas' states and edge logs and the plan's change list are freed before it
+     * (af_step_release): the verdict adds to the peak only what it takes beyond them. */
+    const double released =
+        8.0 * fmax(reps, 1.0) * T + 16.0 * fmax(reps, 1.0) * depth + chg * (units + scripted + 1.0);
     m->peak = m->startup + fmax(m->verdict - released, 0.0);
 }
 

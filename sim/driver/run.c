@@ -769,7 +769,7 @@ int af_run_in_world(const af_run_opts_t *opts, const af_world_t *world)
      * its SIGKILL: the state is gathered and logged, the serial reference skipped (a signal to
      * the ranks themselves, as Slurm's scancel sends, keeps the check). */
     int verify = !(r->prog.stop_signal && af_stop_signal() == SIGCONT);
-    af_replicas_release(&r->rc); /* no step reads them again: the verdict's room */
+    af_step_release(r); /* what no step reads again: the verdict's room */
     AF_CHECK_GOTO(af_verdict_finish(r, &v, verify), rc, fail);
     AF_CHECK_GOTO(af_memory_measures(r), rc, fail);
     AF_CHECK_GOTO(af_write_units(r), rc, fail);

@@ -111,6 +111,10 @@ af_result_t af_step_init(af_run_state_t *r);
  * exchange buffers (start-up only; sets graph_on and graph_why). */
 af_result_t af_step_graph_init(af_run_state_t *r);
 void af_step_destroy(af_run_state_t *r);
+/* Frees, once the steps are over, the largest tables no later part of the run reads (the
+ * replicas' states and edge logs, the plan's change list): the room the verdict's gather and
+ * serial reference take instead (sim/driver/memory.c). */
+void af_step_release(af_run_state_t *r);
 af_result_t af_step(af_run_state_t *r, int *stop);
 
 #endif

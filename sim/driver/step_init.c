@@ -230,8 +230,16 @@ af_result_t af_step_init(af_run_state_t *r)
     const char *debug = getenv("AGEFENCE_DEBUG");
     r->health.debug_loads = debug != NULL && strstr(debug, "agingloads") != NULL;
     int64_t scripted = af_config_scripted_units(&r->s.cfg);
-    r->health.my_changes =
-        af_alloc(sizeof(af_health_change_t) * ((size_t)(own_hi - own_lo) + (size_t)scripted + 1));
+    /* The model's own changes go in the tail of the plan's list, which the gather fills in place
+     * (the fabric's allgatherv_i32): room for every own unit and scripted change, within the
+     * room for every unit's. */
+    const int64_t own_cap = (own_hi - own_lo) + scripted + 1;
+    if (own_cap > r->health.changes_cap) {
+        af_error_set("the health lists: %lld own changes in room for %lld", (long long)own_cap,
+                     (long long)r->health.changes_cap);
+        return AF_ERR_INTERNAL;
+    }
+    r->health.my_changes = r->health.changes + (r->health.changes_cap - own_cap);
     r->health.scripted = af_alloc(sizeof(af_health_change_t) * (size_t)(scripted + 1));
     r->health.scripted_cap = scripted + 1;
     /* The coordinator's targets beyond a block's own device come from the placement's
@@ -247,6 +255,14 @@ af_result_t af_step_init(af_run_state_t *r)
     af_recovery_bind(&r->rc, &r->s, &r->halo, r->health.moves);
     AF_CHECK(af_replicas_init(&r->rc));
     return AF_OK;
+}
+
+void af_step_release(af_run_state_t *r)
+{
+    af_replicas_release(&r->rc);
+    af_free(r->health.changes);
+    r->health.changes = NULL;
+    r->health.my_changes = NULL;
 }
 
 void af_step_destroy(af_run_state_t *r)
@@ -328,8 +344,7 @@ void af_step_destroy(af_run_state_t *r)
     r->rc.det.sample_start = NULL;
     r->rc.det.quarantined_step = NULL;
     r->rc.det.fence_count = NULL;
-    af_free(r->health.my_changes);
-    af_free(r->health.scripted);
+    af_free(r->health.scripted); /* my_changes is the change list's tail */
     af_free(r->health.fade_units);
     r->health.my_changes = r->health.scripted = NULL;
     r->health.fade_units = NULL;
