@@ -38,18 +38,28 @@ static void init_aging(af_aging_t *a, int64_t devices)
     assert_int_equal(a->per_device, cfg.units_per_device);
 }
 
-/* Unit u's sudden-failure time and its cause, as the model draws them under cfg (it keeps
- * neither: it recomputes them where it needs them). */
+/* Unit u's sudden-failure time and its cause, as the model drew them. */
 static double sudden_h(const af_aging_t *a, int64_t u)
 {
     int cause = 0;
-    return af_aging_sudden_h(a, &cfg, u, &cause);
+    return af_aging_sudden_h(a, u, &cause);
 }
 static int sudden_cause(const af_aging_t *a, int64_t u)
 {
     int cause = 0;
-    (void)af_aging_sudden_h(a, &cfg, u, &cause);
+    (void)af_aging_sudden_h(a, u, &cause);
     return cause;
+}
+/* Bit for bit. */
+static int same_double(double x, double y)
+{
+    return memcmp(&x, &y, sizeof x) == 0;
+}
+
+/* Unit u's temperature at its last load, under cfg. */
+static double temp_k(const af_aging_t *a, int64_t u)
+{
+    return af_aging_temp_k(a, &cfg, u);
 }
 /* Every unit's sudden-failure time under cfg, in a new array. */
 static double *sudden_all(const af_aging_t *a)
@@ -84,7 +94,7 @@ static void test_init_reports_every_failed_allocation(void **state)
         if (rc == AF_OK) {
             assert_non_null(a.lifetime_h);
             assert_non_null(a.seg);
-            assert_non_null(a.temp_k);
+            assert_non_null(a.sudden_cause);
             assert_non_null(a.fading_list);
             assert_non_null(a.death_step);
             assert_non_null(a.queue.heap);
@@ -96,9 +106,9 @@ static void test_init_reports_every_failed_allocation(void **state)
         assert_int_equal(af_alloc_bytes_live(), live);
         failures++;
     }
-    /* One failure per table the model holds: eight per-unit tables (segment, lifetime,
-     * temperature, state, cause, fade and death steps, fading list) and the event queue's two
-     * (heap and position index). */
+    /* One failure per table the model holds: eight per-unit tables (segment, lifetime, sudden
+     * cause, state, cause, fade and death steps, fading list) and the event queue's two (heap and
+     * position index). */
     assert_int_equal(failures, 10);
     assert_int_equal(af_alloc_bytes_live(), live);
 }
@@ -523,8 +533,8 @@ static void test_load_raises_temperature_and_aging(void **state)
     assert_int_equal(af_aging_step(&busy, &cfg, 1, full, NULL, 0, capacity, ch), 0);
     const double hot_max = cfg.hotspot_device_k + cfg.hotspot_unit_k;
     for (int64_t u = 0; u < n; ++u) {
-        assert_true(fabs(busy.temp_k[u] - idle.temp_k[u] - cfg.load_delta_k) <= 1e-9);
-        assert_true(fabs(idle.temp_k[u] - (cfg.t_ambient_k + temp_off(&idle, u))) <= 1e-9);
+        assert_true(fabs(temp_k(&busy, u) - temp_k(&idle, u) - cfg.load_delta_k) <= 1e-9);
+        assert_true(fabs(temp_k(&idle, u) - (cfg.t_ambient_k + temp_off(&idle, u))) <= 1e-9);
         assert_true(af_aging_age_h(&busy, u) > af_aging_age_h(&idle, u));
         assert_true(af_aging_age_h(&idle, u) > 0.0);
         /* One step at the idle temperature: age = dt * AF(T). */
@@ -553,7 +563,7 @@ static void test_load_raises_temperature_and_aging(void **state)
     }
     assert_int_equal(af_aging_step(&half, &cfg, 1, full, NULL, 0, capacity, ch), 0);
     for (int64_t u = 0; u < n; ++u) {
-        assert_true(fabs(half.temp_k[u] - idle.temp_k[u] - 0.5 * cfg.load_delta_k) <= 1e-9);
+        assert_true(fabs(temp_k(&half, u) - temp_k(&idle, u) - 0.5 * cfg.load_delta_k) <= 1e-9);
         assert_true(af_aging_age_h(&half, u) > af_aging_age_h(&idle, u) &&
                     af_aging_age_h(&half, u) < af_aging_age_h(&busy, u));
     }
@@ -928,7 +938,7 @@ static void test_same_seed_is_bitwise_reproducible(void **state)
     const int64_t n = a.units;
     size_t bytes = sizeof(double) * (size_t)n;
     assert_memory_equal(a.lifetime_h, b.lifetime_h, bytes);
-    assert_memory_equal(a.temp_k, b.temp_k, bytes);
+    assert_memory_equal(a.sudden_cause, b.sudden_cause, (size_t)n);
     double *ta = sudden_all(&a);
     double *tb = sudden_all(&b);
     assert_memory_equal(ta, tb, bytes);
@@ -957,7 +967,20 @@ static void test_same_seed_is_bitwise_reproducible(void **state)
         assert_int_equal(la[i].cause, lb[i].cause);
     }
     assert_memory_equal(a.seg, b.seg, sizeof(af_aging_seg_t) * (size_t)n);
+    /* The run's end: the temperatures, /units' column, in the queue's memory, are the ones the
+     * units' rates were computed at. */
+    af_aging_columns(&a, &cfg);
+    af_aging_columns(&b, &cfg);
+    assert_non_null(a.temp_k);
     assert_memory_equal(a.temp_k, b.temp_k, bytes);
+    for (int64_t u = 0; u < n; ++u) {
+        assert_true(same_double(a.temp_k[u], temp_k(&a, u)));
+        if (a.seg[u].rate_load >= 0) {
+            assert_true(same_double(a.seg[u].rate_h,
+                                    cfg.sim_hours_per_step *
+                                        af_arrhenius(cfg.ea_ev, cfg.t_ref_k, a.temp_k[u])));
+        }
+    }
     assert_memory_equal(a.state, b.state, (size_t)n);
     assert_memory_equal(a.cause, b.cause, (size_t)n);
     assert_memory_equal(a.fade_step, b.fade_step, sizeof(int32_t) * (size_t)n);
@@ -998,7 +1021,10 @@ static void test_draws_do_not_depend_on_fleet_size(void **state)
     init_aging(&big, 9);
     size_t bytes = sizeof(double) * (size_t)small.units;
     assert_memory_equal(small.lifetime_h, big.lifetime_h, bytes);
-    assert_memory_equal(small.temp_k, big.temp_k, bytes);
+    assert_memory_equal(small.sudden_cause, big.sudden_cause, (size_t)small.units);
+    for (int64_t u = 0; u < small.units; ++u) {
+        assert_true(same_double(temp_k(&small, u), temp_k(&big, u)));
+    }
     double *ts = sudden_all(&small);
     double *tb = sudden_all(&big);
     assert_memory_equal(ts, tb, bytes);
@@ -1157,11 +1183,6 @@ static double dense_degradation(const dense_t *d, const af_aging_t *draws, int64
     return frac < 0 ? 0 : frac > 1 ? 1 : frac;
 }
 
-static int same_double(double x, double y)
-{
-    return memcmp(&x, &y, sizeof x) == 0;
-}
-
 /* Everything the rest of agefence reads from the model, unit by unit, against the reference at
  * `step`. */
 static void expect_same_state(const af_aging_t *a, const dense_t *d, int64_t step)
@@ -1183,7 +1204,7 @@ static void expect_same_state(const af_aging_t *a, const dense_t *d, int64_t ste
             fail_msg("step %lld unit %lld: age %.17g, reference %.17g", (long long)step,
                      (long long)u, af_aging_age_h(a, u), want_age);
         }
-        assert_true(same_double(a->temp_k[u], d->temp[u]));
+        assert_true(same_double(temp_k(a, u), d->temp[u]));
         double deg = dense_degradation(d, a, u, step);
         assert_true(same_double(af_aging_degradation(a, &cfg, u), deg));
         double p = d->state[u] == AF_FADING ? cfg.p_max * (0.1 + 0.9 * deg) : 0.0;

@@ -122,13 +122,15 @@ void af_memory_estimate(const af_config_t *cfg, int nranks, int rank, const af_k
                   sizeof(af_payload_t) * (flush + 1.0);
 
     /* The aging model of the rank's own units (sim/fleet/aging.h, af_aging_bytes): per unit its
-     * segment (16 bytes), lifetime and temperature (two doubles), state and cause (two int8), fade
-     * and death steps and the fading list (three int32), and its event queue (an 8-byte key and a
-     * 4-byte position); what it shares each step (its changes, written in the tail of the
-     * plan's change list and gathered in place there, so nothing; the scripted events' changes
-     * set aside); the own units the slow events name (sim/driver/throttle.c: unit, slowdown and
-     * lookup index, 16 bytes each). A FADING unit's corruption probability and degradation are
-     * read from the model: nothing else is kept per own unit but the first corrupted step. */
+     * segment (32 bytes: base age, rate, sudden-failure time, base step, load), lifetime (a
+     * double), sudden cause, state and cause (three int8), fade and death steps and the fading
+     * list (three int32), and its event queue (an 8-byte key and a 4-byte position; the keys hold
+     * /units' temperatures at the end); what it shares each step (its changes, written in the
+     * tail of the plan's change list and gathered in place there, so nothing; the scripted
+     * events' changes set aside); the own units the slow events name (sim/driver/throttle.c:
+     * unit, slowdown and lookup index, 16 bytes each). A FADING unit's corruption probability and
+     * degradation are read from the model: nothing else is kept per own unit but the first
+     * corrupted step. */
     const double own = fmax(ldev * U, 1.0);
     const double slowed =
         (double)af_throttle_slow_bound(cfg, lo * cfg->units_per_device, hi * cfg->units_per_device);

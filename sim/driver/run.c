@@ -772,6 +772,9 @@ int af_run_in_world(const af_run_opts_t *opts, const af_world_t *world)
     af_step_release(r); /* what no step reads again: the verdict's room */
     AF_CHECK_GOTO(af_verdict_finish(r, &v, verify), rc, fail);
     AF_CHECK_GOTO(af_memory_measures(r), rc, fail);
+    /* /units' temperature column, which the model does not keep while it runs: after the last
+     * step, in memory it no longer needs. */
+    af_aging_columns(&r->health.aging, &r->s.cfg);
     AF_CHECK_GOTO(af_write_units(r), rc, fail);
     if (r->s.world.rank == 0) {
         /* A run that stopped for want of capacity after it had committed a corruption ends

@@ -133,17 +133,9 @@ static int64_t first_step(segment_t g, double thr, int64_t from, int64_t limit)
     return hi;
 }
 
-/* The rate of the unit at table index k: sim_hours_per_step * AF at its temperature, by the
- * expression new_load computed it with (0 before its first load). */
-static double rate_of(const af_aging_t *a, int64_t k)
-{
-    return a->seg[k].rate_load < 0 ? 0.0
-                                   : a->dt_h * af_arrhenius(a->ea_ev, a->t_ref_k, a->temp_k[k]);
-}
-
 static segment_t age_segment(const af_aging_t *a, int64_t k)
 {
-    segment_t g = {a->seg[k].base_age_h, rate_of(a, k), a->seg[k].base_step};
+    segment_t g = {a->seg[k].base_age_h, a->seg[k].rate_h, a->seg[k].base_step};
     return g;
 }
 
@@ -158,7 +150,8 @@ static double fade_threshold(const af_aging_t *a, const af_config_t *cfg, int64_
     return (1.0 - cfg->fade_window) * a->lifetime_h[k];
 }
 
-double af_aging_sudden_h(const af_aging_t *a, const af_config_t *cfg, int64_t u, int *cause)
+/* Unit u's draw of its time to sudden failure and its cause (af_aging_sudden_h). */
+static double draw_sudden(const af_aging_t *a, const af_config_t *cfg, int64_t u, int *cause)
 {
     /* A unit dies suddenly at the first of its own exponential time, its device's and its
      * node's: every unit of a device (a node) draws the same device (node) time, so they die
@@ -193,6 +186,36 @@ double af_aging_sudden_h(const af_aging_t *a, const af_config_t *cfg, int64_t u,
     return h;
 }
 
+double af_aging_sudden_h(const af_aging_t *a, int64_t u, int *cause)
+{
+    *cause = a->sudden_cause[u - a->u_lo];
+    return a->seg[u - a->u_lo].sudden_h;
+}
+
+double af_aging_temp_k(const af_aging_t *a, const af_config_t *cfg, int64_t u)
+{
+    const af_aging_seg_t *g = &a->seg[u - a->u_lo];
+    if (g->rate_load < 0) {
+        return cfg->t_ambient_k + af_aging_temp_off_k(a, cfg, u);
+    }
+    /* new_load's expression, term for term. */
+    double frac = (double)g->rate_load / (double)a->capacity;
+    return cfg->t_ambient_k + af_aging_temp_off_k(a, cfg, u) + cfg->load_delta_k * frac;
+}
+
+void af_aging_columns(af_aging_t *a, const af_config_t *cfg)
+{
+    /* The heap holds a key of 8 bytes for every unit of the range: as many doubles. The queue
+     * is emptied, so that nothing reads its keys again. */
+    double *t = (double *)(void *)a->queue.heap;
+    for (int64_t k = 0; k < a->u_hi - a->u_lo; ++k) {
+        t[k] = af_aging_temp_k(a, cfg, a->u_lo + k);
+    }
+    a->queue.n = 0;
+    a->queue.top = AF_EVQ_NONE;
+    a->temp_k = t;
+}
+
 double af_aging_temp_off_k(const af_aging_t *a, const af_config_t *cfg, int64_t u)
 {
     uint64_t seed = (uint64_t)cfg->seed;
@@ -210,10 +233,8 @@ static int64_t predict(const af_aging_t *a, const af_config_t *cfg, int64_t k, i
         return NEVER;
     }
     const int64_t limit = a->last_step + 1;
-    int cause = 0;
     segment_t g = age_segment(a, k);
-    int64_t next =
-        first_step(hours_segment(cfg), af_aging_sudden_h(a, cfg, a->u_lo + k, &cause), from, limit);
+    int64_t next = first_step(hours_segment(cfg), a->seg[k].sudden_h, from, limit);
     int64_t die = first_step(g, a->lifetime_h[k], from, limit);
     next = die < next ? die : next;
     if (a->state[k] == AF_HEALTHY) {
@@ -239,7 +260,7 @@ void af_aging_destroy(af_aging_t *a)
 {
     af_free(a->seg);
     af_free(a->lifetime_h);
-    af_free(a->temp_k);
+    af_free(a->sudden_cause);
     af_free(a->state);
     af_free(a->cause);
     af_free(a->fade_step);
@@ -248,7 +269,8 @@ void af_aging_destroy(af_aging_t *a)
     af_evq_destroy(&a->queue);
     a->seg = NULL;
     a->lifetime_h = NULL;
-    a->temp_k = NULL;
+    a->sudden_cause = NULL;
+    a->temp_k = NULL; /* the queue's memory (af_aging_columns), freed with it */
     a->state = NULL;
     a->cause = NULL;
     a->fade_step = NULL;
@@ -258,7 +280,7 @@ void af_aging_destroy(af_aging_t *a)
 
 int64_t af_aging_bytes(int64_t n)
 {
-    return n * (int64_t)(sizeof(af_aging_seg_t) + 2 * sizeof(double) + 2 + 3 * sizeof(int32_t)) +
+    return n * (int64_t)(sizeof(af_aging_seg_t) + sizeof(double) + 3 + 3 * sizeof(int32_t)) +
            af_evq_bytes(n);
 }
 
@@ -277,8 +299,6 @@ af_result_t af_aging_init_range(af_aging_t *a, const af_config_t *cfg, int64_t d
     a->u_hi = u_hi;
     a->last_step = af_config_last_tick(cfg);
     a->dt_h = cfg->sim_hours_per_step;
-    a->ea_ev = cfg->ea_ev;
-    a->t_ref_k = cfg->t_ref_k;
     a->next_event = INT64_MIN; /* no step is quiet before the first rates (af_aging_start) */
     a->queue.top = AF_EVQ_NONE;
     if (u_lo < 0 || u_hi < u_lo || u_hi > a->units) {
@@ -294,13 +314,13 @@ af_result_t af_aging_init_range(af_aging_t *a, const af_config_t *cfg, int64_t d
     size_t n = (size_t)(u_hi - u_lo);
     a->seg = af_alloc(n * sizeof(af_aging_seg_t));
     a->lifetime_h = af_alloc(n * sizeof(double));
-    a->temp_k = af_alloc(n * sizeof(double));
+    a->sudden_cause = af_alloc(n);
     a->state = af_alloc(n);
     a->cause = af_alloc(n);
     a->fade_step = af_alloc(n * sizeof(int32_t));
     a->death_step = af_alloc(n * sizeof(int32_t));
     a->fading_list = af_alloc(n * sizeof(int32_t));
-    if (!a->seg || !a->lifetime_h || !a->temp_k || !a->state || !a->cause || !a->fade_step ||
+    if (!a->seg || !a->lifetime_h || !a->sudden_cause || !a->state || !a->cause || !a->fade_step ||
         !a->death_step || !a->fading_list) {
         af_aging_destroy(a);
         af_error_set("aging: cannot allocate the state of %lld units", (long long)n);
@@ -317,9 +337,11 @@ af_result_t af_aging_init_range(af_aging_t *a, const af_config_t *cfg, int64_t d
         /* Inverse-CDF draws; 1 - U in (0, 1] keeps the logarithms finite. */
         double x = 1.0 - af_u01(af_hash4(seed, RNG_LIFETIME, (uint64_t)u, 0));
         a->lifetime_h[k] = cfg->weibull_scale_hours * pow(-log(x), 1.0 / cfg->weibull_shape);
+        int cause = 0;
+        a->seg[k].sudden_h = draw_sudden(a, cfg, u, &cause);
+        a->sudden_cause[k] = (int8_t)cause;
         a->fade_step[k] = -1;
         a->death_step[k] = -1;
-        a->temp_k[k] = cfg->t_ambient_k + af_aging_temp_off_k(a, cfg, u);
         a->seg[k].rate_load = -1;
     }
     return AF_OK;
@@ -391,7 +413,7 @@ static void new_load(af_aging_t *a, const af_config_t *cfg, int64_t k, int32_t l
     double frac = (double)load / (double)capacity;
     double t =
         cfg->t_ambient_k + af_aging_temp_off_k(a, cfg, a->u_lo + k) + cfg->load_delta_k * frac;
-    a->temp_k[k] = t;
+    g->rate_h = cfg->sim_hours_per_step * af_arrhenius(cfg->ea_ev, cfg->t_ref_k, t);
     g->rate_load = load;
 }
 
@@ -417,10 +439,8 @@ static void check_unit(af_aging_t *a, const af_config_t *cfg, int64_t u, int64_t
     int64_t k = u - a->u_lo;
     segment_t g = age_segment(a, k);
     double age = seg_at(g, step);
-    int cause = 0;
-    double sudden_h = af_aging_sudden_h(a, cfg, u, &cause);
-    if (a->hours >= sudden_h) {
-        change(a, u, AF_DEAD, cause, step, sudden_h, out, n);
+    if (a->hours >= a->seg[k].sudden_h) {
+        change(a, u, AF_DEAD, a->sudden_cause[k], step, a->seg[k].sudden_h, out, n);
         return;
     }
     if (age >= a->lifetime_h[k]) {
@@ -438,6 +458,7 @@ static void check_unit(af_aging_t *a, const af_config_t *cfg, int64_t u, int64_t
 void af_aging_start(af_aging_t *a, const af_config_t *cfg, int64_t first_step,
                     const int32_t *unit_load, int64_t capacity)
 {
+    a->capacity = capacity;
     for (int64_t k = 0; k < a->u_hi - a->u_lo; ++k) {
         if (a->state[k] != AF_DEAD) {
             new_load(a, cfg, k, unit_load[a->u_lo + k], capacity, first_step);

@@ -70,14 +70,17 @@ typedef struct af_health_change {
     double time_h;
 } af_health_change_t;
 
-/* Where a unit's current linear segment of age starts (see the arithmetic above), and the load
- * its rate is for: 16 bytes, so that the model reads one line of a unit when it predicts or
- * checks it. The rate itself is not kept: it is sim_hours_per_step * AF at the unit's
- * temperature (temp_k), recomputed by the same expression that made it, so the same bits. */
+/* What a prediction or a check of a unit reads but its lifetime and state: its current linear
+ * segment of age (see the arithmetic above), the load its rate is for, and its time to sudden
+ * failure. 32 bytes, one line: a check of a unit whose table entries the step's other phases have
+ * evicted brings back its segment, its lifetime and its state. */
 typedef struct af_aging_seg {
     double base_age_h; /* age at base_step */
+    double rate_h;     /* accelerated hours per step at the unit's load (0 before its first) */
+    double sudden_h;   /* af_aging_sudden_h: drawn at start-up, kept so that checks and
+                          predictions draw nothing */
     int32_t base_step;
-    int32_t rate_load; /* the load temp_k and the rate are for (-1: none yet, rate 0) */
+    int32_t rate_load; /* the load the rate is for (-1: none yet) */
 } af_aging_seg_t;
 
 /* The model of the units [u_lo, u_hi). A step that finds nothing to do (no load listed, nothing
@@ -92,7 +95,7 @@ typedef struct af_aging {
     int64_t next_event; /* the first step after `step` with a scripted event that changes a unit's
                            health (INT64_MAX: none; INT64_MIN until af_aging_start) */
     int64_t fading;     /* FADING units held */
-    double dt_h;        /* sim_hours_per_step (the clock; with Ea and T_ref, the rates) */
+    double dt_h;        /* sim_hours_per_step (the clock) */
     af_evq_t queue;     /* each live unit with a predicted change up to last_step, keyed by (its
                            step, unit); queue.top, its least key, is the line's seventh word */
     int64_t primed;     /* 0 until af_aging_start has given every unit its rate */
@@ -103,13 +106,14 @@ typedef struct af_aging {
     int64_t u_hi;
     int64_t last_step; /* af_config_last_tick: no step after it is asked about, so a change
                           predicted later is not queued */
-    double ea_ev;
-    double t_ref_k;
-    /* Per unit held, indexed by u - u_lo. The draws of (seed, unit) that a prediction alone
-     * needs (the sudden-failure times, the temperature offsets) are recomputed there, not kept. */
+    int64_t capacity;  /* slots per unit, for the loads' fractions (af_aging_start's) */
+    /* Per unit held, indexed by u - u_lo. The temperature offsets, a function of (seed, unit)
+     * needed only when a unit's load changes, are drawn again there, not kept. */
     af_aging_seg_t *seg;
     double *lifetime_h;   /* Weibull draw at T_ref (kept: every check compares with it) */
-    double *temp_k;       /* temperature at the unit's last load (its last one alive) */
+    int8_t *sudden_cause; /* which draw sudden_h is: AF_CAUSE_SUDDEN, _DEVICE, _NODE or _LINK */
+    double *temp_k;       /* NULL while the model runs (af_aging_temp_k says a unit's
+                             temperature); af_aging_columns fills it for /units at the end */
     int8_t *state;        /* AF_HEALTHY / AF_FADING / AF_DEAD */
     int8_t *cause;        /* of death */
     int32_t *fade_step;   /* -1 until it happens (steps fit in 32 bits: AF_TICK_MAX) */
@@ -137,9 +141,10 @@ int64_t af_aging_bytes(int64_t n);
 void af_aging_start(af_aging_t *a, const af_config_t *cfg, int64_t first_step,
                     const int32_t *unit_load, int64_t capacity);
 
-/* Advances to `step`, which is the previous call's step + 1 (any step for the first call).
- * unit_load holds every unit's occupied slots (indexed by global unit; a unit's load is
- * load / capacity); changed lists the units whose unit_load may differ from what it was at the
+/* Advances to `step`, which is the previous call's step + 1 (any step for the first call), and
+ * at most af_config_last_tick(cfg). unit_load holds every unit's occupied slots (indexed by
+ * global unit; a unit's load is load / capacity, capacity the same at every call and at
+ * af_aging_start); changed lists the units whose unit_load may differ from what it was at the
  * previous call, or since af_aging_start (n_changed of them, global indices, duplicates and
  * units outside the range allowed): the model reads unit_load only for those (and for all its
  * units when it has to start itself). A unit not listed must have the load it had then. Ages the
@@ -177,10 +182,17 @@ static inline int af_aging_state(const af_aging_t *a, int64_t unit)
 /* A unit's time to sudden failure in hours of wall service: the first of its own exponential
  * time and its device's, node's and link's loss times (drawn from the seed and the unit alone,
  * +inf when every rate is 0), and which of them it is (*cause: AF_CAUSE_SUDDEN, _DEVICE, _NODE
- * or _LINK). The model recomputes it where it needs it; this is the same draw. */
-double af_aging_sudden_h(const af_aging_t *a, const af_config_t *cfg, int64_t unit, int *cause);
+ * or _LINK). */
+double af_aging_sudden_h(const af_aging_t *a, int64_t unit, int *cause);
 /* A unit's fixed temperature offset in kelvin: its device's hotspot and its own. */
 double af_aging_temp_off_k(const af_aging_t *a, const af_config_t *cfg, int64_t unit);
+/* A unit's temperature at its last load (its last one alive; T_ambient + its offset before any):
+ * what new_load computed its rate at, computed again, so the same bits. */
+double af_aging_temp_k(const af_aging_t *a, const af_config_t *cfg, int64_t unit);
+/* The end of the run, after its last step: fills temp_k, one temperature per unit held (the
+ * /units column sim/driver/verdict.c writes), in the event queue's memory, which the model no
+ * longer needs: no step may follow. No allocation. */
+void af_aging_columns(af_aging_t *a, const af_config_t *cfg);
 /* How far a FADING unit is through its precursor window: 0 at the fade, 1 at death (0 unless
  * FADING). Drives the throttling slowdown. */
 double af_aging_degradation(const af_aging_t *a, const af_config_t *cfg, int64_t unit);
