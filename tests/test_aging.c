@@ -96,7 +96,6 @@ static void test_init_reports_every_failed_allocation(void **state)
             assert_non_null(a.seg);
             assert_non_null(a.sudden_cause);
             assert_non_null(a.fading_list);
-            assert_non_null(a.death_step);
             assert_non_null(a.queue.heap);
             assert_non_null(a.queue.pos);
             af_aging_destroy(&a);
@@ -106,10 +105,10 @@ static void test_init_reports_every_failed_allocation(void **state)
         assert_int_equal(af_alloc_bytes_live(), live);
         failures++;
     }
-    /* One failure per table the model holds: eight per-unit tables (segment, lifetime, sudden
-     * cause, state, cause, fade and death steps, fading list) and the event queue's two (heap and
-     * position index). */
-    assert_int_equal(failures, 10);
+    /* One failure per table the model holds: seven per-unit tables (segment, lifetime, sudden
+     * cause, state, cause, fade step, fading list) and the event queue's two (heap and position
+     * index, which holds the dead units' death steps). */
+    assert_int_equal(failures, 9);
     assert_int_equal(af_alloc_bytes_live(), live);
 }
 
@@ -311,7 +310,7 @@ static void test_device_and_node_losses_follow_their_rates(void **state)
         for (int64_t d = 0; d < D; ++d) {
             int64_t u0 = d * cfg.units_per_device;
             for (int64_t j = 1; j < cfg.units_per_device; ++j) {
-                assert_int_equal(a.death_step[u0 + j], a.death_step[u0]);
+                assert_int_equal(af_aging_death_step(&a, u0 + j), af_aging_death_step(&a, u0));
                 assert_int_equal(a.cause[u0 + j], a.cause[u0]);
             }
             lost_dev += a.cause[u0] == AF_CAUSE_DEVICE;
@@ -326,15 +325,15 @@ static void test_device_and_node_losses_follow_their_rates(void **state)
             for (int64_t d = n0; d < n0 + cfg.devices_per_node; ++d) {
                 int64_t u0 = d * cfg.units_per_device;
                 if (a.cause[u0] == AF_CAUSE_NODE) {
-                    assert_true(at < 0 || a.death_step[u0] == at);
-                    at = a.death_step[u0];
+                    assert_true(at < 0 || af_aging_death_step(&a, u0) == at);
+                    at = af_aging_death_step(&a, u0);
                 }
             }
             lost_nodes += at >= 0;
             for (int64_t d = n0; at >= 0 && d < n0 + cfg.devices_per_node; ++d) {
                 int64_t u0 = d * cfg.units_per_device;
                 assert_true(a.cause[u0] == AF_CAUSE_NODE ||
-                            (a.cause[u0] == AF_CAUSE_DEVICE && a.death_step[u0] <= at));
+                            (a.cause[u0] == AF_CAUSE_DEVICE && af_aging_death_step(&a, u0) <= at));
             }
         }
         const double nodes = (double)(D / cfg.devices_per_node);
@@ -641,7 +640,7 @@ static void test_state_machine_transitions_and_corruption_probability(void **sta
         load[u] = (int32_t)(u % (capacity + 1)); /* constant loads, different temperatures */
         assert_int_equal(a.state[u], AF_HEALTHY);
         assert_int_equal(a.fade_step[u], -1);
-        assert_int_equal(a.death_step[u], -1);
+        assert_int_equal(af_aging_death_step(&a, u), -1);
     }
     int64_t seen_fade = 0;
     int64_t seen_wearout = 0;
@@ -682,7 +681,7 @@ static void test_state_machine_transitions_and_corruption_probability(void **sta
             } else {
                 assert_int_equal(ch[i].state, AF_DEAD);
                 assert_int_not_equal(shadow[u], AF_DEAD);
-                assert_int_equal(a.death_step[u], step);
+                assert_int_equal(af_aging_death_step(&a, u), step);
                 assert_int_equal(a.cause[u], ch[i].cause);
                 if (ch[i].cause == AF_CAUSE_SUDDEN) {
                     assert_true(a.hours >= sudden_h(&a, u));
@@ -721,14 +720,14 @@ static void test_state_machine_transitions_and_corruption_probability(void **sta
                 }
             } else {
                 assert_true(p == 0.0);
-                assert_true(a.death_step[u] >= 0 && a.death_step[u] <= step);
+                assert_true(af_aging_death_step(&a, u) >= 0 && af_aging_death_step(&a, u) <= step);
                 if (prev[u] == AF_DEAD) {
                     /* The dead do not age. */
                     assert_true(age == prev_age[u]);
                 }
             }
-            if (a.fade_step[u] >= 0 && a.death_step[u] >= 0) {
-                assert_true(a.fade_step[u] <= a.death_step[u]);
+            if (a.fade_step[u] >= 0 && af_aging_death_step(&a, u) >= 0) {
+                assert_true(a.fade_step[u] <= af_aging_death_step(&a, u));
             }
             prev_p[u] = p;
         }
@@ -802,7 +801,7 @@ static void test_scripted_events_kill_and_fade(void **state)
             const int32_t want[] = {(int32_t)(U + 2), (int32_t)(U + 3)};
             expect_changes(ch, nc, want, AF_DEAD, 2);
             assert_int_equal(a.dead, 2);
-            assert_int_equal(a.death_step[U + 2], 5);
+            assert_int_equal(af_aging_death_step(&a, U + 2), 5);
             assert_int_equal(a.cause[U + 3], AF_CAUSE_SCRIPTED);
         } else if (step == 7) {
             const int32_t want[] = {(int32_t)(2 * U), (int32_t)(2 * U + 1)};
@@ -836,7 +835,7 @@ static void test_scripted_events_kill_and_fade(void **state)
             assert_int_equal(a.dead, 4);
             assert_int_equal(a.fading, 2);
             assert_int_equal(a.fade_step[2 * U], 7);
-            assert_int_equal(a.death_step[2 * U], 11);
+            assert_int_equal(af_aging_death_step(&a, 2 * U), 11);
             assert_true(af_aging_p_corrupt(&a, &cfg, 2 * U) == 0.0);
         } else {
             /* Nothing else happens in so few steps of so long lifetimes. */
@@ -852,7 +851,7 @@ static void test_scripted_events_kill_and_fade(void **state)
     }
     assert_int_equal(a.state[u], AF_DEAD);
     assert_int_equal(a.cause[u], AF_CAUSE_WEAROUT);
-    assert_true(a.death_step[u] > 11);
+    assert_true(af_aging_death_step(&a, u) > 11);
     free(load);
     free(ch);
     af_aging_destroy(&a);
@@ -883,7 +882,7 @@ static void test_scripted_kill_only_fires_at_its_step(void **state)
         assert_int_equal(af_aging_step(&a, &cfg, step, load, NULL, 0, 4, ch), 0);
     }
     assert_int_equal(a.dead, 2);
-    assert_int_equal(a.death_step[0], 0);
+    assert_int_equal(af_aging_death_step(&a, 0), 0);
     af_aging_destroy(&a);
 }
 
@@ -984,7 +983,9 @@ static void test_same_seed_is_bitwise_reproducible(void **state)
     assert_memory_equal(a.state, b.state, (size_t)n);
     assert_memory_equal(a.cause, b.cause, (size_t)n);
     assert_memory_equal(a.fade_step, b.fade_step, sizeof(int32_t) * (size_t)n);
-    assert_memory_equal(a.death_step, b.death_step, sizeof(int32_t) * (size_t)n);
+    for (int64_t u = 0; u < n; ++u) {
+        assert_int_equal(af_aging_death_step(&a, u), af_aging_death_step(&b, u));
+    }
     af_aging_destroy(&b);
 
     /* Another seed: other lifetimes (all of them, up to a freak coincidence). */
@@ -1192,12 +1193,12 @@ static void expect_same_state(const af_aging_t *a, const dense_t *d, int64_t ste
     int64_t k = 0;
     for (int64_t u = 0; u < d->n; ++u) {
         if (a->state[u] != d->state[u] || a->cause[u] != d->cause[u] ||
-            a->fade_step[u] != d->fade[u] || a->death_step[u] != d->death[u]) {
+            a->fade_step[u] != d->fade[u] || af_aging_death_step(a, u) != d->death[u]) {
             fail_msg("step %lld unit %lld: state %d/%d cause %d/%d fade %lld/%lld death "
                      "%lld/%lld (model/reference)",
                      (long long)step, (long long)u, a->state[u], d->state[u], a->cause[u],
                      d->cause[u], (long long)a->fade_step[u], (long long)d->fade[u],
-                     (long long)a->death_step[u], (long long)d->death[u]);
+                     (long long)af_aging_death_step(a, u), (long long)d->death[u]);
         }
         double want_age = dense_age(d, u, d->state[u] == AF_DEAD ? d->death[u] : step);
         if (!same_double(af_aging_age_h(a, u), want_age)) {
@@ -1580,7 +1581,7 @@ static void test_a_range_of_units_behaves_as_in_the_whole_fleet(void **state)
             assert_int_equal(r->state[k], whole.state[u]);
             assert_int_equal(r->cause[k], whole.cause[u]);
             assert_int_equal(r->fade_step[k], whole.fade_step[u]);
-            assert_int_equal(r->death_step[k], whole.death_step[u]);
+            assert_int_equal(af_aging_death_step(r, u), af_aging_death_step(&whole, u));
             assert_true(same_double(af_aging_age_h(r, u), af_aging_age_h(&whole, u)));
             assert_true(
                 same_double(af_aging_p_corrupt(r, &cfg, u), af_aging_p_corrupt(&whole, &cfg, u)));

@@ -152,6 +152,51 @@ static void test_a_range_is_indexed_from_its_start(void **state)
     assert_null(q.heap);
 }
 
+/* A unit that leaves for good keeps a value of its owner's in its index word: the heap around it
+ * is whole, the value comes back unchanged (0 and the largest alike), a queued or plain absent
+ * unit has none, and queuing the unit again drops it. */
+static void test_a_parked_value_survives_the_heap_around_it(void **state)
+{
+    (void)state;
+    af_evq_t q;
+    init_queue(&q, 100, 164);
+    for (int64_t u = 100; u < 164; ++u) {
+        af_evq_set(&q, u, (u * 37) % 50);
+    }
+    af_evq_park(&q, 100, 0);
+    af_evq_park(&q, 163, INT32_MAX - 1);
+    af_evq_park(&q, 131, 77);
+    af_evq_remove(&q, 120);
+    assert_int_equal(q.n, 60);
+    assert_int_equal(af_evq_check(&q), AF_OK);
+    assert_int_equal(af_evq_parked(&q, 100), 0);
+    assert_int_equal(af_evq_parked(&q, 163), INT32_MAX - 1);
+    assert_int_equal(af_evq_parked(&q, 131), 77);
+    assert_int_equal(af_evq_parked(&q, 120), -1); /* absent, nothing parked */
+    assert_int_equal(af_evq_parked(&q, 101), -1); /* queued */
+    assert_int_equal(af_evq_step_of(&q, 131), -1);
+    af_evq_remove(&q, 131); /* absent: nothing happens, the value stays */
+    assert_int_equal(af_evq_parked(&q, 131), 77);
+    /* Re-keying and popping every other unit moves entries past the parked ones. */
+    for (int64_t u = 102; u < 163; u += 2) {
+        af_evq_set(&q, u, 60 + u % 7);
+    }
+    int64_t s = 0;
+    int64_t u = 0;
+    for (int i = 0; i < 20; ++i) {
+        assert_int_equal(af_evq_pop(&q, &s, &u), 1);
+    }
+    assert_int_equal(af_evq_check(&q), AF_OK);
+    assert_int_equal(af_evq_parked(&q, 100), 0);
+    assert_int_equal(af_evq_parked(&q, 163), INT32_MAX - 1);
+    assert_int_equal(af_evq_parked(&q, 131), 77);
+    af_evq_set(&q, 131, 3);
+    assert_int_equal(af_evq_parked(&q, 131), -1);
+    assert_int_equal(af_evq_step_of(&q, 131), 3);
+    assert_int_equal(af_evq_check(&q), AF_OK);
+    af_evq_destroy(&q);
+}
+
 static void test_init_reports_every_failed_allocation(void **state)
 {
     (void)state;
@@ -295,6 +340,7 @@ int main(void)
         cmocka_unit_test(test_rekey_moves_a_unit_both_ways),
         cmocka_unit_test(test_remove_from_any_place),
         cmocka_unit_test(test_a_range_is_indexed_from_its_start),
+        cmocka_unit_test(test_a_parked_value_survives_the_heap_around_it),
         cmocka_unit_test(test_init_reports_every_failed_allocation),
         cmocka_unit_test(test_random_operations_agree_with_a_sorted_oracle),
         cmocka_unit_test(test_check_catches_corruption),

@@ -103,15 +103,16 @@ static int64_t stragglers(af_run_state_t *r, int64_t nc)
  * every rank, so the counts are too. */
 void af_count_fences(af_run_state_t *r)
 {
-    if (r->rc.det.fence_count == NULL) {
+    if (r->rc.det.quarantine == NULL) {
         return;
     }
     for (int64_t i = 0; i < r->halo.n_fenced; ++i) {
         int64_t u = af_slot_unit(&r->s.pl, r->s.pl.block_slot[r->halo.fenced[i]]);
-        if (r->s.unit_state[u] != AF_HEALTHY || r->rc.det.fence_count[u] == AF_QUARANTINE_MAX) {
+        if (r->s.unit_state[u] != AF_HEALTHY || r->rc.det.quarantine[u] < 0 ||
+            r->rc.det.quarantine[u] == AF_QUARANTINE_MAX) {
             continue;
         }
-        if (++r->rc.det.fence_count[u] == (uint64_t)r->s.cfg.quarantine_after &&
+        if (++r->rc.det.quarantine[u] == r->s.cfg.quarantine_after &&
             r->rc.det.n_suspect_new < r->rc.det.suspect_cap) {
             r->rc.det.suspect_new[r->rc.det.n_suspect_new++] = (int32_t)u;
             r->health.standing |= AF_STANDING_SUSPECTS;
@@ -129,12 +130,12 @@ static int64_t declare_suspects(af_run_state_t *r, int64_t nc)
         if (r->s.unit_state[u] != AF_HEALTHY) {
             continue; /* it failed or faded on its own since */
         }
-        af_step_event(r, "suspect", -1, u * r->s.C, -1, r->rc.det.fence_count[u]);
+        af_step_event(r, "suspect", -1, u * r->s.C, -1, r->rc.det.quarantine[u]);
         nc = declared_change(r, nc, u, AF_CAUSE_SUSPECT);
         r->s.unit_state[u] = AF_FADING;
         af_placement_dir_unit(&r->s.pl, u);
         strag_insert(r, u);
-        r->rc.det.quarantined_step[u] = (int32_t)r->s.tick;
+        r->rc.det.quarantine[u] = (int32_t)(-1 - r->s.tick);
         r->rc.det.n_quarantined++;
     }
     r->rc.det.n_suspect_new = 0;

@@ -123,14 +123,14 @@ void af_memory_estimate(const af_config_t *cfg, int nranks, int rank, const af_k
 
     /* The aging model of the rank's own units (sim/fleet/aging.h, af_aging_bytes): per unit its
      * segment (32 bytes: base age, rate, sudden-failure time, base step, load), lifetime (a
-     * double), sudden cause, state and cause (three int8), fade and death steps and the fading
-     * list (three int32), and its event queue (an 8-byte key and a 4-byte position; the keys hold
-     * /units' temperatures at the end); what it shares each step (its changes, written in the
-     * tail of the plan's change list and gathered in place there, so nothing; the scripted
-     * events' changes set aside); the own units the slow events name (sim/driver/throttle.c:
-     * unit, slowdown and lookup index, 16 bytes each). A FADING unit's corruption probability and
-     * degradation are read from the model: nothing else is kept per own unit but the first
-     * corrupted step. */
+     * double), sudden cause, state and cause (three int8), fade step and the fading list (two
+     * int32), and its event queue (an 8-byte key and a 4-byte position, where a dead unit's death
+     * step is kept; the keys hold /units' temperatures at the end); what it shares each step (its
+     * changes, written in the tail of the plan's change list and gathered in place there, so
+     * nothing; the scripted events' changes set aside); the own units the slow events name
+     * (sim/driver/throttle.c: unit, slowdown and lookup index, 16 bytes each). A FADING unit's
+     * corruption probability and degradation are read from the model: nothing else is kept per own
+     * unit but the first corrupted step. */
     const double own = fmax(ldev * U, 1.0);
     const double slowed =
         (double)af_throttle_slow_bound(cfg, lo * cfg->units_per_device, hi * cfg->units_per_device);
@@ -149,7 +149,7 @@ void af_memory_estimate(const af_config_t *cfg, int nranks, int rank, const af_k
     }
     if (cfg->quarantine_after > 0) {
         m->aging +=
-            6.0 * units + 4.0 * fmin(7.0 * B, units) + (cfg->straggler_detect ? 0.0 : 4.0 * units);
+            4.0 * units + 4.0 * fmin(7.0 * B, units) + (cfg->straggler_detect ? 0.0 : 4.0 * units);
     }
     if (rank == 0) {
         double log = LOG_STRUCT_BYTES + 8.0 * flush + 8.0 * flush * R +

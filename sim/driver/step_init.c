@@ -46,26 +46,21 @@ static af_result_t detectors_init(af_run_state_t *r, size_t units)
         r->rc.det.sample_start[0] = 0;
     }
     if (r->s.cfg.quarantine_after > 0) {
-        r->rc.det.fence_count = af_alloc(sizeof(uint16_t) * (units > 0 ? units : 1));
+        r->rc.det.quarantine = af_alloc(sizeof(int32_t) * (units > 0 ? units : 1));
         /* A unit reaches the count once; a step's fences (each retry round's, and the check
          * before the last) name at most AF_MAX_RETRY_ROUNDS + 1 units per block. */
         size_t most = (size_t)(AF_MAX_RETRY_ROUNDS + 1) * (size_t)r->s.B;
         r->rc.det.suspect_cap = (int64_t)(most < units ? most : units);
         r->rc.det.suspect_new = af_alloc(
             sizeof(int32_t) * (size_t)(r->rc.det.suspect_cap > 0 ? r->rc.det.suspect_cap : 1));
-        r->rc.det.quarantined_step = af_alloc(sizeof(int32_t) * (units > 0 ? units : 1));
         if (r->thr.strag_units == NULL) {
             r->thr.strag_units = af_alloc(sizeof(int32_t) * (units > 0 ? units : 1));
         }
-        if (!r->rc.det.fence_count || !r->rc.det.suspect_new || !r->rc.det.quarantined_step ||
-            !r->thr.strag_units) {
+        if (!r->rc.det.quarantine || !r->rc.det.suspect_new || !r->thr.strag_units) {
             af_error_set("cannot allocate the quarantine tables of %zu units", units);
             return AF_ERR_NOMEM;
         }
-        memset(r->rc.det.fence_count, 0, sizeof(uint16_t) * units);
-        for (size_t u = 0; u < units; ++u) {
-            r->rc.det.quarantined_step[u] = -1;
-        }
+        memset(r->rc.det.quarantine, 0, sizeof(int32_t) * units);
     }
     return AF_OK;
 }
@@ -337,13 +332,11 @@ void af_step_destroy(af_run_state_t *r)
     af_free(r->thr.strag_units);
     af_free(r->rc.det.sample_order);
     af_free(r->rc.det.sample_start);
-    af_free(r->rc.det.fence_count);
+    af_free(r->rc.det.quarantine);
     af_free(r->rc.det.suspect_new);
-    af_free(r->rc.det.quarantined_step);
     r->rc.det.sample_order = r->rc.det.suspect_new = NULL;
     r->rc.det.sample_start = NULL;
-    r->rc.det.quarantined_step = NULL;
-    r->rc.det.fence_count = NULL;
+    r->rc.det.quarantine = NULL;
     af_free(r->health.scripted); /* my_changes is the change list's tail */
     af_free(r->health.fade_units);
     r->health.my_changes = r->health.scripted = NULL;

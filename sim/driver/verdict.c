@@ -218,7 +218,7 @@ static void col_fade(const run_t *r, int64_t k, void *v)
 static void col_death(const run_t *r, int64_t k, void *v)
 {
     const af_aging_t *a = &r->health.aging;
-    *(int64_t *)v = a->death_step[k];
+    *(int64_t *)v = af_aging_death_step(a, a->u_lo + k);
 }
 static void col_cause(const run_t *r, int64_t k, void *v)
 {
@@ -311,7 +311,7 @@ af_result_t af_write_units(run_t *r)
             }
             /* The fate the quarantine gave a unit: the step it was declared suspect, -1. */
             for (size_t u = 0; rc == AF_OK && u < n; ++u) {
-                all[u] = r->rc.det.quarantined_step != NULL ? r->rc.det.quarantined_step[u] : -1;
+                all[u] = af_quarantined_step(&r->rc.det, (int64_t)u);
             }
             if (rc == AF_OK) {
                 rc = af_log_write_i64(r->slog.log, "/units/quarantined_step", all, n);

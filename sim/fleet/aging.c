@@ -264,7 +264,6 @@ void af_aging_destroy(af_aging_t *a)
     af_free(a->state);
     af_free(a->cause);
     af_free(a->fade_step);
-    af_free(a->death_step);
     af_free(a->fading_list);
     af_evq_destroy(&a->queue);
     a->seg = NULL;
@@ -274,13 +273,12 @@ void af_aging_destroy(af_aging_t *a)
     a->state = NULL;
     a->cause = NULL;
     a->fade_step = NULL;
-    a->death_step = NULL;
     a->fading_list = NULL;
 }
 
 int64_t af_aging_bytes(int64_t n)
 {
-    return n * (int64_t)(sizeof(af_aging_seg_t) + sizeof(double) + 3 + 3 * sizeof(int32_t)) +
+    return n * (int64_t)(sizeof(af_aging_seg_t) + sizeof(double) + 3 + 2 * sizeof(int32_t)) +
            af_evq_bytes(n);
 }
 
@@ -318,10 +316,9 @@ af_result_t af_aging_init_range(af_aging_t *a, const af_config_t *cfg, int64_t d
     a->state = af_alloc(n);
     a->cause = af_alloc(n);
     a->fade_step = af_alloc(n * sizeof(int32_t));
-    a->death_step = af_alloc(n * sizeof(int32_t));
     a->fading_list = af_alloc(n * sizeof(int32_t));
     if (!a->seg || !a->lifetime_h || !a->sudden_cause || !a->state || !a->cause || !a->fade_step ||
-        !a->death_step || !a->fading_list) {
+        !a->fading_list) {
         af_aging_destroy(a);
         af_error_set("aging: cannot allocate the state of %lld units", (long long)n);
         return AF_ERR_NOMEM;
@@ -341,7 +338,6 @@ af_result_t af_aging_init_range(af_aging_t *a, const af_config_t *cfg, int64_t d
         a->seg[k].sudden_h = draw_sudden(a, cfg, u, &cause);
         a->sudden_cause[k] = (int8_t)cause;
         a->fade_step[k] = -1;
-        a->death_step[k] = -1;
         a->seg[k].rate_load = -1;
     }
     return AF_OK;
@@ -388,9 +384,10 @@ static void change(af_aging_t *a, int64_t u, int state, int cause, int64_t step,
             a->fading--;
         }
         a->dead++;
-        a->death_step[k] = (int32_t)step;
         a->cause[k] = (int8_t)cause;
-        af_evq_remove(&a->queue, u); /* the dead neither age nor change */
+        /* The dead neither age nor change: out of the queue for good, their death step kept in
+         * their index word there (af_aging_death_step). */
+        af_evq_park(&a->queue, u, (int32_t)step);
     }
     a->state[k] = (int8_t)state;
     out[*n].unit = (int32_t)u;
@@ -565,7 +562,7 @@ int64_t af_aging_step(af_aging_t *a, const af_config_t *cfg, int64_t step, const
 double af_aging_age_h(const af_aging_t *a, int64_t u)
 {
     int64_t k = u - a->u_lo;
-    return seg_at(age_segment(a, k), a->state[k] == AF_DEAD ? a->death_step[k] : a->step);
+    return seg_at(age_segment(a, k), a->state[k] == AF_DEAD ? af_aging_death_step(a, u) : a->step);
 }
 
 double af_aging_degradation(const af_aging_t *a, const af_config_t *cfg, int64_t u)

@@ -117,7 +117,6 @@ typedef struct af_aging {
     int8_t *state;        /* AF_HEALTHY / AF_FADING / AF_DEAD */
     int8_t *cause;        /* of death */
     int32_t *fade_step;   /* -1 until it happens (steps fit in 32 bits: AF_TICK_MAX) */
-    int32_t *death_step;  /* -1 until it happens */
     int32_t *fading_list; /* the FADING units, ascending (a->fading of them) */
 } af_aging_t;
 
@@ -178,6 +177,13 @@ double af_aging_age_h(const af_aging_t *a, int64_t unit);
 static inline int af_aging_state(const af_aging_t *a, int64_t unit)
 {
     return a->state[unit - a->u_lo];
+}
+/* The step a unit of the model's range died at, -1 while it lives: kept in the event queue's
+ * index word of the unit, which the dead leave for good (af_evq_park), not in a table of its own.
+ */
+static inline int64_t af_aging_death_step(const af_aging_t *a, int64_t unit)
+{
+    return af_evq_parked(&a->queue, unit);
 }
 /* A unit's time to sudden failure in hours of wall service: the first of its own exponential
  * time and its device's, node's and link's loss times (drawn from the seed and the unit alone,

@@ -135,6 +135,12 @@ void af_evq_remove(af_evq_t *q, int64_t u)
     set_top(q);
 }
 
+void af_evq_park(af_evq_t *q, int64_t u, int32_t v)
+{
+    af_evq_remove(q, u);
+    q->pos[u - q->u_lo] = -2 - v;
+}
+
 int64_t af_evq_step_of(const af_evq_t *q, int64_t u)
 {
     int64_t i = q->pos[u - q->u_lo];

@@ -35,7 +35,8 @@ typedef struct af_evq {
     int64_t u_hi;
     uint64_t *heap; /* keys; heap[0] is the least, the children of i are 8i + 1 .. 8i + 8, each
                        group of them in one 64-byte line; n of u_hi - u_lo in use */
-    int32_t *pos;   /* pos[u - u_lo]: the heap index of unit u, or -1 when absent */
+    int32_t *pos;   /* pos[u - u_lo]: the heap index of unit u; -1 when absent, or -2 - v when
+                       absent with the word v parked (af_evq_park) */
     uint64_t *mem;  /* the heap's allocation (heap is 7 keys into it, for the lines) */
 } af_evq_t;
 
@@ -68,6 +69,17 @@ void af_evq_set(af_evq_t *q, int64_t u, int64_t step);
 void af_evq_remove(af_evq_t *q, int64_t u);
 /* The step unit u is queued at, or -1 when it is not in the queue. */
 int64_t af_evq_step_of(const af_evq_t *q, int64_t u);
+
+/* An absent unit's index word holds a value of its owner's instead (0 to INT32_MAX - 1), for a
+ * unit that leaves the queue for good: the aging model keeps a dead unit's death step there.
+ * af_evq_park takes unit u out of the queue and parks v; af_evq_parked returns the value parked
+ * for u, or -1 when none is (u queued, or absent without one). Queuing u again drops it. */
+void af_evq_park(af_evq_t *q, int64_t u, int32_t v);
+static inline int64_t af_evq_parked(const af_evq_t *q, int64_t u)
+{
+    int32_t i = q->pos[u - q->u_lo];
+    return i <= -2 ? -2 - (int64_t)i : -1;
+}
 
 /* The least entry without removing it: returns 0 when the queue is empty, else 1 with *step
  * and *unit set. */

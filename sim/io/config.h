@@ -20,8 +20,8 @@
 #define AF_JOBINTR_MEAN_MAX 4
 #define AF_JOBINTR_MAX_STEP 256
 #define AF_NAME_LEN         64
-/* recovery.quarantine_after's ceiling: the quarantine counts each unit's fences in 16 bits (two
- * bytes a unit of the fleet, on every rank), saturating here. */
+/* recovery.quarantine_after's ceiling: the quarantine counts each unit's fences, saturating
+ * here, in the word a unit of the fleet that later holds its declaration step (af_detect_t). */
 #define AF_QUARANTINE_MAX 65535
 #define AF_PATH_LEN       512
 

@@ -93,15 +93,22 @@ typedef struct af_detect {
     int32_t *sample_order; /* sampled: the blocks grouped by their turn (h(b) mod N), ascending
                               within a group */
     int64_t *sample_start; /* sampled: group t is sample_order[sample_start[t], [t + 1]) */
-    uint16_t *fence_count; /* quarantine: fences of each unit while HEALTHY (saturating at
-                              AF_QUARANTINE_MAX, recovery.quarantine_after's ceiling) */
+    int32_t *quarantine;   /* quarantine: one word a unit of the fleet, its fences while HEALTHY
+                              (0 to AF_QUARANTINE_MAX, recovery.quarantine_after's ceiling) until it
+                              is declared suspect at step s, then -1 - s (af_quarantined_step): the
+                              count is not read again once the unit is declared */
     int32_t *suspect_new;  /* quarantine: units that reached the count this step */
     int64_t n_suspect_new;
     int64_t suspect_cap;         /* quarantine: entries of suspect_new */
-    int32_t *quarantined_step;   /* quarantine: the step each unit was declared suspect, -1 */
     int32_t *unit_first_corrupt; /* own units: the first step a result of theirs was corrupted */
     int64_t n_quarantined;       /* units declared suspect in this step */
 } af_detect_t;
+
+/* The step unit u was declared suspect at, -1 if never (or with the quarantine off). */
+static inline int64_t af_quarantined_step(const af_detect_t *d, int64_t u)
+{
+    return d->quarantine != NULL && d->quarantine[u] < 0 ? -1 - (int64_t)d->quarantine[u] : -1;
+}
 
 typedef struct af_recovery {
     af_shard_t *s;    /* not owned */
