@@ -250,10 +250,15 @@ struct af_kernels {
     /* The occupied slots (slot_block >= 0), in no particular order, kept by
      * af_kernels_set_block(): the CPU backend's passes and the driver's host passes visit
      * these, so their cost follows the shard's blocks, not its static grid of slots.
-     * occ_pos[s] is slot s's index in occ[], -1 when the slot is empty. Host memory. */
+     * occ_pos[s] is slot s's index in occ[], -1 when the slot is empty. Host memory. occ[]
+     * holds occ_cap entries, the bound desc.pool_slots gives (a block is in at most two slots at
+     * a time) when it is set and below n_slots, else one a slot; a slot occupied past it is not
+     * listed and occ_overflow says so (the driver fails the step: af_kernels_occ_ok). */
     int32_t *occ;
     int32_t *occ_pos;
     int32_t n_occ;
+    int32_t occ_cap;
+    int32_t occ_overflow;
     /* A pooled backend's buffers (desc.pool_slots): how many there are (0: none, every slot
      * has its own) and how many slots hold one now. */
     int32_t pool_cap;
@@ -310,6 +315,8 @@ void af_kernels_destroy(af_kernels_t **k);
  * slot_block, and sets every slot_block to -1); occ_free releases them; occ_bytes is what
  * occ_alloc allocates, for host_bytes(). */
 af_result_t af_kernels_occ_alloc(af_kernels_t *k);
+/* AF_OK, or AF_ERR_INTERNAL with a message when a slot was occupied past occ_cap. */
+af_result_t af_kernels_occ_ok(const af_kernels_t *k);
 void af_kernels_occ_free(af_kernels_t *k);
 size_t af_kernels_occ_bytes(const af_shard_desc_t *desc);
 

@@ -5,18 +5,29 @@
 #include "kernels.h"
 
 #include "../common/af_alloc.h"
+#include "../common/af_result.h"
+
+/* The occupied-slot list's entries: af_shard_pool_slots' bound when the driver set one. */
+static size_t occ_cap(const af_shard_desc_t *desc)
+{
+    int n =
+        desc->pool_slots > 0 && desc->pool_slots < desc->n_slots ? desc->pool_slots : desc->n_slots;
+    return (size_t)(n > 0 ? n : 1);
+}
 
 size_t af_kernels_occ_bytes(const af_shard_desc_t *desc)
 {
-    return 2 * sizeof(int32_t) * (size_t)(desc->n_slots > 0 ? desc->n_slots : 1);
+    return sizeof(int32_t) * (occ_cap(desc) + (size_t)(desc->n_slots > 0 ? desc->n_slots : 1));
 }
 
 af_result_t af_kernels_occ_alloc(af_kernels_t *k)
 {
     size_t n = (size_t)(k->desc.n_slots > 0 ? k->desc.n_slots : 1);
-    k->occ = af_alloc(sizeof(int32_t) * n);
+    k->occ_cap = (int32_t)occ_cap(&k->desc);
+    k->occ = af_alloc(sizeof(int32_t) * (size_t)k->occ_cap);
     k->occ_pos = af_alloc(sizeof(int32_t) * n);
     k->n_occ = 0;
+    k->occ_overflow = 0;
     if (k->occ == NULL || k->occ_pos == NULL) {
         af_kernels_occ_free(k);
         return AF_ERR_NOMEM;
@@ -42,6 +53,10 @@ void af_kernels_set_block(af_kernels_t *k, int s, int32_t block)
     k->slot_block[s] = b;
     int32_t at = k->occ_pos[s];
     if (b >= 0 && at < 0) {
+        if (k->n_occ == k->occ_cap) {
+            k->occ_overflow = 1;
+            return;
+        }
         k->occ_pos[s] = k->n_occ;
         k->occ[k->n_occ++] = s;
     } else if (b < 0 && at >= 0) {
@@ -59,6 +74,17 @@ void af_kernels_set_block(af_kernels_t *k, int s, int32_t block)
     if (b < 0 && k->ops->release_slot != NULL) {
         k->ops->release_slot(k, s);
     }
+}
+
+af_result_t af_kernels_occ_ok(const af_kernels_t *k)
+{
+    if (k->occ_overflow) {
+        af_error_set("kernels: more than %d slots of the shard occupied at once (the bound of two "
+                     "a block)",
+                     (int)k->occ_cap);
+        return AF_ERR_INTERNAL;
+    }
+    return AF_OK;
 }
 
 void af_kernels_settle(af_kernels_t *k)

@@ -1354,6 +1354,20 @@ static void test_pool_follows_the_occupied_slots(void **state)
     af_kernels_settle(k);
     assert_int_equal(k->pool_used, B);
     assert_non_null(k->ops->slot_data(k, 1));
+    /* The occupied-slot list has the pool's bound too: a slot occupied past it is not listed,
+     * and the check the driver makes at every step's end says so. */
+    assert_int_equal(k->occ_cap, 2 * B);
+    assert_int_equal(af_kernels_occ_ok(k), AF_OK);
+    for (int s = 0; s < B; ++s) {
+        af_kernels_set_block(k, 30 + s, s);
+    }
+    assert_int_equal(k->n_occ, 2 * B);
+    assert_int_equal(af_kernels_occ_ok(k), AF_OK);
+    af_kernels_set_block(k, 35, 0);
+    assert_int_equal(k->n_occ, 2 * B);
+    assert_int_equal(af_kernels_occ_ok(k), AF_ERR_INTERNAL);
+    assert_non_null(strstr(af_error_message(), "occupied"));
+    af_error_clear();
     shard_destroy(&sh);
 }
 

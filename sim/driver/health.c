@@ -227,6 +227,18 @@ int64_t af_age_own_units(af_run_state_t *r)
     return own_units_busy(r);
 }
 
+void af_health_warm(const af_run_state_t *r)
+{
+    const char *h = (const char *)&r->health;
+    __builtin_prefetch(h, 1);
+    __builtin_prefetch(h + 64, 1);
+    __builtin_prefetch(&r->health.aging, 1);
+    __builtin_prefetch(&r->s.pl.n_changed, 0);
+    /* And the quiet paths' code, into the caches the instruction fetch refills from. */
+    __builtin_prefetch((const void *)(uintptr_t)af_age_own_units, 0);
+    __builtin_prefetch((const void *)(uintptr_t)af_plan, 0);
+}
+
 /* Every rank: the plan. A step with no health change, nothing FADING, nothing standing (straggler
  * detection, declared units to drain, suspects to declare), no scripted event and no
  * interruption due has the empty plan on every rank: its header is all the step writes, from the

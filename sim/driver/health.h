@@ -73,6 +73,11 @@ void af_count_fences(struct af_run_state *r);
 /* Every rank: the step of the aging model for its own units; returns the changes, in
  * my_changes. */
 int64_t af_age_own_units(struct af_run_state *r);
+/* Every rank, at the end of a step: asks for the lines the next step's coordinator reads first
+ * (the health lines, the model's first line, the placement's count of changed units), after the
+ * phases that streamed the shard and evicted them, so that their misses overlap the rest of the
+ * step (its log) instead of opening the next one. Prefetches only: no state changes. */
+void af_health_warm(const struct af_run_state *r);
 /* Every rank: the step's health changes and FADING units of the whole fleet, from every rank's
  * own (n_mine of them), in the order one model of the whole fleet gives them. Collective. */
 af_result_t af_gather_health(struct af_run_state *r, int64_t n_mine, int64_t *n_model);

@@ -70,8 +70,8 @@ void af_memory_estimate(const af_config_t *cfg, int nranks, int rank, const af_k
 
     /* Every block: block_slot and block_rank, the two exchange vectors, the move list, the replica
      * map (rep_rank, rep_off, rep_step), items and twins. */
-    /* items holds the twin candidates before their deduplication: two int64 per block. */
-    m->blocks = 8.0 * B + 2.0 * 8.0 * xlen + mv * B + 20.0 * B + 20.0 * B + 4.0 * B /* rep_dev */ +
+    /* items holds the twin candidates before their deduplication: two int32 per block; twin one. */
+    m->blocks = 8.0 * B + 2.0 * 8.0 * xlen + mv * B + 20.0 * B + 12.0 * B + 4.0 * B /* rep_dev */ +
                 5.0 * B /* the placement's moved blocks and their marks */;
     /* The halo (sim/exchange/halo.c): two (index, bits) pairs each way for every block the rank can
      * hold, its fenced ones and published slots, every rank's fenced ones (B), counts and offsets

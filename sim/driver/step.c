@@ -591,10 +591,12 @@ af_result_t af_step(af_run_state_t *r, int *stop)
     /* A pooled backend's buffers follow the occupied slots exactly at the end of a step: a
      * buffer held by an empty slot would be memory the bound of two a block does not count. */
     af_kernels_settle(k);
+    AF_CHECK(af_kernels_occ_ok(k));
     if (k->pool_cap > 0 && k->pool_used != k->n_occ) {
         af_error_set("step %lld: %d of the shard's pooled buffers held for %d occupied slots",
                      (long long)r->s.tick, k->pool_used, k->n_occ);
         return AF_ERR_INTERNAL;
     }
+    af_health_warm(r);
     return AF_OK;
 }

@@ -142,7 +142,7 @@ af_result_t af_step_init(af_run_state_t *r)
     }
     /* The twin candidates (FADING units' and stragglers' blocks, a unit possibly both, and the
      * sampled ones) before they are sorted and deduplicated: at most twice the blocks. */
-    r->rc.xfer.items = af_alloc(sizeof(int64_t) * 2 * B);
+    r->rc.xfer.items = af_alloc(sizeof(int32_t) * 2 * B);
     r->rc.tw.twin = af_alloc(sizeof(int32_t) * B);
     r->rc.tw.dmr_mark = af_alloc((size_t)(r->s.n_local > 0 ? r->s.n_local : 1));
     r->rc.tw.committed_now = af_alloc((size_t)(r->s.n_local > 0 ? r->s.n_local : 1));

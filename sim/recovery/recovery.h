@@ -72,7 +72,7 @@ typedef struct af_xfer {
     int64_t *set;       /* AF_XFER_SET, -1 when empty: the slots a chunk reads and writes */
     int32_t *used;      /* 2 x AF_XFER_CHUNK: the entries of set in use */
     int64_t n_used;
-    int64_t *items; /* blocks: scratch list of work items */
+    int32_t *items; /* 2 x blocks: scratch list of work items (block ids) */
     int64_t *peer;  /* 4 x ranks: a chunk's staged items to and from each peer, and their offsets */
     int32_t *route; /* 3 x AF_XFER_CHUNK: a chunk's items' source, destination, direct or not */
 } af_xfer_t;

@@ -229,7 +229,7 @@ af_result_t af_replicas_retake(af_recovery_t *r, int64_t *n_retaken)
     int64_t n = 0;
     for (int64_t b = 0; b < r->s->B; ++b) {
         if (r->rep.step[b] < 0) {
-            r->xfer.items[n++] = b;
+            r->xfer.items[n++] = (int32_t)b;
         }
     }
     static const xfer_ops_t ops = {retake_ranks, retake_read, retake_write, NULL, NULL, NULL, NULL};
@@ -259,7 +259,7 @@ void af_replicas_follow(af_recovery_t *r, int64_t *n_moved)
         int32_t to = replica_device_of(r, b);
         if (to != q) {
             r->rep.dev[b] = to;
-            r->xfer.items[n++] = b;
+            r->xfer.items[n++] = (int32_t)b;
         }
     }
     af_placement_moved_clear(&r->s->pl);

@@ -96,7 +96,7 @@ af_result_t af_dmr_begin(af_recovery_t *r, const af_move_t *only, int64_t n_only
             for (int64_t k = 0; k < r->s->C; ++k) {
                 int32_t b = r->s->pl.slot_block[u * r->s->C + k];
                 if (b >= 0) {
-                    r->xfer.items[candidates++] = b;
+                    r->xfer.items[candidates++] = (int32_t)b;
                 }
             }
         }
@@ -107,7 +107,7 @@ af_result_t af_dmr_begin(af_recovery_t *r, const af_move_t *only, int64_t n_only
                 r->xfer.items[candidates++] = r->det.sample_order[j];
             }
         }
-        af_sort_i64(r->xfer.items, (size_t)candidates);
+        af_sort_i32(r->xfer.items, (size_t)candidates);
         int64_t kept = 0;
         for (int64_t i = 0; i < candidates; ++i) {
             if (kept == 0 || r->xfer.items[kept - 1] != r->xfer.items[i]) {
@@ -132,7 +132,7 @@ af_result_t af_dmr_begin(af_recovery_t *r, const af_move_t *only, int64_t n_only
         }
         af_placement_reserve(&r->s->pl, t);
         r->tw.twin[b] = t;
-        r->xfer.items[n++] = b;
+        r->xfer.items[n++] = (int32_t)b;
     }
     static const xfer_ops_t ops = {twin_in_ranks, twin_in_read,    twin_in_write,  twin_in_local,
                                    twin_in_slots, twin_in_touches, twin_in_carries};
