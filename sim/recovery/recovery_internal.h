@@ -38,8 +38,14 @@ int af_local_slot(const af_recovery_t *r, int64_t g);
 /* Applies the n items of ops (with ctx) in chunks: reads, host staging, one batch of
  * point-to-point transfers a chunk, writes, and the read-sets of the items that carry them. */
 af_result_t af_transfer(af_recovery_t *r, int64_t n, const xfer_ops_t *ops, void *ctx);
+/* The edge log's row of logical step s: replica i's entry is row + 2 i (a step's loops take the
+ * row once, not a division an entry). */
+uint64_t *af_edge_log_row(const af_recovery_t *r, int64_t s);
 /* The edge log entry of logical step s beside replica i of this rank. */
-uint64_t *af_edge_log_entry(const af_recovery_t *r, int64_t i, int64_t s);
+static inline uint64_t *af_edge_log_entry(const af_recovery_t *r, int64_t i, int64_t s)
+{
+    return af_edge_log_row(r, s) + 2 * i;
+}
 /* Block b's read-set as this rank has it (how: CARRY_XCHG from the exchange, CARRY_LOG from
  * the log beside its replica). */
 void af_get_read_set(const af_recovery_t *r, int how, int64_t b, uint64_t *left, uint64_t *right);

@@ -135,8 +135,9 @@ af_result_t af_replicas_log_edges(af_recovery_t *r)
     const int64_t s = r->s->state_step;
     if (r->s->nccl != NULL || R == 1) {
         /* Every edge is in this rank's exchange. */
+        uint64_t *row = af_edge_log_row(r, s);
         for (int64_t i = 0; i < r->rep.n_reps; ++i) {
-            uint64_t *e = af_edge_log_entry(r, i, s);
+            uint64_t *e = row + 2 * i;
             af_get_read_set(r, CARRY_XCHG, r->rep.blocks[i], &e[0], &e[1]);
         }
         return AF_OK;
@@ -169,12 +170,13 @@ af_result_t af_replicas_log_edges(af_recovery_t *r)
         cr[q] += q != me;
     }
     af_halo_offsets(r->halo, cs);
+    uint64_t *row = af_edge_log_row(r, s);
     for (int64_t w = 0; w < words; ++w) {
         for (uint64_t x = bits[w]; x != 0; x &= x - 1) {
             int64_t b = w * 64 + __builtin_ctzll(x);
             int q = r->rep.rank[b];
             if (q == me) {
-                uint64_t *e = af_edge_log_entry(r, r->rep.off[b], s);
+                uint64_t *e = row + 2 * r->rep.off[b];
                 af_get_read_set(r, CARRY_XCHG, b, &e[0], &e[1]);
                 continue;
             }
@@ -197,7 +199,7 @@ af_result_t af_replicas_log_edges(af_recovery_t *r)
             continue;
         }
         const uint64_t *t = r->rep.edges_in + 2 * r->halo->at[q]++;
-        uint64_t *e = af_edge_log_entry(r, i, s);
+        uint64_t *e = row + 2 * i;
         e[0] = t[0];
         e[1] = t[1];
     }

@@ -223,14 +223,14 @@ af_result_t af_transfer(af_recovery_t *r, int64_t n, const xfer_ops_t *ops, void
     return carry_edges(r, n, ops, ctx);
 }
 
-/* The edge log entry of logical step s beside replica i of this rank (the log keeps
- * rep_log_depth steps: replica_interval with replay = local, the newest one with global). */
-uint64_t *af_edge_log_entry(const af_recovery_t *r, int64_t i, int64_t s)
+/* The edge log's row of logical step s (the log keeps rep_log_depth steps: replica_interval with
+ * replay = local, the newest one with global). */
+uint64_t *af_edge_log_row(const af_recovery_t *r, int64_t s)
 {
     /* One row of every replica's pair per logical step kept: a step's writes, which come in
      * the order of the replicas (or close to it), land side by side. */
     size_t row = (size_t)(r->rep.n_reps > 0 ? r->rep.n_reps : 1);
-    return r->rep.log + ((size_t)(s % r->rep.log_depth) * row + (size_t)i) * 2;
+    return r->rep.log + (size_t)(s % r->rep.log_depth) * row * 2;
 }
 
 /* Block b's read-set into this rank's exchange (and its device mirror, where the kernels read
