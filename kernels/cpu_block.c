@@ -119,6 +119,33 @@ AF_HOT void af_cpu_fill_diag(const double *restrict u, int len, double *restrict
     d[2] = count;
 }
 
+/* The update of cells i .. i + 3 of a block of T cells (i a multiple of 4), as af_burgers_cell
+ * evaluates it lane by lane (the same operations in the same order, no FMA); ul and ur are the
+ * neighbours past the block's ends, ca and cd the advection and diffusion coefficients in every
+ * lane. Shared by the one-pass steps below. */
+static inline __attribute__((always_inline)) af_v4d
+cpu_update4(const double *restrict u, int i, int T, double ul, double ur, af_v4d ca, af_v4d cd)
+{
+    const af_v4d two = {2.0, 2.0, 2.0, 2.0};
+    af_v4d l;
+    af_v4d c;
+    af_v4d r;
+    memcpy(&c, u + i, sizeof c);
+    if (i == 0) {
+        l = (af_v4d){ul, u[0], u[1], u[2]};
+    } else {
+        memcpy(&l, u + i - 1, sizeof l);
+    }
+    if (i + 4 == T) {
+        r = (af_v4d){u[i + 1], u[i + 2], u[i + 3], ur};
+    } else {
+        memcpy(&r, u + i + 1, sizeof r);
+    }
+    af_v4d flux = (r * r - l * l) * ca;
+    af_v4d diff = (r - two * c + l) * cd;
+    return c - flux + diff;
+}
+
 /* One block's step in one pass (T a multiple of 4, at least 8): each group of four cells is
  * updated as af_burgers_cell evaluates it (the same operations in the same order, lane by
  * lane, no FMA), stored, and added at once to the mass, energy and non-finite partials of its
@@ -132,7 +159,6 @@ AF_HOT void af_cpu_slot_step(const double *restrict u, double *restrict un, int 
 {
     const af_v4d zero = {0.0, 0.0, 0.0, 0.0};
     const af_v4d half = {0.5, 0.5, 0.5, 0.5};
-    const af_v4d two = {2.0, 2.0, 2.0, 2.0};
     const af_v4d ca = {kc.c_adv, kc.c_adv, kc.c_adv, kc.c_adv};
     const af_v4d cd = {kc.c_diff, kc.c_diff, kc.c_diff, kc.c_diff};
     af_v4d pm[AF_LANES / 4];
@@ -143,23 +169,7 @@ AF_HOT void af_cpu_slot_step(const double *restrict u, double *restrict un, int 
         pe[g] = zero;
     }
     for (int i = 0; i < T; i += 4) {
-        af_v4d l;
-        af_v4d c;
-        af_v4d r;
-        memcpy(&c, u + i, sizeof c);
-        if (i == 0) {
-            l = (af_v4d){ul, u[0], u[1], u[2]};
-        } else {
-            memcpy(&l, u + i - 1, sizeof l);
-        }
-        if (i + 4 == T) {
-            r = (af_v4d){u[i + 1], u[i + 2], u[i + 3], ur};
-        } else {
-            memcpy(&r, u + i + 1, sizeof r);
-        }
-        af_v4d flux = (r * r - l * l) * ca;
-        af_v4d diff = (r - two * c + l) * cd;
-        af_v4d v = c - flux + diff;
+        af_v4d v = cpu_update4(u, i, T, ul, ur, ca, cd);
         const int g = (i % AF_LANES) / 4;
         pm[g] += v;
         pe[g] += (half * v) * v;
@@ -186,7 +196,6 @@ AF_HOT void af_cpu_slot_step_short(const double *restrict u, double *restrict un
 {
     const af_v4d zero = {0.0, 0.0, 0.0, 0.0};
     const af_v4d half = {0.5, 0.5, 0.5, 0.5};
-    const af_v4d two = {2.0, 2.0, 2.0, 2.0};
     const af_v4d ca = {kc.c_adv, kc.c_adv, kc.c_adv, kc.c_adv};
     const af_v4d cd = {kc.c_diff, kc.c_diff, kc.c_diff, kc.c_diff};
     af_v4d pm[AF_LANES / 4];
@@ -200,23 +209,7 @@ AF_HOT void af_cpu_slot_step_short(const double *restrict u, double *restrict un
             pe[g] = zero;
             continue;
         }
-        af_v4d l;
-        af_v4d c;
-        af_v4d r;
-        memcpy(&c, u + i, sizeof c);
-        if (i == 0) {
-            l = (af_v4d){ul, u[0], u[1], u[2]};
-        } else {
-            memcpy(&l, u + i - 1, sizeof l);
-        }
-        if (i + 4 == T) {
-            r = (af_v4d){u[i + 1], u[i + 2], u[i + 3], ur};
-        } else {
-            memcpy(&r, u + i + 1, sizeof r);
-        }
-        af_v4d flux = (r * r - l * l) * ca;
-        af_v4d diff = (r - two * c + l) * cd;
-        af_v4d v = c - flux + diff;
+        af_v4d v = cpu_update4(u, i, T, ul, ur, ca, cd);
         pm[g] = zero + v;
         pe[g] = zero + (half * v) * v;
         nf += (v - v) != zero; /* -1 where NaN or Inf */
