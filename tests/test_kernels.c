@@ -963,6 +963,23 @@ static void test_block_diag_follows_lane_stripes_and_butterfly_for_any_length(vo
     assert_true(e == 0.5 * (1.0 + 4.0 + 9.0 + 20.25));
 }
 
+/* Random contents with special values among them: mostly ordinary values near 0.5, some of
+ * order 1, NaN, +-Inf and huge numbers (about one cell in eight special). */
+static void random_cells(uint64_t *x, double *cells, int T, int blk)
+{
+    for (int i = 0; i < T; ++i) {
+        *x = *x * 6364136223846793005ULL + 1442695040888963407ULL;
+        int kind = (int)((*x >> 59) & 31);
+        double u = (double)(*x >> 11) * 0x1.0p-53;
+        cells[i] = kind == 0   ? NAN
+                   : kind == 1 ? INFINITY
+                   : kind == 2 ? -INFINITY
+                   : kind == 3 ? 1e300 * (u - 0.5)
+                   : blk % 3   ? 0.5 + (u - 0.5) * 1e-3
+                               : u - 0.5;
+    }
+}
+
 /* The fused one-pass step and the two-pass one give the same bits: every output cell, the
  * non-finite counts and the committed buffers' mass and energy as pack() publishes them, over
  * blocks of random values with NaN, infinities and huge numbers among them, for lengths the
@@ -996,17 +1013,7 @@ static void test_fused_and_two_pass_steps_give_the_same_bits(void **state)
         assert_non_null(strstr(sh[1].k->path, "two passes"));
         /* The same random contents in both: mostly ordinary values, some special ones. */
         for (int blk = 0; blk < B; ++blk) {
-            for (int i = 0; i < T; ++i) {
-                x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-                int kind = (int)((x >> 59) & 31);
-                double u = (double)(x >> 11) * 0x1.0p-53;
-                cells[i] = kind == 0   ? NAN
-                           : kind == 1 ? INFINITY
-                           : kind == 2 ? -INFINITY
-                           : kind == 3 ? 1e300 * (u - 0.5)
-                           : blk % 3   ? 0.5 + (u - 0.5) * 1e-3
-                                       : u - 0.5;
-            }
+            random_cells(&x, cells, T, blk);
             for (int v = 0; v < 2; ++v) {
                 assert_int_equal(sh[v].k->ops->write_slot(sh[v].k, blk, cells), AF_OK);
             }
@@ -1063,23 +1070,6 @@ static void test_fused_and_two_pass_steps_give_the_same_bits(void **state)
         free(cells);
         free(a);
         free(b);
-    }
-}
-
-/* Random contents with special values among them: mostly ordinary values near 0.5, some of
- * order 1, NaN, +-Inf and huge numbers (about one cell in eight special). */
-static void random_cells(uint64_t *x, double *cells, int T, int blk)
-{
-    for (int i = 0; i < T; ++i) {
-        *x = *x * 6364136223846793005ULL + 1442695040888963407ULL;
-        int kind = (int)((*x >> 59) & 31);
-        double u = (double)(*x >> 11) * 0x1.0p-53;
-        cells[i] = kind == 0   ? NAN
-                   : kind == 1 ? INFINITY
-                   : kind == 2 ? -INFINITY
-                   : kind == 3 ? 1e300 * (u - 0.5)
-                   : blk % 3   ? 0.5 + (u - 0.5) * 1e-3
-                               : u - 0.5;
     }
 }
 
