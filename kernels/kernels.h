@@ -81,6 +81,15 @@ static inline int af_shard_pool_slots(int64_t n_slots, int64_t blocks)
     return (int)(two_b < n_slots ? two_b : n_slots);
 }
 
+/* What a shard's desc.pool_slots gives: the entries of a pooled backend's state and the room of
+ * the occupied-slot list every backend keeps (pool_slots when it is set and below n_slots, else
+ * one a slot). */
+static inline int af_shard_pool_cap(const af_shard_desc_t *desc)
+{
+    return desc->pool_slots > 0 && desc->pool_slots < desc->n_slots ? desc->pool_slots
+                                                                    : desc->n_slots;
+}
+
 /* The cpu backend's masked step (kernels/kernels_cpu.c), SIMD across cells either way (the
  * widest the processor has: avx2, else the x86-64 baseline's sse2, chosen when the program
  * loads). TWO_PASS updates a block, then reads it again (from L1) for the lane-ordered

@@ -133,13 +133,6 @@ static void cpu_destroy(af_kernels_t *k)
     af_free(k);
 }
 
-/* The pool's entries for desc: pool_slots when it is set and below n_slots, else one a slot. */
-static int cpu_pool_of(const af_shard_desc_t *desc)
-{
-    return desc->pool_slots > 0 && desc->pool_slots < desc->n_slots ? desc->pool_slots
-                                                                    : desc->n_slots;
-}
-
 /* What an entry holds (two buffers of T doubles, parity, res_nz, 6 diagnostics) and what a slot
  * does (the control arrays: block, mode, p, commit, select; the four result counters), beside the
  * occupied-slot list and the pool's lists. */
@@ -158,7 +151,7 @@ static size_t cpu_host_bytes(const af_shard_desc_t *desc)
     /* The backend's own struct (with the attention path's scratch); the pool's entries and
      * its lists; the slots. */
     size_t n = (size_t)desc->n_slots;
-    size_t pool = (size_t)cpu_pool_of(desc);
+    size_t pool = (size_t)af_shard_pool_cap(desc);
     return sizeof(af_kernels_t) + sizeof(af_cpu_t) + pool * cpu_entry_bytes(desc) +
            af_pool_bytes(desc->n_slots, (int64_t)pool) + n * cpu_slot_bytes(desc) +
            af_kernels_occ_bytes(desc);
@@ -175,7 +168,7 @@ static af_result_t cpu_create(const af_shard_desc_t *desc, af_kernels_t **out)
     af_cpu_t *c = af_alloc(sizeof *c);
     k->impl = c;
     AF_REQUIRE_GOTO(c != NULL, AF_ERR_NOMEM, rc, fail);
-    AF_CHECK_GOTO(af_pool_init(&c->pool, desc->n_slots, cpu_pool_of(desc)), rc, fail);
+    AF_CHECK_GOTO(af_pool_init(&c->pool, desc->n_slots, af_shard_pool_cap(desc)), rc, fail);
     k->pool_cap = c->pool.entry != NULL ? c->pool.cap : 0;
     const size_t pool = (size_t)c->pool.cap;
     size_t state_bytes = pool * 2 * (size_t)desc->block_len * sizeof(double);

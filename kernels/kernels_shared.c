@@ -7,11 +7,10 @@
 #include "../common/af_alloc.h"
 #include "../common/af_result.h"
 
-/* The occupied-slot list's entries: af_shard_pool_slots' bound when the driver set one. */
+/* The occupied-slot list's entries (at least one). */
 static size_t occ_cap(const af_shard_desc_t *desc)
 {
-    int n =
-        desc->pool_slots > 0 && desc->pool_slots < desc->n_slots ? desc->pool_slots : desc->n_slots;
+    int n = af_shard_pool_cap(desc);
     return (size_t)(n > 0 ? n : 1);
 }
 
