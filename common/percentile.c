@@ -46,6 +46,21 @@ AF_HEAPSORT(af_sort_doubles, double)
 AF_HEAPSORT(af_sort_i64, int64_t)
 AF_HEAPSORT(af_sort_i32, int32_t)
 
+int64_t af_lower_bound_i32(const int32_t *v, int64_t n, int64_t x)
+{
+    int64_t lo = 0;
+    int64_t hi = n;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (v[mid] < x) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    return lo;
+}
+
 double af_percentile_sorted(const double *s, size_t n, double p)
 {
     if (n == 0) {

@@ -1,7 +1,7 @@
 /* Unit tests of the HDF5 log: the writer (sim/io/log.h) produces a file that the reader and
  * schema checker (analysis/logread.h) accept, every seeded inconsistency is caught, bad files
- * are refused with one line naming the path, and af_percentile_sorted follows numpy's linear
- * interpolation. */
+ * are refused with one line naming the path, af_percentile_sorted follows numpy's linear
+ * interpolation, and af_lower_bound_i32 finds what a scan finds. */
 #include "sim/io/log.h"
 #include "common/log_schema.h"
 #include "common/percentile.h"
@@ -786,6 +786,30 @@ static void test_percentile_follows_numpy_linear_interpolation(void **state)
     assert_true(af_percentile_sorted(u, 4, 50) == 2.5);
 }
 
+/* af_lower_bound_i32 against a linear scan, on sorted lists with repeats, every probe from
+ * below the first value to above the last, and the empty list. */
+static void test_lower_bound_finds_the_first_not_below(void **state)
+{
+    (void)state;
+    assert_int_equal(af_lower_bound_i32(NULL, 0, 5), 0);
+    int32_t v[64];
+    uint32_t x = 12345u;
+    for (int n = 1; n <= 64; ++n) {
+        for (int i = 0; i < n; ++i) {
+            x = x * 1664525u + 1013904223u;
+            v[i] = (int32_t)(x >> 27); /* 0..31: repeats */
+        }
+        af_sort_i32(v, (size_t)n);
+        for (int64_t probe = -2; probe <= 34; ++probe) {
+            int64_t want = 0;
+            while (want < n && v[want] < probe) {
+                want++;
+            }
+            assert_int_equal(af_lower_bound_i32(v, n, probe), want);
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -808,6 +832,7 @@ int main(void)
         cmocka_unit_test(test_hdf5_file_that_is_not_an_agefence_log_is_refused),
         cmocka_unit_test(test_newer_schema_version_is_refused_naming_the_path),
         cmocka_unit_test(test_percentile_follows_numpy_linear_interpolation),
+        cmocka_unit_test(test_lower_bound_finds_the_first_not_below),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

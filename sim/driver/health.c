@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "../../common/af_alloc.h"
+#include "../../common/percentile.h"
 #include "../../common/af_time.h"
 #include "../io/backend.h"
 #include "run_internal.h"
@@ -146,17 +147,8 @@ static int64_t declare_suspects(af_run_state_t *r, int64_t nc)
 /* Whether unit u is one of the fleet's FADING units to the model (fade_units, ascending). */
 static int model_fading(const af_run_state_t *r, int64_t u)
 {
-    int64_t lo = 0;
-    int64_t hi = r->health.n_fade;
-    while (lo < hi) {
-        int64_t mid = lo + (hi - lo) / 2;
-        if (r->health.fade_units[mid] < u) {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
-    }
-    return lo < r->health.n_fade && r->health.fade_units[lo] == u;
+    int64_t at = af_lower_bound_i32(r->health.fade_units, r->health.n_fade, u);
+    return at < r->health.n_fade && r->health.fade_units[at] == u;
 }
 
 /* The log's straggler_units of this step (rank 0): the declared units the model still calls

@@ -6,6 +6,7 @@
 
 #include "../../kernels/af_burgers.h"
 #include "../../common/af_alloc.h"
+#include "../../common/percentile.h"
 
 #define AF_BOLTZMANN_EV 8.617333262e-5 /* eV / K */
 
@@ -343,22 +344,6 @@ af_result_t af_aging_init_range(af_aging_t *a, const af_config_t *cfg, int64_t d
     return AF_OK;
 }
 
-/* The sorted list of FADING units: insert / remove (few units fade at once). */
-static int64_t fading_index(const af_aging_t *a, int64_t u)
-{
-    int64_t lo = 0;
-    int64_t hi = a->fading;
-    while (lo < hi) {
-        int64_t mid = (lo + hi) / 2;
-        if (a->fading_list[mid] < u) {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
-    }
-    return lo;
-}
-
 static void change(af_aging_t *a, int64_t u, int state, int cause, int64_t step, double time_h,
                    af_health_change_t *out, int64_t *n)
 {
@@ -367,7 +352,7 @@ static void change(af_aging_t *a, int64_t u, int state, int cause, int64_t step,
         if (a->state[k] != AF_HEALTHY) {
             return;
         }
-        int64_t at = fading_index(a, u);
+        int64_t at = af_lower_bound_i32(a->fading_list, a->fading, u);
         memmove(&a->fading_list[at + 1], &a->fading_list[at],
                 sizeof(int32_t) * (size_t)(a->fading - at));
         a->fading_list[at] = (int32_t)u;
@@ -378,7 +363,7 @@ static void change(af_aging_t *a, int64_t u, int state, int cause, int64_t step,
             return;
         }
         if (a->state[k] == AF_FADING) {
-            int64_t at = fading_index(a, u);
+            int64_t at = af_lower_bound_i32(a->fading_list, a->fading, u);
             memmove(&a->fading_list[at], &a->fading_list[at + 1],
                     sizeof(int32_t) * (size_t)(a->fading - at - 1));
             a->fading--;
