@@ -1,5 +1,6 @@
 /* agefence: order statistics shared by the run's calibration, the benchmarks, the live metrics
- * and the offline report, so every percentile agefence prints is computed one way. */
+ * and the offline report, so every percentile agefence prints is computed one way; and the
+ * sorts and the search of sorted lists the step loop uses, which allocate nothing. */
 #ifndef AF_PERCENTILE_H
 #define AF_PERCENTILE_H
 
