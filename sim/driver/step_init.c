@@ -140,8 +140,9 @@ af_result_t af_step_init(af_run_state_t *r)
     for (size_t i = 0; r->rc.xfer.set != NULL && i < AF_XFER_SET; ++i) {
         r->rc.xfer.set[i] = -1;
     }
-    /* The twin candidates (FADING units' and stragglers' blocks, a unit possibly both, and the
-     * sampled ones) before they are sorted and deduplicated: at most twice the blocks. */
+    /* The twin candidates before they are sorted and deduplicated: the blocks of the FADING
+     * units and the declared stragglers (a unit in both counted once, af_dmr_begin), at most
+     * the blocks, then the sampled turn's, at most the blocks again. */
     r->rc.xfer.items = af_alloc(sizeof(int32_t) * 2 * B);
     r->rc.tw.twin = af_alloc(sizeof(int32_t) * B);
     r->rc.tw.dmr_mark = af_alloc((size_t)(r->s.n_local > 0 ? r->s.n_local : 1));

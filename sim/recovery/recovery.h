@@ -166,8 +166,8 @@ af_result_t af_rollback(af_recovery_t *r);
 af_result_t af_restart(af_recovery_t *r);
 af_result_t af_apply_moves(af_recovery_t *r, const af_move_t *moves, int64_t n, int restore_data);
 /* Twins for the blocks on FADING units: all blocks of the units in fade[0..n_fade) (the model's
- * FADING units) then strag[0..n_strag) (the declared stragglers), or only those of a retry
- * round's moves (only != NULL). */
+ * FADING units, ascending) then strag[0..n_strag) (the declared stragglers; one that is in fade
+ * too counts there), or only those of a retry round's moves (only != NULL). */
 af_result_t af_dmr_begin(af_recovery_t *r, const af_move_t *only, int64_t n_only,
                          const int32_t *fade, int64_t n_fade, const int32_t *strag, int64_t n_strag,
                          int64_t *n_twins);

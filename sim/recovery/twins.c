@@ -91,12 +91,20 @@ af_result_t af_dmr_begin(af_recovery_t *r, const af_move_t *only, int64_t n_only
         const int dmr = (af_detect_flags(r->s->cfg.detect) & AF_DET_DMR) != 0;
         for (int64_t i = 0; dmr && i < n_fade + n_strag; ++i) {
             /* The model's FADING units, then the declared stragglers (FADING to the
-             * coordinator; a unit may be both). */
+             * coordinator) the model does not call FADING since: a unit that is both lists its
+             * blocks once, so these candidates are at most the blocks, and with the sampled
+             * turn's at most twice the blocks (items' room). */
             int64_t u = i < n_fade ? fade[i] : strag[i - n_fade];
+            if (i >= n_fade) {
+                int64_t at = af_lower_bound_i32(fade, n_fade, u);
+                if (at < n_fade && fade[at] == u) {
+                    continue;
+                }
+            }
             for (int64_t k = 0; k < r->s->C; ++k) {
                 int32_t b = r->s->pl.slot_block[u * r->s->C + k];
                 if (b >= 0) {
-                    r->xfer.items[candidates++] = (int32_t)b;
+                    r->xfer.items[candidates++] = b;
                 }
             }
         }
