@@ -193,15 +193,22 @@ double af_aging_sudden_h(const af_aging_t *a, int64_t u, int *cause)
     return a->seg[u - a->u_lo].sudden_h;
 }
 
+/* Unit u's temperature under `load` blocks of `capacity` slots: what its rate follows
+ * (new_load) and what /units reports (af_aging_temp_k). */
+static double load_temp_k(const af_aging_t *a, const af_config_t *cfg, int64_t u, int32_t load,
+                          int64_t capacity)
+{
+    double frac = (double)load / (double)capacity;
+    return cfg->t_ambient_k + af_aging_temp_off_k(a, cfg, u) + cfg->load_delta_k * frac;
+}
+
 double af_aging_temp_k(const af_aging_t *a, const af_config_t *cfg, int64_t u)
 {
     const af_aging_seg_t *g = &a->seg[u - a->u_lo];
     if (g->rate_load < 0) {
         return cfg->t_ambient_k + af_aging_temp_off_k(a, cfg, u);
     }
-    /* new_load's expression, term for term. */
-    double frac = (double)g->rate_load / (double)a->capacity;
-    return cfg->t_ambient_k + af_aging_temp_off_k(a, cfg, u) + cfg->load_delta_k * frac;
+    return load_temp_k(a, cfg, u, g->rate_load, a->capacity);
 }
 
 void af_aging_columns(af_aging_t *a, const af_config_t *cfg)
@@ -392,9 +399,7 @@ static void new_load(af_aging_t *a, const af_config_t *cfg, int64_t k, int32_t l
         g->base_age_h = seg_at(age_segment(a, k), step - 1);
         g->base_step = (int32_t)(step - 1);
     }
-    double frac = (double)load / (double)capacity;
-    double t =
-        cfg->t_ambient_k + af_aging_temp_off_k(a, cfg, a->u_lo + k) + cfg->load_delta_k * frac;
+    double t = load_temp_k(a, cfg, a->u_lo + k, load, capacity);
     g->rate_h = cfg->sim_hours_per_step * af_arrhenius(cfg->ea_ev, cfg->t_ref_k, t);
     g->rate_load = load;
 }
