@@ -97,7 +97,7 @@ static void test_outside_slurm_any_size_is_fine(void **state)
     (void)state;
     char err[600] = "x";
     for (int n = 1; n <= 5; ++n) {
-        assert_int_equal(af_launch_check(n, n, -1, 0, err, sizeof err), AF_OK);
+        assert_int_equal(af_launch_check(n, n, -1, 0, 0, err, sizeof err), AF_OK);
         assert_string_equal(err, "");
     }
     char d[64] = "x";
@@ -115,7 +115,7 @@ static void test_srun_step_matching_world(void **state)
     (void)state;
     srun_step("4");
     char err[600];
-    assert_int_equal(af_launch_check(4, 4, -1, 0, err, sizeof err), AF_OK);
+    assert_int_equal(af_launch_check(4, 4, -1, 0, 0, err, sizeof err), AF_OK);
 }
 
 /* srun without PMIx for Open MPI: N tasks, each MPI_COMM_WORLD of size 1. */
@@ -124,7 +124,7 @@ static void test_srun_tasks_as_singletons(void **state)
     (void)state;
     srun_step("2");
     char err[600];
-    assert_int_equal(af_launch_check(1, 1, -1, 0, err, sizeof err), AF_ERR_USAGE);
+    assert_int_equal(af_launch_check(1, 1, -1, 0, 0, err, sizeof err), AF_ERR_USAGE);
     assert_contains(err, "srun started 2 tasks but MPI sees 1 rank:");
     assert_contains(err, "one-rank job");
     assert_contains(err, "srun --mpi=pmix");
@@ -140,8 +140,8 @@ static void test_srun_step_count_wins_over_allocation(void **state)
     srun_step("2");
     set("SLURM_TASKS_PER_NODE", "4");
     char err[600];
-    assert_int_equal(af_launch_check(2, 2, -1, 0, err, sizeof err), AF_OK);
-    assert_int_equal(af_launch_check(4, 4, -1, 0, err, sizeof err), AF_ERR_USAGE);
+    assert_int_equal(af_launch_check(2, 2, -1, 0, 0, err, sizeof err), AF_OK);
+    assert_int_equal(af_launch_check(4, 4, -1, 0, 0, err, sizeof err), AF_ERR_USAGE);
     assert_contains(err, "srun started 2 tasks but MPI sees 4 ranks");
 }
 
@@ -151,10 +151,10 @@ static void test_batch_without_launcher(void **state)
     (void)state;
     batch_shell("2");
     char err[600];
-    assert_int_equal(af_launch_check(1, 1, -1, 0, err, sizeof err), AF_ERR_USAGE);
+    assert_int_equal(af_launch_check(1, 1, -1, 0, 0, err, sizeof err), AF_ERR_USAGE);
     assert_contains(err, "allocation has 2 tasks (SLURM_NTASKS) but agefence runs as 1 rank");
     assert_contains(err, "srun --mpi=pmix");
-    assert_int_equal(af_launch_check(2, 2, -1, 0, err, sizeof err), AF_OK);
+    assert_int_equal(af_launch_check(2, 2, -1, 0, 0, err, sizeof err), AF_OK);
 }
 
 static void test_nprocs_when_no_ntasks(void **state)
@@ -163,9 +163,9 @@ static void test_nprocs_when_no_ntasks(void **state)
     set("SLURM_JOB_ID", "7");
     set("SLURM_NPROCS", "3");
     char err[600];
-    assert_int_equal(af_launch_check(2, 2, -1, 0, err, sizeof err), AF_ERR_USAGE);
+    assert_int_equal(af_launch_check(2, 2, -1, 0, 0, err, sizeof err), AF_ERR_USAGE);
     assert_contains(err, "3 tasks (SLURM_NPROCS)");
-    assert_int_equal(af_launch_check(3, 3, -1, 0, err, sizeof err), AF_OK);
+    assert_int_equal(af_launch_check(3, 3, -1, 0, 0, err, sizeof err), AF_OK);
 }
 
 /* mpirun inside the allocation: its -np is the user's choice, whatever SLURM_NTASKS says. */
@@ -175,12 +175,12 @@ static void test_mpirun_inside_allocation_not_checked(void **state)
     batch_shell("8");
     set("OMPI_COMM_WORLD_SIZE", "2");
     char err[600];
-    assert_int_equal(af_launch_check(2, 2, -1, 0, err, sizeof err), AF_OK);
+    assert_int_equal(af_launch_check(2, 2, -1, 0, 0, err, sizeof err), AF_OK);
     unsetenv("OMPI_COMM_WORLD_SIZE");
     set("MPI_LOCALNRANKS", "2"); /* MPICH / Intel MPI Hydra */
-    assert_int_equal(af_launch_check(2, 2, -1, 0, err, sizeof err), AF_OK);
+    assert_int_equal(af_launch_check(2, 2, -1, 0, 0, err, sizeof err), AF_OK);
     unsetenv("MPI_LOCALNRANKS");
-    assert_int_equal(af_launch_check(2, 2, -1, 0, err, sizeof err), AF_ERR_USAGE);
+    assert_int_equal(af_launch_check(2, 2, -1, 0, 0, err, sizeof err), AF_ERR_USAGE);
 }
 
 static void test_check_can_be_skipped(void **state)
@@ -189,9 +189,9 @@ static void test_check_can_be_skipped(void **state)
     srun_step("4");
     set("AGEFENCE_LAUNCH_CHECK", "0");
     char err[600];
-    assert_int_equal(af_launch_check(1, 1, -1, 0, err, sizeof err), AF_OK);
+    assert_int_equal(af_launch_check(1, 1, -1, 0, 0, err, sizeof err), AF_OK);
     set("AGEFENCE_LAUNCH_CHECK", "1");
-    assert_int_equal(af_launch_check(1, 1, -1, 0, err, sizeof err), AF_ERR_USAGE);
+    assert_int_equal(af_launch_check(1, 1, -1, 0, 0, err, sizeof err), AF_ERR_USAGE);
 }
 
 static void test_unparsable_counts_are_not_checked(void **state)
@@ -203,7 +203,7 @@ static void test_unparsable_counts_are_not_checked(void **state)
         clear_env(NULL);
         set("SLURM_JOB_ID", "1");
         set("SLURM_NTASKS", bad[i]);
-        assert_int_equal(af_launch_check(3, 3, -1, 0, err, sizeof err), AF_OK);
+        assert_int_equal(af_launch_check(3, 3, -1, 0, 0, err, sizeof err), AF_OK);
     }
 }
 
@@ -212,28 +212,51 @@ static void test_gpus_only_checked_for_cuda(void **state)
     (void)state;
     char err[600];
     /* cpu: any number of ranks per node, GPUs or not. */
-    assert_int_equal(af_launch_check(8, 8, 1, 0, err, sizeof err), AF_OK);
-    assert_int_equal(af_launch_check(8, 8, 0, 0, err, sizeof err), AF_OK);
+    assert_int_equal(af_launch_check(8, 8, 1, 0, 0, err, sizeof err), AF_OK);
+    assert_int_equal(af_launch_check(8, 8, 0, 0, 0, err, sizeof err), AF_OK);
     /* cuda with one GPU per rank, or more GPUs than ranks; -1: not asked. */
-    assert_int_equal(af_launch_check(4, 4, 4, 1, err, sizeof err), AF_OK);
-    assert_int_equal(af_launch_check(4, 2, 8, 1, err, sizeof err), AF_OK);
-    assert_int_equal(af_launch_check(4, 4, -1, 1, err, sizeof err), AF_OK);
+    assert_int_equal(af_launch_check(4, 4, 4, 1, 0, err, sizeof err), AF_OK);
+    assert_int_equal(af_launch_check(4, 2, 8, 1, 0, err, sizeof err), AF_OK);
+    assert_int_equal(af_launch_check(4, 4, -1, 1, 0, err, sizeof err), AF_OK);
 }
 
 static void test_more_ranks_than_gpus(void **state)
 {
     (void)state;
     char err[600];
-    assert_int_equal(af_launch_check(4, 4, 2, 1, err, sizeof err), AF_ERR_USAGE);
+    assert_int_equal(af_launch_check(4, 4, 2, 1, 0, err, sizeof err), AF_ERR_USAGE);
     assert_contains(err, "4 ranks on this node but 2 GPUs visible");
     assert_contains(err, "slots=2");
-    assert_int_equal(af_launch_check(1, 1, 0, 1, err, sizeof err), AF_ERR_USAGE);
+    assert_int_equal(af_launch_check(1, 1, 0, 1, 0, err, sizeof err), AF_ERR_USAGE);
     assert_contains(err, "backend.compute = cuda, but no GPU is visible on this node");
     assert_null(strstr(err, "at most 0"));
     srun_step("4");
-    assert_int_equal(af_launch_check(4, 4, 2, 1, err, sizeof err), AF_ERR_USAGE);
+    assert_int_equal(af_launch_check(4, 4, 2, 1, 0, err, sizeof err), AF_ERR_USAGE);
     assert_contains(err, "--gpus-per-node=4");
     assert_null(strstr(err, "--gpus-per-task"));
+}
+
+/* backend.share_gpu = on: the node's ranks share the GPUs it has (rank r on GPU r mod G), so
+ * more ranks than GPUs pass the launch check; no GPU at all still fails, with or without it,
+ * and without share_gpu the same launch is refused and the refusal names the key. */
+static void test_share_gpu_allows_more_ranks(void **state)
+{
+    (void)state;
+    char err[600];
+    assert_int_equal(af_launch_check(4, 4, 1, 1, 1, err, sizeof err), AF_OK);
+    assert_string_equal(err, "");
+    assert_int_equal(af_launch_check(3, 3, 2, 1, 1, err, sizeof err), AF_OK);
+    assert_int_equal(af_launch_check(2, 2, 1, 1, 0, err, sizeof err), AF_ERR_USAGE);
+    assert_contains(err, "2 ranks on this node but 1 GPU visible");
+    assert_contains(err, "backend.share_gpu = on");
+    assert_int_equal(af_launch_check(2, 2, 0, 1, 1, err, sizeof err), AF_ERR_USAGE);
+    assert_contains(err, "no GPU is visible on this node");
+    /* Under Slurm too: share_gpu is the user's choice, whatever the allocation gives. */
+    srun_step("4");
+    assert_int_equal(af_launch_check(4, 4, 1, 1, 1, err, sizeof err), AF_OK);
+    /* The task count is still checked first. */
+    assert_int_equal(af_launch_check(2, 2, 1, 1, 1, err, sizeof err), AF_ERR_USAGE);
+    assert_contains(err, "srun started 4 tasks");
 }
 
 static void test_gpus_per_task_named(void **state)
@@ -242,7 +265,7 @@ static void test_gpus_per_task_named(void **state)
     srun_step("4");
     set("SLURM_GPUS_PER_TASK", "1");
     char err[600];
-    assert_int_equal(af_launch_check(4, 4, 1, 1, err, sizeof err), AF_ERR_USAGE);
+    assert_int_equal(af_launch_check(4, 4, 1, 1, 0, err, sizeof err), AF_ERR_USAGE);
     assert_contains(err, "each sees 1 GPU:");
     assert_contains(err, "--gpus-per-task");
     assert_contains(err, "--gpus-per-node=4");
@@ -255,7 +278,7 @@ static void test_tasks_checked_first(void **state)
     (void)state;
     srun_step("2");
     char err[600];
-    assert_int_equal(af_launch_check(1, 1, 0, 1, err, sizeof err), AF_ERR_USAGE);
+    assert_int_equal(af_launch_check(1, 1, 0, 1, 0, err, sizeof err), AF_ERR_USAGE);
     assert_contains(err, "srun started 2 tasks");
 }
 
@@ -265,9 +288,9 @@ static void test_short_error_buffer(void **state)
     srun_step("2");
     char err[16];
     memset(err, 'x', sizeof err);
-    assert_int_equal(af_launch_check(1, 1, -1, 0, err, sizeof err), AF_ERR_USAGE);
+    assert_int_equal(af_launch_check(1, 1, -1, 0, 0, err, sizeof err), AF_ERR_USAGE);
     assert_int_equal(strlen(err), sizeof err - 1);
-    assert_int_equal(af_launch_check(1, 1, -1, 0, NULL, 0), AF_ERR_USAGE);
+    assert_int_equal(af_launch_check(1, 1, -1, 0, 0, NULL, 0), AF_ERR_USAGE);
 }
 
 static void test_info_srun_step(void **state)
@@ -419,6 +442,7 @@ int main(void)
         cmocka_unit_test_setup(test_unparsable_counts_are_not_checked, clear_env),
         cmocka_unit_test_setup(test_gpus_only_checked_for_cuda, clear_env),
         cmocka_unit_test_setup(test_more_ranks_than_gpus, clear_env),
+        cmocka_unit_test_setup(test_share_gpu_allows_more_ranks, clear_env),
         cmocka_unit_test_setup(test_gpus_per_task_named, clear_env),
         cmocka_unit_test_setup(test_tasks_checked_first, clear_env),
         cmocka_unit_test_setup(test_short_error_buffer, clear_env),

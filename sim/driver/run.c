@@ -597,7 +597,8 @@ int af_run_in_world(const af_run_opts_t *opts, const af_world_t *world)
         af_result_t lrc = af_launch_check_launcher(r->s.world.size, mpi, lerr, sizeof lerr);
         if (lrc == AF_OK) {
             lrc = af_launch_check(r->s.world.size, r->s.world.local_size,
-                                  cuda ? af_cuda_visible_devices() : -1, cuda, lerr, sizeof lerr);
+                                  cuda ? af_cuda_visible_devices() : -1, cuda, r->s.cfg.share_gpu,
+                                  lerr, sizeof lerr);
         }
         /* Bad input is one line: every rank may meet the same problem (no GPU on any node),
          * so the lowest rank that met it speaks for all (rank 0 without a "rank N:" prefix).

@@ -160,10 +160,15 @@ af_result_t af_launch_check_launcher(int world_size, const char *mpi_library, ch
 }
 
 /* The GPU check (launch.h). */
-static af_result_t check_gpus(int local_size, int gpus_visible, int cuda_requested, char *err,
-                              size_t errlen)
+static af_result_t check_gpus(int local_size, int gpus_visible, int cuda_requested, int share_gpu,
+                              char *err, size_t errlen)
 {
     if (!cuda_requested || gpus_visible < 0 || local_size <= gpus_visible) {
+        return AF_OK;
+    }
+    /* backend.share_gpu = on: rank r drives GPU r mod the GPUs visible (sim/io/backend.c), so
+     * any number of ranks may share them, as long as there is one. */
+    if (share_gpu && gpus_visible > 0) {
         return AF_OK;
     }
     char msg[600];
@@ -189,14 +194,15 @@ static af_result_t check_gpus(int local_size, int gpus_visible, int cuda_request
         snprintf(msg, sizeof msg,
                  "backend.compute = cuda: %d ranks on this node but %d GPU%s visible: every rank "
                  "needs its own GPU (bound by node-local rank); start at most %d ranks per node "
-                 "(a hostfile's slots=%d), or use backend.compute = cpu",
+                 "(a hostfile's slots=%d), let them share it (backend.share_gpu = on with "
+                 "backend.fabric = mpi), or use backend.compute = cpu",
                  local_size, gpus_visible, plural, gpus_visible, gpus_visible);
     }
     return usage_error(err, errlen, msg);
 }
 
 af_result_t af_launch_check(int world_size, int local_size, int gpus_visible, int cuda_requested,
-                            char *err, size_t errlen)
+                            int share_gpu, char *err, size_t errlen)
 {
     if (err != NULL && errlen > 0) {
         err[0] = '\0';
@@ -205,7 +211,7 @@ af_result_t af_launch_check(int world_size, int local_size, int gpus_visible, in
     if (rc != AF_OK) {
         return rc;
     }
-    return check_gpus(local_size, gpus_visible, cuda_requested, err, errlen);
+    return check_gpus(local_size, gpus_visible, cuda_requested, share_gpu, err, errlen);
 }
 
 void af_launch_info(af_launch_info_t *info)

@@ -25,10 +25,13 @@
  *     MPI_LOCALNRANKS set) are not checked: their -np is the user's choice. AGEFENCE_LAUNCH_CHECK=0
  *     in the environment skips this check.
  *   - cuda_requested, and more ranks on this node than GPUs visible: one GPU per rank, bound by
- *     node-local rank (the line says when Slurm's --gpus-per-task is the cause).
+ *     node-local rank (the line says when Slurm's --gpus-per-task is the cause), unless
+ *     `share_gpu` (backend.share_gpu = on) lets the node's ranks share the GPUs it has; with
+ *     no GPU visible at all it fails either way. Whether share_gpu goes with the other
+ *     [backend] keys is af_backend_decide's question (sim/io/backend.h), asked later.
  * Never fails otherwise; a variable that is absent or not a number is not checked. */
 af_result_t af_launch_check(int world_size, int local_size, int gpus_visible, int cuda_requested,
-                            char *err, size_t errlen);
+                            int share_gpu, char *err, size_t errlen);
 
 /* Checks that the launcher and the MPI library agree on the size of the launch. Call it on every
  * rank right after MPI_Init, before anything collective that could be misread (the log's
