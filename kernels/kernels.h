@@ -152,6 +152,34 @@ enum {
     AF_COMPUTE_SELECTED = 2  /* only slots whose select[] is 1 (within-step retries) */
 };
 
+/* The contract both backends keep on what the buffers hold, and where their bits may differ
+ * (tests/test_cuda.c holds them to it; `test_cuda fixtures` checks, without a GPU, that its
+ * fixtures reach each case).
+ *
+ * An empty slot (slot_block -1) under each compute mode:
+ *   - masked (flags 0) and AF_COMPUTE_SELECTED: not computed, and neither is a DEAD slot. Its
+ *     buffers keep what was last written to them (a pooled backend may have given them back to
+ *     its pool: then the slot has no memory at all, and a read of it is an error), and its
+ *     results are 0.
+ *   - AF_COMPUTE_UNMASKED (the benchmarks' reference for the masking's cost): every slot that
+ *     has memory behind it is computed, whatever its block and mode, an empty one with block
+ *     0's read-set, without injection; nonfinite, injected, harmful and abft stay 0. The cuda
+ *     backend has memory behind every slot of the grid; the cpu backend behind every slot
+ *     without a pool, and behind the slots holding a pool entry with one. Where both computed
+ *     a slot, the computed buffers are the same bits.
+ *   - commit(): flips the occupied slots whose commit[] is 1. The caller leaves commit[] 0 on
+ *     an empty slot (af_kernels_set_block zeroes it when the slot empties, and
+ *     af_commit_decision never sets it); what a 1 there does is not promised (the cpu backend
+ *     visits the occupied slots only, the cuda backend flips the slot's parity).
+ *
+ * NaNs: a NaN that arithmetic produces, on an injected NaN or Inf among others, has no promised
+ * sign or payload: x86 gives the negative default NaN or an operand's payload, a GPU the
+ * positive canonical NaN. A NaN that af_inject writes is a bit pattern, the same on both. A
+ * computed NaN lives only in a buffer that is never committed (a slot with a non-finite output
+ * is fenced), so committed buffers, edge cells, status words and result counts are the same bits
+ * on both backends; in a computed (next) buffer and in a diagnostic word (a sum of finite values
+ * that overflowed, inf - inf), two NaNs compare equal. */
+
 typedef struct af_kernels_ops {
     const char *name;
     /* Allocates the whole shard (both buffers of every slot, diagnostics, control and result

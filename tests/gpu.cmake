@@ -3,6 +3,7 @@
 #   test_cuda             label gpu: the CUDA kernels against the CPU backend, bit for bit
 #   test_cuda_nccl        label gpu: the NCCL fabric at one rank (mpiexec -n 1)
 #   test_cuda_shared_gpu  label gpu: two ranks on one GPU must be refused (mpiexec -n 2)
+#   test_cuda_fixtures    label unit: the lockstep fixtures' CPU halves, no GPU needed
 #   run_cuda_graph        label gpu: a whole run with the step graph as a CUDA graph
 #   run_cuda_share_np*    label gpu: 2-4 ranks sharing one GPU (backend.share_gpu = on, fabric
 #                         mpi): cross-rank moves, MPI staging, the graph with the host all-reduce
@@ -26,6 +27,10 @@ add_test(NAME test_cuda_shared_gpu
                  $<TARGET_FILE:test_cuda> shared)
 set_tests_properties(test_cuda test_cuda_nccl test_cuda_shared_gpu PROPERTIES
                      LABELS gpu TIMEOUT 300 SKIP_RETURN_CODE 77 ENVIRONMENT "${AF_MPI_ENV}")
+# The same fixtures on the CPU backend alone, everywhere (CI included): a fixture that stops
+# injecting, fencing or computing the NaNs its GPU comparison is about fails here.
+add_test(NAME test_cuda_fixtures COMMAND test_cuda fixtures)
+set_tests_properties(test_cuda_fixtures PROPERTIES LABELS unit TIMEOUT 120)
 
 # A whole run on the GPU through the default scenario's 85% blackout, with the step graph:
 # one instantiation, most steps as the graph, bitwise equal to the reference, nothing allocated
