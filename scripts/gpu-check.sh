@@ -2,8 +2,10 @@
 # agefence GPU check: run ON the GPU machine, from the repository root, with the prefix that
 # scripts/gpu-prefix.sh made (.devprefix/root, carried along). It builds agefence with CUDA and
 # NCCL against that prefix, runs the unit and GPU tests, the kernel benchmark, and the same
-# scenario on the cpu and cuda backends, and writes what it saw into RESULTS (at most 8 files,
-# so the device tool brings all of them back). docs/GPU.md explains the flow.
+# scenario on the cpu and cuda backends, and writes what it saw into RESULTS as two files, so
+# that the device tool (which brings back at most 8) brings all of it back: summary.txt (the
+# verdicts and tables) and gpu-check.tar.gz (every log, CSV and benchmark file, made on any
+# exit). docs/GPU.md explains the flow.
 #
 #   scripts/gpu-check.sh [RESULTS]      RESULTS defaults to $OUT, else ./gpu-results
 #
@@ -23,8 +25,16 @@ L=$P/usr/lib/$arch
 build=${AGEFENCE_BUILD_DIR:-$top/build-gpu}
 steps=()
 [ -n "${AGEFENCE_CHECK_STEPS:-}" ] && steps=(--set "scenario.steps=$AGEFENCE_CHECK_STEPS")
+# RESULTS holds two files: the summary, and one archive of everything else, which is written
+# into $work (outside RESULTS) and packed on any exit.
 summary=$res/summary.txt
-envlog=$res/env.txt
+archive=$res/gpu-check.tar.gz
+work=$build/gpu-check
+rm -rf "$work" "$archive"
+mkdir -p "$work"
+pack() { tar -czf "$archive" -C "$work" . 2>/dev/null; }
+trap pack EXIT
+envlog=$work/env.txt
 : >"$summary"
 : >"$envlog"
 failed=0
@@ -42,7 +52,7 @@ step() {
   if [ $rc -eq 77 ]; then
     verdict=SKIP
   elif [ $rc -ne 0 ]; then
-    verdict="FAIL (exit $rc, see $(basename "$log"))"
+    verdict="FAIL (exit $rc, see $(basename "$log") in gpu-check.tar.gz)"
     failed=1
   fi
   say "$(printf '%-22s %-8s %4ds' "$name" "$verdict" $((SECONDS - t0)))"
@@ -137,7 +147,7 @@ say "NCCL $nccl_hdr_version header, library $nccl_lib"
 # ---- configure and build ------------------------------------------------------------------
 gen=()
 command -v ninja >/dev/null && gen=(-G Ninja)
-buildlog=$res/build.log
+buildlog=$work/build.log
 : >"$buildlog"
 if ! step configure "$buildlog" cmake -S "$top" -B "$build" "${gen[@]}" \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAGEFENCE_CUDA=ON -DAGEFENCE_WERROR=OFF \
@@ -146,7 +156,7 @@ if ! step configure "$buildlog" cmake -S "$top" -B "$build" "${gen[@]}" \
     -DPKG_CONFIG_EXECUTABLE="$P/usr/bin/pkgconf" \
     -DMPI_C_COMPILER="$P/usr/bin/mpicc" -DMPIEXEC_EXECUTABLE="$P/usr/bin/mpiexec" \
     -DHDF5_ROOT="$L/hdf5/openmpi" -DHDF5_NO_FIND_PACKAGE_CONFIG_FILE=ON; then
-  say "configure failed: see build.log"
+  say "configure failed: see build.log in gpu-check.tar.gz"
   exit 1
 fi
 if ! step build "$buildlog" cmake --build "$build" -j "$(nproc)"; then
@@ -157,41 +167,41 @@ fi
   ldd "$build/agefence"
 } >>"$envlog" 2>&1
 if ldd "$build/agefence" | grep -q "not found"; then
-  say "agefence has unresolved libraries: see env.txt"
+  say "agefence has unresolved libraries: see env.txt in gpu-check.tar.gz"
   failed=1
 fi
 
 # ---- tests --------------------------------------------------------------------------------
 labels='gpu|unit'
 [ "${AGEFENCE_CHECK_MPI:-0}" = 1 ] && labels='gpu|unit|mpi'
-testlog=$res/ctest.log
+testlog=$work/ctest.log
 : >"$testlog"
 (cd "$build" && step "ctest -L '$labels'" "$testlog" \
    ctest -L "$labels" --output-on-failure --timeout 600) || failed=1
 grep -E "tests passed|Skipped|Failed|\*\*\*" "$testlog" | sed 's/^/  /' | tee -a "$summary"
 
 # ---- the kernel benchmark -----------------------------------------------------------------
-benchlog=$res/bench.txt
+benchlog=$work/bench.txt
 : >"$benchlog"
-step bench_kernel_cuda "$benchlog" "$build/tests/bench_kernel_cuda" "$res/bench.csv"
+step bench_kernel_cuda "$benchlog" "$build/tests/bench_kernel_cuda" "$work/bench.csv"
 sed -n '/^kernel /,/^samples/p' "$benchlog" | sed 's/^/  /' | tee -a "$summary"
 
 # ---- whole runs: the same scenario on cpu and on cuda -------------------------------------
 # Every comparison here fails the check when it does not hold: agefence-report --same requires
 # identical /steps, /events, /units, /final/state and /final figures (the launch aside).
-runlog=$res/runs.log
+runlog=$work/runs.log
 : >"$runlog"
 report=$build/agefence-report
 sum_of() { sed -n 's/.*final state .*checksum \([0-9a-f]*\),.*/\1/p' "$1" | head -1; }
 # same WHAT OTHER.h5 RUN.h5: --same, its verdict in the summary, failed=1 when they differ.
 same() {
   local what=$1 other=$2 run=$3
-  if "$report" --same "$other" "$run" >"$res/same.txt" 2>&1; then
+  if "$report" --same "$other" "$run" >"$work/same.txt" 2>&1; then
     say "$what: identical /steps, /events, /units and /final ($(basename "$other") vs $(basename "$run"))"
   else
     say "$what: DIFFER:"
-    head -12 "$res/same.txt" | sed 's/^/  /' | tee -a "$summary"
-    cat "$res/same.txt" >>"$runlog"
+    head -12 "$work/same.txt" | sed 's/^/  /' | tee -a "$summary"
+    cat "$work/same.txt" >>"$runlog"
     failed=1
   fi
 }
@@ -268,7 +278,7 @@ esac
 if "$build/agefence-report" --check "$build/check-graph-on1.h5" >>"$runlog" 2>&1; then
   say "step graph: agefence-report --check passes (graph_instantiations, graph_steps)"
 else
-  say "step graph: agefence-report --check fails: see runs.log"
+  say "step graph: agefence-report --check fails: see runs.log in gpu-check.tar.gz"
   failed=1
 fi
 for round in 1 2; do
@@ -293,7 +303,7 @@ done
 # The same comparison as a benchmark: rounds of off and on interleaved, raw samples kept.
 step "bench graph (cuda, 1 rank)" "$runlog" \
   timeout 300 mpirun -np 1 "$build/agefence" bench graph --samples 10 \
-  --set backend.compute=cuda -o "$res/bench-graph.h5"
+  --set backend.compute=cuda -o "$work/bench-graph.h5"
 sed -n '/==== bench graph/,$p' "$runlog" | grep -E "step_us|kernel_halo|graph on / off|note:|result:" |
   sed 's/^/  /' | tee -a "$summary"
 
@@ -364,7 +374,7 @@ else
 fi
 cuda_extra=()
 
-cpulog=$res/bench-cpu.txt
+cpulog=$work/bench-cpu.txt
 : >"$cpulog"
 if [ "${AGEFENCE_CHECK_CPU_BENCH:-1}" = 1 ]; then
   for b in "kernel --samples 30" "recovery --samples 25" "coord" "log" "remap --samples 20" "scale"; do
@@ -378,8 +388,8 @@ if [ "${AGEFENCE_CHECK_CPU_BENCH:-1}" = 1 ]; then
 fi
 
 if [ $failed -eq 0 ]; then
-  say "verdict: PASS (results in $res)"
+  say "verdict: PASS (results in $res: summary.txt, gpu-check.tar.gz)"
 else
-  say "verdict: FAIL (results in $res)"
+  say "verdict: FAIL (results in $res: summary.txt, gpu-check.tar.gz)"
 fi
 exit $failed
