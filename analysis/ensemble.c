@@ -263,8 +263,12 @@ static af_result_t read_member(af_ensemble_member_t *m, const char *record, char
             m->young_ettr[k] = g->young_ettr;
             m->daly_ettr[k] = g->daly_ettr;
             m->daly_s[k] = g->daly_s;
+            m->young_s[k] = g->young_s;
+            m->interval_s[k] = g->interval_s;
         }
         m->daly_replica_s = sum.goodput.pol[AF_REPLAY_REMAP].daly_replica_s;
+        m->young_replica_s = sum.goodput.pol[AF_REPLAY_REMAP].young_replica_s;
+        m->replica_interval_s = sum.goodput.pol[AF_REPLAY_REMAP].replica_interval_s;
         m->interruptions = sum.interruptions;
         for (int c = 0; c < AF_NINTR; ++c) {
             m->by_cause[c] = sum.intr_by_cause[c];
@@ -308,62 +312,34 @@ static double group_mean(const af_ensemble_t *e, int g, af_replay_policy_t pol, 
     return n > 0 ? sum / n : NAN;
 }
 
-/* The interval (tau, or remap's rho) that maximises the group's mean ETTR, the other fixed: a
- * log-spaced scan of [lo, W] and W itself, then golden-section steps between the scan's
- * neighbours of its best point. Starts from *x with mean *best; keeps *x unless beaten. */
-static void search_common(const af_ensemble_t *e, int g, af_replay_policy_t pol, int rho,
-                          double other, double lo, double W, double *x, double *best)
+typedef struct group_ctx {
+    const af_ensemble_t *e;
+    int g;
+    af_replay_policy_t pol;
+} group_ctx_t;
+
+/* The objective of the group's one setting: its mean ETTR (af_replay_optimise). */
+static af_result_t group_objective(void *ctx, double tau_s, double rho_s, double *ettr)
 {
-    enum { SCAN = 40, GOLDEN = 30 };
-#define MEAN_AT(v) group_mean(e, g, pol, rho ? other : (v), rho ? (v) : other)
-    if (lo > W) {
-        lo = W;
-    }
-    double ratio = pow(W / lo, 1.0 / (SCAN - 1));
-    int j_best = -1;
-    double scan_best = -1.0;
-    for (int j = 0; j < SCAN; ++j) {
-        double v = j == SCAN - 1 ? W : lo * pow(ratio, j);
-        double m = MEAN_AT(v);
-        if (m > scan_best) {
-            scan_best = m;
-            j_best = j;
-        }
-        if (m > *best) {
-            *best = m;
-            *x = v;
+    const group_ctx_t *c = ctx;
+    *ettr = group_mean(c->e, c->g, c->pol, tau_s, rho_s);
+    return AF_OK;
+}
+
+/* The median of the finite values of v (INFINITY when none is); sorts v. */
+static double finite_median(double *v, int n)
+{
+    int k = 0;
+    for (int i = 0; i < n; ++i) {
+        if (isfinite(v[i])) {
+            v[k++] = v[i];
         }
     }
-    double a = lo * pow(ratio, j_best > 0 ? j_best - 1 : 0);
-    double b = j_best < SCAN - 1 ? lo * pow(ratio, j_best + 1) : W;
-    b = b < W ? b : W;
-    const double gr = 0.5 * (sqrt(5.0) - 1.0);
-    double x1 = b - gr * (b - a);
-    double x2 = a + gr * (b - a);
-    double f1 = MEAN_AT(x1);
-    double f2 = MEAN_AT(x2);
-    for (int k = 0; k < GOLDEN; ++k) {
-        if (f1 >= f2) {
-            b = x2;
-            x2 = x1;
-            f2 = f1;
-            x1 = b - gr * (b - a);
-            f1 = MEAN_AT(x1);
-        } else {
-            a = x1;
-            x1 = x2;
-            f1 = f2;
-            x2 = a + gr * (b - a);
-            f2 = MEAN_AT(x2);
-        }
-        double v = f1 >= f2 ? x1 : x2;
-        double m = f1 >= f2 ? f1 : f2;
-        if (m > *best) {
-            *best = m;
-            *x = v;
-        }
+    if (k == 0) {
+        return INFINITY;
     }
-#undef MEAN_AT
+    af_stats_sort(v, (size_t)k);
+    return af_stats_percentile_sorted(v, (size_t)k, 50.0);
 }
 
 /* The mean of the finite values of v (INFINITY when none is: nothing to guard against). */
@@ -383,14 +359,17 @@ static double finite_mean(const double *v, int n)
 static af_result_t group_figures(af_ensemble_t *e, int g)
 {
     af_ensemble_group_t *G = &e->groups[g];
-    double *v = malloc(sizeof(double) * (size_t)G->n * 4);
+    double *v = malloc(sizeof(double) * (size_t)G->n * 7);
     if (v == NULL) {
         af_error_set("out of memory");
         return AF_ERR_NOMEM;
     }
     double *young = v + G->n;
-    double *daly = v + 2 * G->n;
-    double *dalyr = v + 3 * G->n;
+    double *youngr = v + 2 * G->n;
+    double *daly = v + 3 * G->n;
+    double *dalyr = v + 4 * G->n;
+    double *own = v + 5 * G->n;
+    double *ownr = v + 6 * G->n;
     double Wmin = INFINITY;
     double Wmax = 0.0;
     for (int k = 0; k < AF_REPLAY_NPOLICY; ++k) {
@@ -404,9 +383,12 @@ static af_result_t group_figures(af_ensemble_t *e, int g)
                 continue;
             }
             v[n] = m->ettr[k];
-            young[n] = m->young_ettr[k];
+            young[n] = m->young_s[k];
+            youngr[n] = m->young_replica_s;
             daly[n] = m->daly_s[k];
             dalyr[n] = m->daly_replica_s;
+            own[n] = m->interval_s[k];
+            ownr[n] = m->replica_interval_s;
             ysum += m->young_ettr[k];
             dsum += m->daly_ettr[k];
             Wmin = m->tl.window_s < Wmin ? m->tl.window_s : Wmin;
@@ -426,9 +408,10 @@ static af_result_t group_figures(af_ensemble_t *e, int g)
         P->mean = mean;
         P->sd = n > 1 ? sqrt(ss / (n - 1)) : NAN;
         double half = n > 1 ? af_student_t975(n - 1) * P->sd / sqrt((double)n) : NAN;
-        /* an ETTR lies in [0, 1]: so does the interval of its mean */
-        P->ci_lo = mean - half > 0.0 ? mean - half : 0.0;
-        P->ci_hi = mean + half < 1.0 ? mean + half : 1.0;
+        /* An ETTR lies in [0, 1]: so does the interval of its mean. One member has no interval
+         * (NaN, printed "- (1 member)", null in --json): the clamp must not turn it into [0, 1]. */
+        P->ci_lo = isnan(half) ? NAN : mean - half > 0.0 ? mean - half : 0.0;
+        P->ci_hi = isnan(half) ? NAN : mean + half < 1.0 ? mean + half : 1.0;
         af_stats_sort(v, (size_t)n);
         P->p5 = af_stats_percentile_sorted(v, (size_t)n, 5.0);
         P->p50 = af_stats_percentile_sorted(v, (size_t)n, 50.0);
@@ -436,26 +419,37 @@ static af_result_t group_figures(af_ensemble_t *e, int g)
         P->young_mean = ysum / n;
         P->daly_mean = dsum / n;
 
-        /* One setting for the whole group, from the members' mean Daly intervals. */
-        /* the group's own [goodput] keys (a grid may vary them): its first member's */
+        /* One setting for the whole group: the search a member's own history gets
+         * (af_goodput_replay), on the group's mean ETTR, from the members' mean Young's and
+         * Daly's intervals, and the median of the intervals searched on each member's own
+         * history. One member is searched exactly as its own report searches it. */
         const af_replay_params_t *p = NULL;
         for (int i = 0; i < e->nmembers && p == NULL; ++i) {
             p = e->members[i].group == g ? &e->members[i].params : NULL;
         }
-        double tau = finite_mean(daly, n);
-        double rho = pol == AF_REPLAY_REMAP ? finite_mean(dalyr, n) : INFINITY;
-        tau = tau < Wmax ? tau : Wmax;
-        rho = pol == AF_REPLAY_REMAP && rho > Wmax ? Wmax : rho;
-        double best = group_mean(e, g, pol, tau, rho);
-        double lo_t = p->checkpoint_s > Wmin * 1e-4 ? p->checkpoint_s : Wmin * 1e-4;
-        double lo_r = p->replica_s > Wmin * 1e-4 ? p->replica_s : Wmin * 1e-4;
-        if (pol == AF_REPLAY_REMAP) {
-            search_common(e, g, pol, 1, tau, lo_r, Wmax, &rho, &best);
-            search_common(e, g, pol, 0, rho, lo_t, Wmax, &tau, &best);
-            search_common(e, g, pol, 1, tau, lo_r, Wmax, &rho, &best);
-        } else {
-            search_common(e, g, pol, 0, rho, lo_t, Wmax, &tau, &best);
+        const int remap = pol == AF_REPLAY_REMAP;
+        double cand[AF_GOODPUT_NCAND + 1][2];
+        int nc = af_goodput_candidates(finite_mean(young, n), remap ? finite_mean(youngr, n) : NAN,
+                                       finite_mean(daly, n), remap ? finite_mean(dalyr, n) : NAN,
+                                       Wmax, cand);
+        if (n > 1) {
+            cand[nc][0] = finite_median(own, n);
+            cand[nc][1] = remap ? finite_median(ownr, n) : INFINITY;
+            nc++;
         }
+        af_replay_space_t sp = {.step_s = p->step_s,
+                                .window_s = Wmax,
+                                .bound_window_s = Wmin,
+                                .checkpoint_s = p->checkpoint_s,
+                                .replica_s = p->replica_s,
+                                .knobs = remap ? AF_REPLAY_KNOB_TAU | AF_REPLAY_KNOB_RHO
+                                               : AF_REPLAY_KNOB_TAU};
+        group_ctx_t ctx = {.e = e, .g = g, .pol = pol};
+        double tau = 0;
+        double rho = 0;
+        double best = 0;
+        AF_CHECK(af_replay_optimise(&sp, group_objective, &ctx, (const double(*)[2])cand, nc, &tau,
+                                    &rho, &best));
         P->best_tau_s = tau;
         P->best_rho_s = pol == AF_REPLAY_REMAP ? rho : NAN;
         P->best_mean = best;

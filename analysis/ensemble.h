@@ -34,6 +34,10 @@ typedef struct af_ensemble_member {
     double daly_ettr[AF_REPLAY_NPOLICY];  /* at its Daly's intervals */
     double daly_s[AF_REPLAY_NPOLICY];     /* its Daly checkpoint interval (INFINITY: none) */
     double daly_replica_s;                /* remap's Daly replica interval */
+    double young_s[AF_REPLAY_NPOLICY];    /* its Young checkpoint interval (INFINITY: none) */
+    double young_replica_s;               /* remap's Young replica interval */
+    double interval_s[AF_REPLAY_NPOLICY]; /* the checkpoint interval searched on its history */
+    double replica_interval_s;            /* remap's, searched on its history */
     int64_t interruptions;
     int64_t by_cause[AF_NINTR];
     double expected[AF_NINTR + 1]; /* the record's count scaled to it (NaN: no record) */

@@ -87,17 +87,41 @@ af_result_t af_goodput_at(const af_replay_timeline_t *tl, const af_replay_params
     return af_replay_run(tl, &q, policy, out);
 }
 
-/* An interval for the replay: never above the window (W: no write in it; INFINITY stays
- * INFINITY for the report, which says "none"). */
-static double capped(double x, double W)
+typedef struct one_history {
+    const af_replay_timeline_t *tl;
+    af_replay_params_t p;
+    af_replay_policy_t policy;
+} one_history_t;
+
+static af_result_t history_ettr(void *ctx, double tau_s, double rho_s, double *ettr)
 {
-    return x < W ? x : W;
+    one_history_t *h = ctx;
+    af_replay_result_t r;
+    AF_CHECK(af_goodput_at(h->tl, &h->p, h->policy, tau_s, rho_s, &r));
+    *ettr = r.ettr;
+    return AF_OK;
+}
+
+int af_goodput_candidates(double young_s, double young_rho_s, double daly_s, double daly_rho_s,
+                          double W, double cand[AF_GOODPUT_NCAND][2])
+{
+    /* Daly's pair first (the reference on a tie), Young's, the two mixed, each interval alone
+     * with the other level writing nothing in the window, and no write at all. */
+    const double t[AF_GOODPUT_NCAND] = {daly_s, young_s, daly_s, young_s, daly_s, young_s, W, W, W};
+    const double r[AF_GOODPUT_NCAND] = {daly_rho_s, young_rho_s, young_rho_s, daly_rho_s, W,
+                                        W,          daly_rho_s,  young_rho_s, W};
+    for (int c = 0; c < AF_GOODPUT_NCAND; ++c) {
+        cand[c][0] = t[c];
+        cand[c][1] = isnan(r[c]) ? INFINITY : r[c];
+    }
+    return AF_GOODPUT_NCAND;
 }
 
 af_result_t af_goodput_replay(const af_replay_timeline_t *tl, const af_replay_params_t *p,
                               af_goodput_t *out)
 {
     const double W = tl->window_s;
+    const double step = p->step_s;
     for (int k = 0; k < AF_REPLAY_NPOLICY; ++k) {
         af_replay_policy_t pol = (af_replay_policy_t)k;
         af_goodput_policy_t *g = &out->pol[k];
@@ -108,34 +132,38 @@ af_result_t af_goodput_replay(const af_replay_timeline_t *tl, const af_replay_pa
         g->daly_s = af_replay_daly(p->checkpoint_s, g->mtbi_s);
         g->young_replica_s = remap ? af_replay_young(p->replica_s, g->replica_mtbi_s) : NAN;
         g->daly_replica_s = remap ? af_replay_daly(p->replica_s, g->replica_mtbi_s) : NAN;
+        /* What a user can set: the whole steps each rounds to. */
+        g->young_steps_s = af_replay_whole_steps(g->young_s, step, W);
+        g->daly_steps_s = af_replay_whole_steps(g->daly_s, step, W);
+        g->young_replica_steps_s = remap ? af_replay_whole_steps(g->young_replica_s, step, W) : NAN;
+        g->daly_replica_steps_s = remap ? af_replay_whole_steps(g->daly_replica_s, step, W) : NAN;
         af_replay_result_t r;
-        AF_CHECK(
-            af_goodput_at(tl, p, pol, capped(g->young_s, W), capped(g->young_replica_s, W), &r));
+        AF_CHECK(af_goodput_at(tl, p, pol, g->young_steps_s, g->young_replica_steps_s, &r));
         g->young_ettr = r.ettr;
-        AF_CHECK(af_goodput_at(tl, p, pol, capped(g->daly_s, W), capped(g->daly_replica_s, W), &r));
+        AF_CHECK(af_goodput_at(tl, p, pol, g->daly_steps_s, g->daly_replica_steps_s, &r));
         g->daly_ettr = r.ettr;
 
-        af_replay_params_t q = *p;
-        q.tau_s = capped(g->daly_s, W);
-        q.rho_s = remap ? capped(g->daly_replica_s, W) : INFINITY;
-        AF_CHECK(af_replay_run(tl, &q, pol, &r));
-        /* remap's two levels one at a time: replicas, checkpoints, replicas again; a search
-         * that does not beat the intervals it started from keeps them */
-        static const af_replay_knob_t order[3] = {AF_REPLAY_RHO, AF_REPLAY_TAU, AF_REPLAY_RHO};
-        const af_replay_knob_t *knobs = remap ? order : &order[1];
-        for (int n = 0; n < (remap ? 3 : 1); ++n) {
-            double best = 0;
-            af_replay_result_t s;
-            AF_CHECK(af_replay_search(tl, &q, pol, knobs[n], &best, &s));
-            if (s.ettr > r.ettr) {
-                r = s;
-                *(knobs[n] == AF_REPLAY_TAU ? &q.tau_s : &q.rho_s) = best;
-            }
-        }
+        double cand[AF_GOODPUT_NCAND][2];
+        int n = af_goodput_candidates(g->young_s, g->young_replica_s, g->daly_s, g->daly_replica_s,
+                                      W, cand);
+        one_history_t h = {.tl = tl, .p = *p, .policy = pol};
+        af_replay_space_t sp = {.step_s = step,
+                                .window_s = W,
+                                .bound_window_s = W,
+                                .checkpoint_s = p->checkpoint_s,
+                                .replica_s = p->replica_s,
+                                .knobs = remap ? AF_REPLAY_KNOB_TAU | AF_REPLAY_KNOB_RHO
+                                               : AF_REPLAY_KNOB_TAU};
+        double tau = 0;
+        double rho = 0;
+        double e = 0;
+        AF_CHECK(
+            af_replay_optimise(&sp, history_ettr, &h, (const double(*)[2])cand, n, &tau, &rho, &e));
+        AF_CHECK(af_goodput_at(tl, p, pol, tau, rho, &r));
         g->at = r;
         g->ettr = r.ettr;
-        g->interval_s = q.tau_s;
-        g->replica_interval_s = remap ? q.rho_s : NAN;
+        g->interval_s = tau;
+        g->replica_interval_s = remap ? rho : NAN;
     }
     return AF_OK;
 }

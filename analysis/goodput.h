@@ -42,28 +42,42 @@ void af_goodput_parse(af_goodput_params_t *p, const char *config_text);
 void af_goodput_replay_params(const af_goodput_params_t *g, int64_t devices_per_node,
                               af_replay_params_t *p);
 
-/* One policy's goodput on a timeline. Intervals are seconds of work; INFINITY where the history
- * has none of the interruptions an interval guards against (no write needed), the window W
- * where the search found one interval over the whole window best (no write in the window).
+/* One policy's goodput on a timeline. Intervals are seconds of work, the searched ones whole
+ * multiples of step_s; INFINITY where the history has none of the interruptions an interval
+ * guards against (no write needed), the window W where one interval over the whole window did
+ * best (no write in the window).
  * replica_* are remap's; NaN for the other policies. */
 typedef struct af_goodput_policy {
-    double ettr;               /* at the searched intervals: at.ettr */
-    double interval_s;         /* the searched checkpoint interval */
-    double replica_interval_s; /* remap: the searched replica interval */
-    af_replay_result_t at;     /* what the policy did at the searched intervals */
-    double mtbi_s;             /* W over the interruptions the checkpoint interval guards */
-    double replica_mtbi_s;     /* remap: W over the hardware faults */
-    double young_s, young_replica_s, young_ettr; /* Young's sqrt(2 delta M) for each interval */
-    double daly_s, daly_replica_s, daly_ettr;    /* Daly's higher-order interval for each */
+    double ettr;                     /* at the searched intervals: at.ettr */
+    double interval_s;               /* the searched checkpoint interval */
+    double replica_interval_s;       /* remap: the searched replica interval */
+    af_replay_result_t at;           /* what the policy did at the searched intervals */
+    double mtbi_s;                   /* W over the interruptions the checkpoint interval guards */
+    double replica_mtbi_s;           /* remap: W over the hardware faults */
+    double young_s, young_replica_s; /* Young's sqrt(2 delta M) for each interval, as computed */
+    double daly_s, daly_replica_s;   /* Daly's higher-order interval for each, as computed */
+    /* The whole steps each rounds to (af_replay_whole_steps: W where that reaches the window,
+     * or nothing needs guarding), and the ETTR there: what a user can set. */
+    double young_steps_s, young_replica_steps_s, young_ettr;
+    double daly_steps_s, daly_replica_steps_s, daly_ettr;
 } af_goodput_policy_t;
 
 typedef struct af_goodput {
     af_goodput_policy_t pol[AF_REPLAY_NPOLICY]; /* by af_replay_policy_t */
 } af_goodput_t;
 
-/* Replays every policy on tl with p (tau_s and rho_s ignored): the searches (remap: the replica
- * interval with the checkpoint interval at Daly's, then the checkpoint interval, then the
- * replica interval again), and Young's and Daly's intervals. Errors as af_replay_run. */
+/* The starting points of a search (af_replay_optimise) for one history or a group: Daly's pair
+ * (the reference on a tie), Young's pair, the two mixed pairs, each interval alone with the
+ * other writing nothing in the window W, and no write at all. A policy with one level passes
+ * NaN for the replica intervals. Returns the count. */
+enum { AF_GOODPUT_NCAND = 9 };
+int af_goodput_candidates(double young_s, double young_rho_s, double daly_s, double daly_rho_s,
+                          double W, double cand[AF_GOODPUT_NCAND][2]);
+
+/* Replays every policy on tl with p (tau_s and rho_s ignored): Young's and Daly's intervals
+ * rounded to whole steps of p->step_s, and the search over whole steps from them
+ * (af_replay_optimise: remap's two intervals together), so the searched ETTR is never below
+ * Young's or Daly's. Errors as af_replay_run. */
 af_result_t af_goodput_replay(const af_replay_timeline_t *tl, const af_replay_params_t *p,
                               af_goodput_t *out);
 
