@@ -227,6 +227,65 @@ static double cap_rate(const cap_t *c, af_replay_policy_t policy)
 
 typedef enum state { S_WORK, S_CKPT, S_REPLICA, S_RESTART, S_RECOVER } state_t;
 
+/* How many of the cycles of wall time `cycle` that fit in `room` to skip: all but the last,
+ * which the state machine replays itself, so that whatever happens at the stretch's end
+ * (a change of capacity, an interruption, the window's end) is met exactly as without a skip. */
+static double skippable(double room, double cycle)
+{
+    if (!(cycle > 0) || !isfinite(cycle)) {
+        return 0.0;
+    }
+    double n = floor(room / cycle);
+    return n >= 2.0 ? n - 1.0 : 0.0;
+}
+
+/* Skips whole cycles of work and write inside a stretch of `room` seconds at a constant rate r
+ * with no interruption: each replays the same way, so n of them at once give what n turns of the
+ * state machine give (to rounding), at O(1) cost whatever the interval. Called at a write's point
+ * (P = rep): a checkpoint cycle (tau of work, a checkpoint, and remap's replicas inside it: one
+ * for each whole rho of work short of tau), or, inside a checkpoint cycle, remap's replica
+ * cycles (rho of work, a replica) short of the checkpoint. Returns 1 when it skipped any. */
+static int fast_forward(const af_replay_params_t *p, double r, double room, int remap, double *P,
+                        double *ck, double *rep, double *t, af_replay_result_t *out)
+{
+    const double tau = p->tau_s;
+    const double rho = remap ? p->rho_s : INFINITY;
+    if (*P == *ck) {
+        /* replicas in one checkpoint cycle: at rho, 2 rho, ... below tau */
+        double m = isfinite(rho) && rho < tau ? ceil(tau / rho) - 1.0 : 0.0;
+        double cycle = tau / r + m * p->replica_s + p->checkpoint_s;
+        double n = skippable(room, cycle);
+        if (n > 0) {
+            *P += n * tau;
+            *ck = *rep = *P;
+            *t += n * cycle;
+            out->checkpoints += (int64_t)n;
+            out->replicas += (int64_t)(n * m);
+            out->checkpoint_time_s += n * p->checkpoint_s;
+            out->replica_time_s += n * m * p->replica_s;
+            out->capacity_loss_s += n * (1.0 - r) * tau / r;
+            return 1;
+        }
+    }
+    if (isfinite(rho) && *rep + rho < *ck + tau) {
+        /* replica cycles before the checkpoint is due, the last of them left to the machine */
+        double left = ceil((*ck + tau - *rep) / rho) - 1.0;
+        double cycle = rho / r + p->replica_s;
+        double n = skippable(room, cycle);
+        n = n < left - 1.0 ? n : left - 1.0;
+        if (n > 0) {
+            *P += n * rho;
+            *rep = *P;
+            *t += n * cycle;
+            out->replicas += (int64_t)n;
+            out->replica_time_s += n * p->replica_s;
+            out->capacity_loss_s += n * (1.0 - r) * rho / r;
+            return 1;
+        }
+    }
+    return 0;
+}
+
 af_result_t af_replay_run(const af_replay_timeline_t *tl, const af_replay_params_t *p,
                           af_replay_policy_t policy, af_replay_result_t *out)
 {
@@ -298,6 +357,10 @@ af_result_t af_replay_run(const af_replay_timeline_t *tl, const af_replay_params
             double next = cap_next(&cap);
             double seg_end = next < horizon ? next : horizon;
             double r = cap_rate(&cap, policy);
+            if (r > 0 && P == rep &&
+                fast_forward(p, r, seg_end - t, remap, &P, &ck, &rep, &t, out)) {
+                continue;
+            }
             if (r > 0 && t + need / r <= seg_end) {
                 double dt = need / r;
                 out->capacity_loss_s += (1.0 - r) * dt;
@@ -480,7 +543,7 @@ static double scan_k(const opt_t *o, int j, int n)
  * refinement its top. */
 static af_result_t line(opt_t *o, int rho_axis)
 {
-    enum { SCAN = 40, GOLDEN = 40 };
+    enum { SCAN = 40, FINE = 24, GOLDEN = 40 };
     double e = 0;
     for (int j = 0; j < SCAN; ++j) {
         double k = scan_k(o, j, SCAN);
@@ -489,12 +552,24 @@ static af_result_t line(opt_t *o, int rho_axis)
         }
         AF_CHECK(visit_k(o, rho_axis, k, &e));
     }
+    /* Between the log scan's neighbours of the best point, an even scan of FINE points, then
+     * golden-section steps between that scan's neighbours of its best, and every whole step of
+     * the last few: the pieces of a jagged curve are narrower than the log scan's spacing. */
     double kb = steps_of(o, rho_axis ? o->rho : o->tau);
     double ratio = exp(log(o->kmax) / (SCAN - 1));
     double a = floor(kb / ratio);
     double b = ceil(kb * ratio);
     a = a >= 1.0 ? a : 1.0;
     b = b <= o->kmax ? b : o->kmax;
+    double h = (b - a) / FINE;
+    if (h > 1.0) {
+        for (int j = 0; j <= FINE; ++j) {
+            AF_CHECK(visit_k(o, rho_axis, floor(a + j * h + 0.5), &e));
+        }
+        kb = steps_of(o, rho_axis ? o->rho : o->tau);
+        a = floor(kb - h) >= 1.0 ? floor(kb - h) : 1.0;
+        b = ceil(kb + h) <= o->kmax ? ceil(kb + h) : o->kmax;
+    }
     const double g = 0.5 * (sqrt(5.0) - 1.0);
     for (int it = 0; it < GOLDEN && b - a > 4.0; ++it) {
         double k1 = floor(b - g * (b - a) + 0.5);
@@ -512,7 +587,6 @@ static af_result_t line(opt_t *o, int rho_axis)
     for (double k = a; k <= b; k += 1.0) {
         AF_CHECK(visit_k(o, rho_axis, k, &e));
     }
-    /* the refinement may have moved off its bracket's best: the scan's best is kept anyway */
     return AF_OK;
 }
 
