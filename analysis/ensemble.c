@@ -222,9 +222,34 @@ static void first_difference(const char *a, const char *b, char *out, size_t n)
     snprintf(out, n, "'%.*s' against '%.*s'", (int)strcspn(b, "\n"), b, (int)strcspn(a, "\n"), a);
 }
 
-/* Reads one member: its figures, its timeline, its scenario text into cfg. */
-static af_result_t read_member(af_ensemble_member_t *m, const char *record, char *cfg)
+/* A run that ran its whole window: its history is all there (see af_ensemble_load). */
+static int whole_run(const char *exit_reason)
 {
+    static const char *const whole[] = {"completed", "mismatch", "leaked", "capacity_exhausted"};
+    for (size_t k = 0; k < sizeof whole / sizeof whole[0]; ++k) {
+        if (strcmp(exit_reason, whole[k]) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* FNV-1a over a string, continuing from h. */
+static uint64_t fnv(uint64_t h, const char *s)
+{
+    for (; *s != '\0'; ++s) {
+        h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+    }
+    return (h ^ 0xff) * 0x100000001b3ull; /* a separator: "ab" + "c" is not "a" + "bc" */
+}
+
+/* Reads one member: its scenario text into cfg, its exit, the hash of its history (the scenario
+ * with its seed, and the build) into *history; its figures and timeline when it joins (*joins:
+ * a whole run, or any with opt->take_unfinished). */
+static af_result_t read_member(af_ensemble_member_t *m, const af_ensemble_opts_t *opt, char *cfg,
+                               uint64_t *history, int *joins)
+{
+    const char *record = opt->record;
     char err[700];
     af_logfile_t lf;
     if (af_logfile_open(&lf, m->path, err, sizeof err) != AF_OK) {
@@ -241,6 +266,21 @@ static af_result_t read_member(af_ensemble_member_t *m, const char *record, char
     static af_run_t run;
     static af_summary_t sum;
     rc = af_run_load(&run, &lf);
+    *joins = 0;
+    if (rc == AF_OK) {
+        snprintf(m->exit_reason, sizeof m->exit_reason, "%s", run.exit_reason);
+        m->step = run.state_step.ok ? run.state_step.v : run.nrows > 0 ? run.nrows : -1;
+        m->steps_planned = run.steps_planned.ok ? run.steps_planned.v : -1;
+        m->unfinished = !whole_run(run.exit_reason);
+        *history =
+            fnv(fnv(fnv(0xcbf29ce484222325ull, cfg), run.agefence_version), run.git_revision);
+        *joins = !m->unfinished || opt->take_unfinished;
+    }
+    if (rc == AF_OK && !*joins) {
+        af_run_free(&run);
+        af_logfile_close(&lf);
+        return AF_OK;
+    }
     if (rc == AF_OK && record != NULL) {
         snprintf(run.record, sizeof run.record, "%s", record);
     }
@@ -513,8 +553,67 @@ static int by_seed(const void *pa, const void *pb)
     return strcmp(a->path, b->path);
 }
 
-af_result_t af_ensemble_load(af_ensemble_t *e, const char *dir, const char *record)
+/* The scenario text of a log, without what members may differ in (config_core), into core. */
+static void core_of(const af_ensemble_t *e, const char *path, char *cfg, char *core)
 {
+    char err[700];
+    af_logfile_t lf;
+    cfg[0] = core[0] = '\0';
+    if (af_logfile_open(&lf, path, err, sizeof err) == AF_OK) {
+        if (af_logfile_attr_str(&lf, "/", "config", cfg, CONFIG_MAX) == AF_OK) {
+            config_core(e, cfg, core);
+        }
+        af_logfile_close(&lf);
+    }
+}
+
+/* What every file read says of itself, for the checks across members. */
+typedef struct seen {
+    uint64_t core;    /* the scenario but for the seed and the grid's keys */
+    uint64_t history; /* the scenario with its seed, and the build */
+    int member;       /* its index in e->members, or -1: left out */
+    char path[1024];
+} seen_t;
+
+/* Members of different scenarios: the odd one is the file whose scenario fewer members share
+ * (the first such in name order), named beside one of the majority's. */
+static af_result_t check_one_scenario(af_ensemble_t *e, const seen_t *seen, int n, char *cfg,
+                                      char *core, char *other)
+{
+    int best = 0;
+    int best_count = 0;
+    for (int i = 0; i < n; ++i) {
+        int c = 0;
+        for (int j = 0; j < n; ++j) {
+            c += seen[j].core == seen[i].core;
+        }
+        if (c > best_count) {
+            best = i;
+            best_count = c;
+        }
+    }
+    for (int i = 0; i < n; ++i) {
+        if (seen[i].core == seen[best].core) {
+            continue;
+        }
+        core_of(e, seen[best].path, cfg, other);
+        core_of(e, seen[i].path, cfg, core);
+        char diff[400];
+        first_difference(other, core, diff, sizeof diff);
+        af_error_set("%s: another scenario than %s%s (%s; members differ in scenario.seed and "
+                     "the keys of %s/grid only)",
+                     seen[i].path, seen[best].path,
+                     best_count > 1 ? " and the members that share its scenario" : "", diff,
+                     e->dir);
+        return AF_ERR_USAGE;
+    }
+    return AF_OK;
+}
+
+af_result_t af_ensemble_load(af_ensemble_t *e, const char *dir, const af_ensemble_opts_t *opt)
+{
+    static const af_ensemble_opts_t defaults = {0};
+    opt = opt != NULL ? opt : &defaults;
     memset(e, 0, sizeof *e);
     snprintf(e->dir, sizeof e->dir, "%s", dir);
     size_t dl = strlen(e->dir);
@@ -527,26 +626,58 @@ af_result_t af_ensemble_load(af_ensemble_t *e, const char *dir, const char *reco
     AF_CHECK(list_logs(e->dir, &names, &n));
     e->members = calloc((size_t)n, sizeof *e->members);
     e->groups = calloc((size_t)n, sizeof *e->groups);
+    e->left = calloc((size_t)n, sizeof *e->left);
+    seen_t *seen = calloc((size_t)n, sizeof *seen);
     char *cfg = malloc(CONFIG_MAX);
     char *core = malloc(CONFIG_MAX);
     char *first = malloc(CONFIG_MAX);
-    af_result_t rc =
-        e->members != NULL && e->groups != NULL && cfg != NULL && core != NULL && first != NULL
-            ? AF_OK
-            : AF_ERR_NOMEM;
+    af_result_t rc = e->members != NULL && e->groups != NULL && e->left != NULL && seen != NULL &&
+                             cfg != NULL && core != NULL && first != NULL
+                         ? AF_OK
+                         : AF_ERR_NOMEM;
     if (rc == AF_ERR_NOMEM) {
         af_error_set("out of memory");
     }
-    char first_path[1024] = "";
+    int nseen = 0;
     for (int i = 0; i < n && rc == AF_OK; ++i) {
-        af_ensemble_member_t *m = &e->members[i];
+        af_ensemble_member_t *m = &e->members[e->nmembers];
+        memset(m, 0, sizeof *m);
         snprintf(m->path, sizeof m->path, "%s/%s", e->dir, names[i]);
-        rc = read_member(m, record, cfg);
+        uint64_t history = 0;
+        int joins = 0;
+        rc = read_member(m, opt, cfg, &history, &joins);
         if (rc != AF_OK) {
             break;
         }
-        e->nmembers++;
         config_core(e, cfg, core);
+        seen_t *sn = &seen[nseen++];
+        sn->core = fnv(0xcbf29ce484222325ull, core);
+        sn->history = history;
+        snprintf(sn->path, sizeof sn->path, "%s", m->path);
+        /* One history counts once: a copied member would narrow the interval for nothing. */
+        for (int j = 0; j < nseen - 1; ++j) {
+            if (seen[j].history == history) {
+                af_error_set("%s: the same history as %s (the same scenario, seed and build): a "
+                             "copy? keep one of them",
+                             m->path, seen[j].path);
+                rc = AF_ERR_USAGE;
+            }
+        }
+        if (rc != AF_OK) {
+            break;
+        }
+        if (!joins) {
+            af_ensemble_left_t *l = &e->left[e->nleft++];
+            snprintf(l->path, sizeof l->path, "%s", m->path);
+            snprintf(l->exit_reason, sizeof l->exit_reason, "%s", m->exit_reason);
+            l->step = m->step;
+            l->steps_planned = m->steps_planned;
+            sn->member = -1;
+            continue;
+        }
+        sn->member = e->nmembers;
+        e->nmembers++;
+        e->nunfinished += m->unfinished;
         char values[AF_ENSEMBLE_MAX_GRID][64] = {{0}};
         for (int k = 0; k < e->ngrid; ++k) {
             config_value(cfg, e->grid[k], values[k], sizeof values[k]);
@@ -559,19 +690,9 @@ af_result_t af_ensemble_load(af_ensemble_t *e, const char *dir, const char *reco
         if (rc != AF_OK) {
             break;
         }
-        if (i == 0) {
-            memcpy(first, core, strlen(core) + 1);
-            snprintf(first_path, sizeof first_path, "%s", m->path);
+        if (e->nmembers == 1) {
             config_value(cfg, "scenario.name", e->scenario, sizeof e->scenario);
             config_value(cfg, "scenario.record", e->record, sizeof e->record);
-        } else if (strcmp(first, core) != 0) {
-            char diff[400];
-            first_difference(first, core, diff, sizeof diff);
-            af_error_set("%s: another scenario than %s (%s; members differ in scenario.seed and "
-                         "the keys of %s/grid only)",
-                         m->path, first_path, diff, e->dir);
-            rc = AF_ERR_USAGE;
-            break;
         }
         int g = 0;
         while (g < e->ngroups && group_cmp_values(e, e->groups[g].values, values) != 0) {
@@ -584,10 +705,20 @@ af_result_t af_ensemble_load(af_ensemble_t *e, const char *dir, const char *reco
         e->groups[g].n++;
         m->group = g;
     }
+    if (rc == AF_OK) {
+        rc = check_one_scenario(e, seen, nseen, cfg, core, first);
+    }
+    if (rc == AF_OK && e->nmembers == 0) {
+        af_error_set("%s: no member finished its window (%d left out; --with-unfinished takes "
+                     "them in)",
+                     e->dir, e->nleft);
+        rc = AF_ERR_USAGE;
+    }
     for (int i = 0; i < n; ++i) {
         free(names[i]);
     }
     free(names);
+    free(seen);
     free(cfg);
     free(core);
     free(first);
@@ -629,6 +760,7 @@ void af_ensemble_free(af_ensemble_t *e)
     }
     free(e->members);
     free(e->groups);
+    free(e->left);
     memset(e, 0, sizeof *e);
 }
 
@@ -652,7 +784,40 @@ void af_ensemble_text(const af_ensemble_t *e, FILE *out)
         fprintf(out, ", grid over %s%s%s", e->grid[0], e->ngrid > 1 ? " and " : "",
                 e->ngrid > 1 ? e->grid[1] : "");
     }
-    fprintf(out, "\n  goodput      ETTR by replay (docs/goodput.md): per member at the intervals "
+    fprintf(out, "\n");
+    if (e->nleft > 0) {
+        fprintf(out,
+                "  left out     %d member%s that did not finish %s window, in no group "
+                "(--with-unfinished takes them in):\n",
+                e->nleft, e->nleft == 1 ? "" : "s", e->nleft == 1 ? "its" : "their");
+        for (int i = 0; i < e->nleft; ++i) {
+            const af_ensemble_left_t *l = &e->left[i];
+            fprintf(out, "    %s: %s", l->path,
+                    l->exit_reason[0] != '\0' ? l->exit_reason
+                                              : "no /final (killed, or still running?)");
+            if (l->step >= 0) {
+                fprintf(out, " at step %lld", (long long)l->step);
+                if (l->steps_planned > 0) {
+                    fprintf(out, " of %lld", (long long)l->steps_planned);
+                }
+            }
+            fprintf(out, "\n");
+        }
+    }
+    if (e->nunfinished > 0) {
+        fprintf(
+            out, "  unfinished   %d member%s taken in by --with-unfinished, %s window cut short:\n",
+            e->nunfinished, e->nunfinished == 1 ? "" : "s", e->nunfinished == 1 ? "its" : "their");
+        for (int i = 0; i < e->nmembers; ++i) {
+            const af_ensemble_member_t *m = &e->members[i];
+            if (m->unfinished) {
+                fprintf(out, "    %s: %s at step %lld of %lld\n", m->path,
+                        m->exit_reason[0] != '\0' ? m->exit_reason : "no /final",
+                        (long long)m->step, (long long)m->steps_planned);
+            }
+        }
+    }
+    fprintf(out, "  goodput      ETTR by replay (docs/goodput.md): per member at the intervals "
                  "searched on its own history; 'chosen' is one interval for every member of "
                  "the group, the one its mean is highest at\n");
     for (int g = 0; g < e->ngroups; ++g) {
@@ -670,8 +835,10 @@ void af_ensemble_text(const af_ensemble_t *e, FILE *out)
         for (int k = 0; k < AF_REPLAY_NPOLICY; ++k) {
             const af_ensemble_policy_t *P = &G->pol[ORDER[k]];
             char ci[48];
-            char a[32];
-            char b[32];
+            char a[48];
+            char b[48];
+            const double xs[2] = {P->best_tau_s, P->best_rho_s};
+            const int hours = af_goodput_hours(xs, ORDER[k] == AF_REPLAY_REMAP ? 2 : 1, W);
             if (isfinite(P->ci_lo)) {
                 snprintf(ci, sizeof ci, "%.4f-%.4f", P->ci_lo, P->ci_hi);
             } else {
@@ -680,10 +847,10 @@ void af_ensemble_text(const af_ensemble_t *e, FILE *out)
             fprintf(out, "  %-19s %7.4f %17s %7.4f %7.4f %7.4f %8.4f %8.4f   checkpoints %s",
                     af_replay_policy_name(ORDER[k]), P->mean, ci, P->p5, P->p50, P->p95,
                     P->young_mean, P->daly_mean,
-                    af_goodput_interval_text(a, sizeof a, P->best_tau_s, W));
+                    af_goodput_interval_text(a, sizeof a, P->best_tau_s, W, hours));
             if (ORDER[k] == AF_REPLAY_REMAP) {
                 fprintf(out, ", replicas %s",
-                        af_goodput_interval_text(b, sizeof b, P->best_rho_s, W));
+                        af_goodput_interval_text(b, sizeof b, P->best_rho_s, W, hours));
             }
             fprintf(out, ": %.4f\n", P->best_mean);
         }
@@ -738,10 +905,37 @@ af_result_t af_ensemble_figures(const af_ensemble_t *e, af_figs_t *f)
     if (e->ngrid == 0) {
         af_figs_empty_array(f, 0, "ensemble.grid");
     }
+    af_figs_int(f, 0, e->nleft, "ensemble.left_out");
+    af_figs_int(f, 0, e->nunfinished, "ensemble.unfinished_taken_in");
+    for (int i = 0; i < e->nleft; ++i) {
+        const af_ensemble_left_t *l = &e->left[i];
+        const char *base = strrchr(l->path, '/');
+        af_figs_str(f, 0, base != NULL ? base + 1 : l->path, "left_out.#%d.file", i);
+        if (l->exit_reason[0] != '\0') {
+            af_figs_str(f, 0, l->exit_reason, "left_out.#%d.exit_reason", i);
+        } else {
+            af_figs_null(f, 0, "left_out.#%d.exit_reason", i);
+        }
+        af_figs_int(f, 0, l->step, "left_out.#%d.step", i);
+        af_figs_int(f, 0, l->steps_planned, "left_out.#%d.steps_planned", i);
+    }
+    if (e->nleft == 0) {
+        af_figs_empty_array(f, 0, "left_out");
+    }
     for (int g = 0; g < e->ngroups; ++g) {
         const af_ensemble_group_t *G = &e->groups[g];
+        /* a value as the scenario gives it: a number where it is one */
         for (int k = 0; k < e->ngrid; ++k) {
-            af_figs_str(f, 0, G->values[k], "groups.#%d.values.#%d", g, k);
+            char *end = NULL;
+            double v = strtod(G->values[k], &end);
+            if (end != G->values[k] && *end == '\0' && isfinite(v)) {
+                af_figs_real(f, 0, v, "groups.#%d.values.#%d", g, k);
+            } else {
+                af_figs_str(f, 0, G->values[k], "groups.#%d.values.#%d", g, k);
+            }
+        }
+        if (e->ngrid == 0) {
+            af_figs_empty_array(f, 0, "groups.#%d.values", g);
         }
         af_figs_int(f, 0, G->n, "groups.#%d.members", g);
         af_figs_int(f, 0, G->devices, "groups.#%d.devices", g);
@@ -779,6 +973,7 @@ af_result_t af_ensemble_figures(const af_ensemble_t *e, af_figs_t *f)
         af_figs_str(f, 0, base != NULL ? base + 1 : m->path, "members.#%d.file", i);
         af_figs_int(f, 0, m->seed, "members.#%d.seed", i);
         af_figs_int(f, 0, m->group, "members.#%d.group", i);
+        af_figs_bool(f, 0, m->unfinished, "members.#%d.unfinished", i);
         for (int k = 0; k < AF_REPLAY_NPOLICY; ++k) {
             af_figs_real(f, 0, m->ettr[k], "members.#%d.ettr.%s", i,
                          af_replay_policy_name((af_replay_policy_t)k));

@@ -117,11 +117,27 @@ int af_goodput_candidates(double young_s, double young_rho_s, double daly_s, dou
     return AF_GOODPUT_NCAND;
 }
 
+int af_goodput_capacity_bound(const af_replay_result_t *r)
+{
+    return r->capacity_loss_s > r->lost_s + r->checkpoint_time_s + r->replica_time_s +
+                                    r->restart_time_s + r->recover_time_s;
+}
+
 af_result_t af_goodput_replay(const af_replay_timeline_t *tl, const af_replay_params_t *p,
                               af_goodput_t *out)
 {
     const double W = tl->window_s;
     const double step = p->step_s;
+    /* The spares that would take back every device lost in the window, in whole nodes. */
+    int64_t lost = 0;
+    for (int64_t i = 0; i < tl->n_intr && tl->intr[i].t_s < W; ++i) {
+        const af_replay_intr_t *x = &tl->intr[i];
+        if (x->kind == AF_REPLAY_HARDWARE && x->devices_lost > 0) {
+            lost = x->devices_lost > INT64_MAX - lost ? INT64_MAX : lost + x->devices_lost;
+        }
+    }
+    const int64_t dpn = p->devices_per_node >= 1 ? p->devices_per_node : 1;
+    out->spares_for_all = lost / dpn + (lost % dpn != 0);
     for (int k = 0; k < AF_REPLAY_NPOLICY; ++k) {
         af_replay_policy_t pol = (af_replay_policy_t)k;
         af_goodput_policy_t *g = &out->pol[k];
@@ -164,20 +180,50 @@ af_result_t af_goodput_replay(const af_replay_timeline_t *tl, const af_replay_pa
         g->ettr = r.ettr;
         g->interval_s = tau;
         g->replica_interval_s = remap ? rho : NAN;
+        g->capacity_bound = af_goodput_capacity_bound(&r);
+        g->spared_ettr = NAN;
+        if (out->spares_for_all > p->spare_nodes) {
+            af_replay_params_t q = *p;
+            q.spare_nodes = out->spares_for_all;
+            AF_CHECK(af_goodput_at(tl, &q, pol, tau, rho, &r));
+            g->spared_ettr = r.ettr;
+        }
     }
     return AF_OK;
 }
 
-const char *af_goodput_interval_text(char *buf, size_t n, double x, double W)
+int af_goodput_hours(const double *x, int n, double W)
+{
+    int any = 0;
+    for (int i = 0; i < n; ++i) {
+        if (isfinite(x[i]) && x[i] < W) {
+            if (x[i] < 36000.0) {
+                return 0;
+            }
+            any = 1;
+        }
+    }
+    return any;
+}
+
+const char *af_goodput_duration_text(char *buf, size_t n, double x, double W, int hours)
 {
     if (!isfinite(x)) {
         snprintf(buf, n, "none needed");
     } else if (x >= W) {
         snprintf(buf, n, "none in the window");
-    } else if (x < 36000.0) {
-        snprintf(buf, n, "every %.0f s", x);
+    } else if (hours) {
+        snprintf(buf, n, "%.4g h", x / 3600.0);
     } else {
-        snprintf(buf, n, "every %.4g h", x / 3600.0);
+        snprintf(buf, n, "%.0f s", x);
     }
+    return buf;
+}
+
+const char *af_goodput_interval_text(char *buf, size_t n, double x, double W, int hours)
+{
+    char d[48];
+    af_goodput_duration_text(d, sizeof d, x, W, hours);
+    snprintf(buf, n, "%s%s", isfinite(x) && x < W ? "every " : "", d);
     return buf;
 }

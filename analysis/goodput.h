@@ -60,11 +60,20 @@ typedef struct af_goodput_policy {
      * or nothing needs guarding), and the ETTR there: what a user can set. */
     double young_steps_s, young_replica_steps_s, young_ettr;
     double daly_steps_s, daly_replica_steps_s, daly_ettr;
+    /* The capacity rule's share: capacity_bound when the lost capacity is more than every
+     * other loss together (af_goodput_capacity_bound); spared_ettr the ETTR at the same
+     * intervals with spare_nodes = af_goodput_t.spares_for_all (NaN when p has that many). */
+    int capacity_bound;
+    double spared_ettr;
 } af_goodput_policy_t;
 
 typedef struct af_goodput {
     af_goodput_policy_t pol[AF_REPLAY_NPOLICY]; /* by af_replay_policy_t */
+    int64_t spares_for_all; /* the spare nodes that take back every device lost in [0, W) */
 } af_goodput_t;
+
+/* 1 when a result's lost capacity exceeds its lost work, writes and recoveries together. */
+int af_goodput_capacity_bound(const af_replay_result_t *r);
 
 /* The starting points of a search (af_replay_optimise) for one history or a group: Daly's pair
  * (the reference on a tie), Young's pair, the two mixed pairs, each interval alone with the
@@ -87,9 +96,14 @@ af_result_t af_goodput_at(const af_replay_timeline_t *tl, const af_replay_params
                           af_replay_policy_t policy, double tau_s, double rho_s,
                           af_replay_result_t *out);
 
-/* An interval as the reports say it: "every 996 s" (hours from 10 h: "every 21.2 h"), "none
+/* The unit of a line of intervals: 1 (hours) when every x[i] below the window W is 10 h or
+ * more, else 0 (seconds), so that one line never mixes them. */
+int af_goodput_hours(const double *x, int n, double W);
+/* An interval as the reports say it, in the line's unit: "996 s" (hours: "21.2 h"), "none
  * needed" where nothing needs guarding against (x infinite), "none in the window" where one
- * interval over the whole window W did best (no write). Returns buf. */
-const char *af_goodput_interval_text(char *buf, size_t n, double x, double W);
+ * interval over the whole window W did best (no write); af_goodput_interval_text with "every "
+ * before a number. Return buf. */
+const char *af_goodput_duration_text(char *buf, size_t n, double x, double W, int hours);
+const char *af_goodput_interval_text(char *buf, size_t n, double x, double W, int hours);
 
 #endif

@@ -51,6 +51,8 @@ static void usage(FILE *f)
            "                     matplotlib; without them the report is printed alone)\n"
            "         --record NAME  the run's interruptions beside a published record's (none,\n"
            "                     or llama3-405b), instead of the one its scenario.record names\n"
+           "         --with-unfinished  an ensemble takes in members that did not finish their\n"
+           "                     window (left out and listed without it), named as such\n"
            "environment: AGEFENCE_PYTHON    the Python of --plots [the first of /usr/bin/python3\n"
            "                                and python3 on PATH with h5py and matplotlib]\n"
            "             AGEFENCE_PLOTS_PY  the plotting script [plots.py beside the binary, else\n"
@@ -72,6 +74,10 @@ typedef struct loaded {
 /* agefence-report --record NAME: the record to set the runs beside, instead of the one their
  * scenario names ("none": no record). NULL: each run's own. */
 static const char *record_override = NULL;
+
+/* agefence-report --with-unfinished DIR: members that did not finish their window join the
+ * ensemble's groups, named as such (analysis/ensemble.h). */
+static int take_unfinished = 0;
 
 /* mkdir -p dir: 0, or -1 with errno. */
 static int make_dir(const char *dir)
@@ -262,7 +268,8 @@ static int check_mode(const char *path)
 static int ensemble_mode(const char *dir, int json, const char *plots)
 {
     af_ensemble_t e;
-    af_result_t r = af_ensemble_load(&e, dir, record_override);
+    af_ensemble_opts_t opt = {.record = record_override, .take_unfinished = take_unfinished};
+    af_result_t r = af_ensemble_load(&e, dir, &opt);
     if (r != AF_OK) {
         fprintf(stderr, "agefence-report: %s\n", af_error_message());
         af_ensemble_free(&e);
@@ -329,6 +336,8 @@ int main(int argc, char **argv)
             }
             obj = argv[++i];
             name = argv[++i];
+        } else if (strcmp(a, "--with-unfinished") == 0) {
+            take_unfinished = 1;
         } else if (strcmp(a, "--record") == 0) {
             if (i + 1 >= argc ||
                 (strcmp(argv[i + 1], "none") != 0 && af_record_find(argv[i + 1]) == NULL)) {
@@ -392,7 +401,7 @@ int main(int argc, char **argv)
         if (check || obj != NULL || same != NULL || other != NULL) {
             fprintf(stderr,
                     "agefence-report: %s: a directory, read as an ensemble: it takes "
-                    "--json, --plots and --record only\n",
+                    "--json, --plots, --record and --with-unfinished only\n",
                     path);
             return AF_EXIT_USAGE;
         }

@@ -717,6 +717,7 @@ static void goodput_figs(const af_summary_t *s, af_figs_t *f)
     GP_INT(D, s->goodput_inplace, "goodput.timeline.in_place");
     GP_INT(D, s->goodput_job, "goodput.timeline.job_level");
     GP_INT(D, s->goodput_pace_points, "goodput.timeline.pace_points");
+    GP_INT(D, s->goodput.spares_for_all, "goodput.with_spares.spare_nodes");
     for (int k = 0; k < AF_REPLAY_NPOLICY; ++k) {
         const af_goodput_policy_t *g = &s->goodput.pol[k];
         const af_replay_result_t *r = &g->at;
@@ -748,12 +749,22 @@ static void goodput_figs(const af_summary_t *s, af_figs_t *f)
         if (remap) {
             GP_REAL(D, g->young_replica_s, "goodput.%s.young.replica_interval_s", n);
         }
+        GP_REAL(D, g->young_steps_s, "goodput.%s.young.whole_steps_s", n);
+        if (remap) {
+            GP_REAL(D, g->young_replica_steps_s, "goodput.%s.young.replica_whole_steps_s", n);
+        }
         GP_REAL(0, g->young_ettr, "goodput.%s.young.ettr", n);
         GP_REAL(D, g->daly_s, "goodput.%s.daly.interval_s", n);
         if (remap) {
             GP_REAL(D, g->daly_replica_s, "goodput.%s.daly.replica_interval_s", n);
         }
+        GP_REAL(D, g->daly_steps_s, "goodput.%s.daly.whole_steps_s", n);
+        if (remap) {
+            GP_REAL(D, g->daly_replica_steps_s, "goodput.%s.daly.replica_whole_steps_s", n);
+        }
         GP_REAL(0, g->daly_ettr, "goodput.%s.daly.ettr", n);
+        GP_INT(D, g->capacity_bound, "goodput.%s.capacity_bound", n);
+        GP_REAL(D, g->spared_ettr, "goodput.%s.with_spares.ettr", n);
     }
 #undef GP_REAL
 #undef GP_INT
