@@ -69,8 +69,15 @@ typedef struct af_ensemble_group {
 
 /* What af_ensemble_load takes besides the directory. */
 typedef struct af_ensemble_opts {
-    const char *record;  /* as --record (NULL: the scenario's own) */
-    int take_unfinished; /* --with-unfinished: members that did not finish join, named so */
+    const char *record;     /* as --record (NULL: the scenario's own) */
+    int take_unfinished;    /* --with-unfinished: members that did not finish join, named so */
+    const char *const *set; /* nset "goodput.KEY=VALUE" (--set): every member re-costed */
+    int nset;
+    /* --grid goodput.KEY=v1,v2,...: each member replayed once a value, one group a value (a
+     * grid key beside DIR/grid's, at most AF_ENSEMBLE_MAX_GRID in all); NULL: none */
+    const char *cost_key;
+    const char *const *cost_values;
+    int ncost;
 } af_ensemble_opts_t;
 
 /* A member left out: it did not finish its window (no /final, or stopped by a signal, an error
@@ -87,7 +94,10 @@ typedef struct af_ensemble {
     char record[32];
     int ngrid;
     char grid[AF_ENSEMBLE_MAX_GRID][96];
-    int nmembers;
+    int cost_grid; /* the index of the --grid goodput key in grid (-1: none) */
+    int ncosts;    /* its values (1 without): e->members holds each file once a value */
+    char set[512]; /* the --set costs, as given ("": none) */
+    int nmembers;  /* member files x ncosts */
     af_ensemble_member_t *members;
     int nleft; /* members left out, in name order */
     af_ensemble_left_t *left;

@@ -1,21 +1,73 @@
 #include "goodput.h"
 
+#include "../common/goodput_keys.h"
+
+#include <errno.h>
 #include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
+/* The [goodput] keys (common/goodput_keys.h): name, where, bounds and default. */
+typedef struct gp_key {
+    const char *name;
+    size_t off;
+    int is_int;
+    double lo, hi;
+    const char *def;
+    const char *unit;
+} gp_key_t;
+
+#define GP_ROW(key, field, is_int, lo, hi, def, unit, help)                                        \
+    {#key, offsetof(af_goodput_params_t, field), is_int, lo, hi, def, unit},
+static const gp_key_t GP_KEYS[] = {AF_GOODPUT_KEYS(GP_ROW)};
+#undef GP_ROW
+enum { GP_NKEYS = sizeof GP_KEYS / sizeof GP_KEYS[0] };
+
+static void gp_store(af_goodput_params_t *p, const gp_key_t *k, double v)
+{
+    char *at = (char *)p + k->off;
+    if (k->is_int) {
+        int64_t i = (int64_t)v;
+        memcpy(at, &i, sizeof i);
+    } else {
+        memcpy(at, &v, sizeof v);
+    }
+}
+
 void af_goodput_defaults(af_goodput_params_t *p)
 {
-    p->step_s = 10.0;
-    p->checkpoint_s = 60.0;
-    p->restart_s = 600.0;
-    p->shrink_s = 2.0;
-    p->repartition_s = 30.0;
-    p->replica_s = 1.0;
-    p->detect_s = 1.0;
-    p->remap_s = 10.0;
-    p->replace_s = 3600.0;
-    p->spare_nodes = 0;
+    memset(p, 0, sizeof *p);
+    for (int k = 0; k < GP_NKEYS; ++k) {
+        gp_store(p, &GP_KEYS[k], strtod(GP_KEYS[k].def, NULL));
+    }
+}
+
+/* The key named name (NULL: none such). */
+static const gp_key_t *gp_find(const char *name, size_t len)
+{
+    for (int k = 0; k < GP_NKEYS; ++k) {
+        if (strlen(GP_KEYS[k].name) == len && strncmp(GP_KEYS[k].name, name, len) == 0) {
+            return &GP_KEYS[k];
+        }
+    }
+    return NULL;
+}
+
+/* v parsed as the key's value: a finite number in its bounds (an integer for an integer key),
+ * the whole text consumed. */
+static int gp_value(const gp_key_t *k, const char *text, double *v)
+{
+    char *end = NULL;
+    errno = 0;
+    double x = strtod(text, &end);
+    if (end == text || *end != '\0' || errno != 0 || !isfinite(x) || x < k->lo || x > k->hi ||
+        (k->is_int && x != floor(x))) {
+        return 0;
+    }
+    *v = x;
+    return 1;
 }
 
 void af_goodput_parse(af_goodput_params_t *p, const char *text)
@@ -25,16 +77,7 @@ void af_goodput_parse(af_goodput_params_t *p, const char *text)
         return;
     }
     at += strlen("\n[goodput]\n");
-    static const char *const keys[] = {"step_seconds",   "checkpoint_seconds",  "restart_seconds",
-                                       "shrink_seconds", "repartition_seconds", "replica_seconds",
-                                       "detect_seconds", "remap_seconds",       "replace_seconds",
-                                       "spare_nodes"};
-    enum { NKEY = sizeof keys / sizeof keys[0] };
-    double spare = (double)p->spare_nodes;
-    double *dst[NKEY] = {
-        &p->step_s,    &p->checkpoint_s, &p->restart_s, &p->shrink_s,  &p->repartition_s,
-        &p->replica_s, &p->detect_s,     &p->remap_s,   &p->replace_s, &spare};
-    /* key = value lines up to the next section */
+    /* key = value lines up to the next section; the config checked them when it ran */
     while (*at != '\0' && *at != '[') {
         const char *end = strchr(at, '\n');
         size_t len = end != NULL ? (size_t)(end - at) : strlen(at);
@@ -42,13 +85,11 @@ void af_goodput_parse(af_goodput_params_t *p, const char *text)
         if (len < sizeof line) {
             memcpy(line, at, len);
             line[len] = '\0';
-            for (size_t k = 0; k < NKEY; ++k) {
-                size_t kl = strlen(keys[k]);
-                double v = 0;
-                if (strncmp(line, keys[k], kl) == 0 && sscanf(line + kl, " = %lf", &v) == 1 &&
-                    isfinite(v) && v >= 0) {
-                    *dst[k] = v;
-                }
+            char *eq = strstr(line, " = ");
+            const gp_key_t *k = eq != NULL ? gp_find(line, (size_t)(eq - line)) : NULL;
+            double v = 0;
+            if (k != NULL && gp_value(k, eq + 3, &v)) {
+                gp_store(p, k, v);
             }
         }
         if (end == NULL) {
@@ -56,8 +97,34 @@ void af_goodput_parse(af_goodput_params_t *p, const char *text)
         }
         at = end + 1;
     }
-    /* sim/io/config.c allows at most 1e9 spare nodes: an integer, exactly a double */
-    p->spare_nodes = spare <= 1e9 ? (int64_t)spare : (int64_t)1e9;
+}
+
+af_result_t af_goodput_set(af_goodput_params_t *p, const char *assignment)
+{
+    const char *eq = strchr(assignment, '=');
+    const char *name = strncmp(assignment, "goodput.", 8) == 0 ? assignment + 8 : NULL;
+    if (eq == NULL || name == NULL || eq < name) {
+        af_error_set("'%s': expected goodput.KEY=VALUE (the [goodput] keys: agefence config "
+                     "--keys)",
+                     assignment);
+        return AF_ERR_USAGE;
+    }
+    const gp_key_t *k = gp_find(name, (size_t)(eq - name));
+    if (k == NULL) {
+        af_error_set("'%s': goodput has no key '%.*s' (step_seconds, checkpoint_seconds, "
+                     "restart_seconds, shrink_seconds, repartition_seconds, replica_seconds, "
+                     "detect_seconds, remap_seconds, spare_nodes or replace_seconds)",
+                     assignment, (int)(eq - name), name);
+        return AF_ERR_USAGE;
+    }
+    double v = 0;
+    if (!gp_value(k, eq + 1, &v)) {
+        af_error_set("'%s': expected %s in [%g, %g] (%s)", assignment,
+                     k->is_int ? "an integer" : "a number", k->lo, k->hi, k->unit);
+        return AF_ERR_USAGE;
+    }
+    gp_store(p, k, v);
+    return AF_OK;
 }
 
 void af_goodput_replay_params(const af_goodput_params_t *g, int64_t devices_per_node,

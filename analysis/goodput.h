@@ -17,7 +17,8 @@
 #include "../common/af_result.h"
 #include "replay.h"
 
-/* The [goodput] keys (sim/io/config.c names them: step_seconds, checkpoint_seconds, ...). */
+/* The [goodput] keys (common/goodput_keys.h names them: step_seconds, checkpoint_seconds, ...;
+ * each field is the table's). */
 typedef struct af_goodput_params {
     double step_s;
     double checkpoint_s;
@@ -31,11 +32,15 @@ typedef struct af_goodput_params {
     int64_t spare_nodes;
 } af_goodput_params_t;
 
-/* The [goodput] keys' built-in defaults (sim/io/config.c). */
+/* The [goodput] keys' built-in defaults (common/goodput_keys.h). */
 void af_goodput_defaults(af_goodput_params_t *p);
-/* The [goodput] section of a resolved scenario's text (the log's /@config); keys it lacks keep
- * what p holds. */
+/* The [goodput] section of a resolved scenario's text (the log's /@config); keys it lacks, or
+ * values outside the table's bounds, keep what p holds. */
 void af_goodput_parse(af_goodput_params_t *p, const char *config_text);
+/* One "goodput.KEY=VALUE" (agefence-report --set) into p, checked as the config checks it (the
+ * key exists, the value a number, an integer for spare_nodes, within the table's bounds).
+ * AF_ERR_USAGE with one line naming the assignment and what is wrong (af_error_message). */
+af_result_t af_goodput_set(af_goodput_params_t *p, const char *assignment);
 
 /* The replay's parameters for g on a fleet of devices_per_node devices a node; tau_s and rho_s
  * infinite (no write). */

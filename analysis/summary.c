@@ -942,6 +942,11 @@ af_result_t af_summary_figures(const af_summary_t *s, af_figs_t *f)
         af_figs_null(f, ID, "record.name");
     }
     goodput_figs(s, f);
+    if (r->goodput_set[0] != '\0') {
+        af_figs_str(f, 0, r->goodput_set, "goodput.params.set");
+    } else {
+        af_figs_null(f, 0, "goodput.params.set");
+    }
     af_figs_real(f, 0, r->goodput.step_s, "goodput.params.step_seconds");
     af_figs_real(f, 0, r->goodput.checkpoint_s, "goodput.params.checkpoint_seconds");
     af_figs_real(f, 0, r->goodput.restart_s, "goodput.params.restart_seconds");

@@ -268,6 +268,11 @@ static void goodput_text(const af_summary_t *s, FILE *out)
     const double W = s->goodput_window_s;
     static const af_replay_policy_t order[] = {AF_REPLAY_CHECKPOINT_RESTART, AF_REPLAY_REMAP,
                                                AF_REPLAY_SHRINK_REBUILD};
+    if (s->run->goodput_set[0] != '\0') {
+        fprintf(out,
+                "  costs        %s (--set): the history replayed at these, not its scenario's\n",
+                s->run->goodput_set);
+    }
     for (size_t k = 0; k < sizeof order / sizeof order[0]; ++k) {
         const af_goodput_policy_t *g = &s->goodput.pol[order[k]];
         const af_replay_result_t *r = &g->at;

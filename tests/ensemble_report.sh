@@ -13,9 +13,13 @@
 #   - a grid over scenario.steps (40 and 60): two groups in numeric order, the 60-step one the
 #     figures of the members above;
 #   - --plots: ensemble.csv (a row per member) and ensemble_ettr.png;
+#   - costs asked offline: --set goodput.restart_seconds=60 on a member gives the goodput of the
+#     same seed simulated with that key; --grid goodput.restart_seconds=60,600 over the members
+#     one group a value, the 600 s one the ensemble's own, the 60 s one's member that goodput;
 #   - bad input, each one line naming the file and exit 2: an empty directory, a foreign file,
 #     a truncated log, a member of another scenario (the odd one named, even as member-0000),
-#     a copied member (both named), a bad DIR/grid, --check on a directory.
+#     a copied member (both named), a bad DIR/grid, --check on a directory, a cost grid with a
+#     value twice, an unknown [goodput] key, a cost out of range, a cost grid on one log.
 #   ensemble_report.sh AGEFENCE REPORT MPIEXEC WORKDIR SOURCE_DIR REPORT_MUTATE
 set -uo pipefail
 agefence=$1 report=$2 mpiexec=$3 work=$4 src=$5 mutate=$6
@@ -51,6 +55,16 @@ member part member-0006.h5 1 6
 "$mutate" part/member-0005.h5 set-str /final exit_reason signal &&
   "$mutate" part/member-0005.h5 set-i64 /final exit_code 5 &&
   "$mutate" part/member-0006.h5 killed || fail "cannot make the unfinished members"
+
+# Costs asked offline: member 1 simulated again with restart_seconds = 60 (the history is the
+# same: [goodput] keys change no simulation), to compare with --set and --grid on the original.
+member cost member-0001.h5 1 1 --set goodput.restart_seconds=60
+"$report" --json cost/member-0001.h5 >cost_sim.json || fail "cost: --json"
+"$report" --json --set goodput.restart_seconds=60 n1/member-0001.h5 >cost_set.json ||
+  fail "--set: exit $?"
+"$report" --json --grid goodput.restart_seconds=60,600 n1 >cost_grid.json || fail "--grid: exit $?"
+"$report" --set goodput.restart_seconds=60 n1/member-0001.h5 | grep -q "^  costs        goodput.restart_seconds=60 (--set)" ||
+  fail "--set: the report does not say the costs are given"
 
 for d in n1 n2 rev grid one part; do
   "$report" --json "$d" >"$d.json" 2>"$d.err" || { cat "$d.err"; fail "$d: agefence-report exit $?"; }
@@ -108,6 +122,25 @@ for pol in ("checkpoint_restart", "remap", "shrink_rebuild"):
             f["chosen"]["interval_s"] != m1[pol]["interval_s"]:
         bad.append(f"one member, {pol}: chosen {f['chosen']}, its own {m1[pol]['ettr']} at "
                    f"{m1[pol]['interval_s']}")
+# --set replays the log at the cost the simulation would have been given: the same goodput
+sim = json.load(open("cost_sim.json"))["goodput"]
+st = json.load(open("cost_set.json"))["goodput"]
+for pol in ("checkpoint_restart", "remap", "shrink_rebuild"):
+    if sim[pol] != st[pol]:
+        bad.append(f"--set, {pol}: {st[pol]['ettr']}, simulated with the cost {sim[pol]['ettr']}")
+if st["params"]["restart_seconds"] != 60 or st["params"]["set"] != "goodput.restart_seconds=60":
+    bad.append(f"--set: params {st['params']}")
+# --grid: one group a value; the 600 s group is the ensemble of n1 (its scenario's own cost)
+cg = json.load(open("cost_grid.json"))
+if [x["values"] for x in cg["groups"]] != [[60], [600]] or cg["ensemble"]["members"] != 4 or \
+        cg["ensemble"]["cost_grid"] != "goodput.restart_seconds":
+    bad.append(f"--grid: groups {[x['values'] for x in cg['groups']]}, {cg['ensemble']}")
+elif cg["groups"][1]["goodput"] != e["groups"][0]["goodput"]:
+    bad.append("--grid: the 600 s group is not the ensemble at the scenario's own cost")
+else:
+    g60 = [m for m in cg["members"] if m["group"] == 0 and m["seed"] == 1]
+    if len(g60) != 1 or g60[0]["ettr"]["checkpoint_restart"] != sim["checkpoint_restart"]["ettr"]:
+        bad.append(f"--grid: seed 1 at 60 s {g60}, simulated {sim['checkpoint_restart']['ettr']}")
 part = json.load(open("part.json"))
 left = [(x["file"], x["exit_reason"]) for x in part["left_out"]]
 if part["ensemble"]["members"] != 2 or part["ensemble"]["left_out"] != 2 or \
@@ -169,6 +202,10 @@ bad_case copy dup "dup/member-0009.h5: the same history as dup/member-0001.h5"
 mkdir -p badgrid && cp n1/member-0001.h5 badgrid/ && echo notakey >badgrid/grid
 bad_case bad_grid badgrid "badgrid/grid:1"
 bad_case check_dir n1 "n1: not a regular file" --check
+bad_case cost_twice n1 "the value '60' is given twice" --grid goodput.restart_seconds=60,60
+bad_case cost_key n1 "goodput has no key 'restart'" --set goodput.restart=60
+bad_case cost_range n1 "expected a number in [0, 1e+06]" --set goodput.restart_seconds=-1
+bad_case cost_grid_log n1/member-0001.h5 "needs an ensemble directory" --grid goodput.restart_seconds=60
 
 [ "$failed" = 0 ] || exit 1
 echo "PASS: ensembles of 1 and 2 ranks and of any order the same, figures of the members, a grid, bad input"
