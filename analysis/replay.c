@@ -537,13 +537,12 @@ static double scan_k(const opt_t *o, int j, int n)
 }
 
 /* One coordinate (tau, or rho), the other fixed at the best so far: a log-spaced scan of the
- * whole-step multiples, then a golden-section refinement on whole steps between the scan's
- * neighbours of the best point, ending on every multiple of the last few. The ETTR of a fixed
- * history is piecewise smooth in an interval, not unimodal: the scan finds the piece, the
- * refinement its top. */
+ * whole-step multiples, then every whole step around the best point (below). The ETTR of a
+ * fixed history is piecewise smooth in an interval, not unimodal: the scan finds the piece, the
+ * steps around it its top. */
 static af_result_t line(opt_t *o, int rho_axis)
 {
-    enum { SCAN = 40, FINE = 24, GOLDEN = 40 };
+    enum { SCAN = 40, FINE = 256 };
     double e = 0;
     for (int j = 0; j < SCAN; ++j) {
         double k = scan_k(o, j, SCAN);
@@ -552,42 +551,32 @@ static af_result_t line(opt_t *o, int rho_axis)
         }
         AF_CHECK(visit_k(o, rho_axis, k, &e));
     }
-    /* Between the log scan's neighbours of the best point, an even scan of FINE points, then
-     * golden-section steps between that scan's neighbours of its best, and every whole step of
-     * the last few: the pieces of a jagged curve are narrower than the log scan's spacing. */
+    /* Between the log scan's neighbours of the best point, every whole step where they are at
+     * most FINE apart; else FINE evenly spaced steps, then the same between the neighbours of
+     * their best, down to every step. The ETTR of a history with few interruptions jumps from
+     * one step to the next (a checkpoint just before or just after an interruption), so its
+     * top can be one step wide: no point skipped near the best finds it. */
     double kb = steps_of(o, rho_axis ? o->rho : o->tau);
     double ratio = exp(log(o->kmax) / (SCAN - 1));
     double a = floor(kb / ratio);
     double b = ceil(kb * ratio);
-    a = a >= 1.0 ? a : 1.0;
-    b = b <= o->kmax ? b : o->kmax;
-    double h = (b - a) / FINE;
-    if (h > 1.0) {
+    for (;;) {
+        a = a >= 1.0 ? a : 1.0;
+        b = b <= o->kmax ? b : o->kmax;
+        if (b - a <= FINE) {
+            for (double k = a; k <= b; k += 1.0) {
+                AF_CHECK(visit_k(o, rho_axis, k, &e));
+            }
+            return AF_OK;
+        }
+        double h = (b - a) / FINE;
         for (int j = 0; j <= FINE; ++j) {
             AF_CHECK(visit_k(o, rho_axis, floor(a + j * h + 0.5), &e));
         }
         kb = steps_of(o, rho_axis ? o->rho : o->tau);
-        a = floor(kb - h) >= 1.0 ? floor(kb - h) : 1.0;
-        b = ceil(kb + h) <= o->kmax ? ceil(kb + h) : o->kmax;
+        a = floor(kb - h);
+        b = ceil(kb + h);
     }
-    const double g = 0.5 * (sqrt(5.0) - 1.0);
-    for (int it = 0; it < GOLDEN && b - a > 4.0; ++it) {
-        double k1 = floor(b - g * (b - a) + 0.5);
-        double k2 = floor(a + g * (b - a) + 0.5);
-        double f1 = 0;
-        double f2 = 0;
-        AF_CHECK(visit_k(o, rho_axis, k1, &f1));
-        AF_CHECK(visit_k(o, rho_axis, k2, &f2));
-        if (f1 >= f2) {
-            b = k2;
-        } else {
-            a = k1;
-        }
-    }
-    for (double k = a; k <= b; k += 1.0) {
-        AF_CHECK(visit_k(o, rho_axis, k, &e));
-    }
-    return AF_OK;
 }
 
 af_result_t af_replay_optimise(const af_replay_space_t *sp, af_replay_objective_t f, void *ctx,

@@ -644,6 +644,27 @@ static void test_search_on_a_year_finds_the_brute_force_best(void **state)
            best, s.ettr, bf_x, bf_e);
     assert_true(fabs(best - bf_x) <= 0.05 * bf_x);
     assert_true(s.ettr >= bf_e);
+
+    /* A week with few interruptions (about 50 job-level ones): the ETTR jumps from one step to
+     * the next, and its top may be a single step wide; the search still finds the brute-force
+     * best of every step from 1 to 2000 (10 s to 20,000 s). */
+    n = draw(9, 604800.0, 12000.0, INFINITY, 0, hist);
+    tl = timeline(604800.0, 16, hist, n);
+    p.tau_s = INFINITY;
+    assert_int_equal(
+        af_replay_search(&tl, &p, AF_REPLAY_CHECKPOINT_RESTART, AF_REPLAY_TAU, &best, &s), AF_OK);
+    bf_e = -1;
+    for (int k = 1; k <= 2000; ++k) {
+        p.tau_s = 10.0 * k;
+        af_replay_result_t r = run(&tl, &p, AF_REPLAY_CHECKPOINT_RESTART);
+        if (r.ettr > bf_e) {
+            bf_e = r.ettr;
+            bf_x = p.tau_s;
+        }
+    }
+    printf("a week, %lld interruptions: searched %.0f s (ETTR %.6f), brute force %.0f s (%.6f)\n",
+           (long long)n, best, s.ettr, bf_x, bf_e);
+    assert_true(s.ettr >= bf_e);
 }
 
 /* Merges a and b (each sorted) into out. */
