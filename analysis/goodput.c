@@ -195,16 +195,7 @@ af_result_t af_goodput_replay(const af_replay_timeline_t *tl, const af_replay_pa
 {
     const double W = tl->window_s;
     const double step = p->step_s;
-    /* The spares that would take back every device lost in the window, in whole nodes. */
-    int64_t lost = 0;
-    for (int64_t i = 0; i < tl->n_intr && tl->intr[i].t_s < W; ++i) {
-        const af_replay_intr_t *x = &tl->intr[i];
-        if (x->kind == AF_REPLAY_HARDWARE && x->devices_lost > 0) {
-            lost = x->devices_lost > INT64_MAX - lost ? INT64_MAX : lost + x->devices_lost;
-        }
-    }
-    const int64_t dpn = p->devices_per_node >= 1 ? p->devices_per_node : 1;
-    out->spares_for_all = lost / dpn + (lost % dpn != 0);
+    out->spares_for_all = 0; /* the caller's, who can rebuild the timeline with spares */
     for (int k = 0; k < AF_REPLAY_NPOLICY; ++k) {
         af_replay_policy_t pol = (af_replay_policy_t)k;
         af_goodput_policy_t *g = &out->pol[k];
@@ -249,12 +240,6 @@ af_result_t af_goodput_replay(const af_replay_timeline_t *tl, const af_replay_pa
         g->replica_interval_s = remap ? rho : NAN;
         g->capacity_bound = af_goodput_capacity_bound(&r);
         g->spared_ettr = NAN;
-        if (out->spares_for_all > p->spare_nodes) {
-            af_replay_params_t q = *p;
-            q.spare_nodes = out->spares_for_all;
-            AF_CHECK(af_goodput_at(tl, &q, pol, tau, rho, &r));
-            g->spared_ettr = r.ettr;
-        }
     }
     return AF_OK;
 }

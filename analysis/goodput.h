@@ -67,14 +67,17 @@ typedef struct af_goodput_policy {
     double daly_steps_s, daly_replica_steps_s, daly_ettr;
     /* The capacity rule's share: capacity_bound when the lost capacity is more than every
      * other loss together (af_goodput_capacity_bound); spared_ettr the ETTR at the same
-     * intervals with spare_nodes = af_goodput_t.spares_for_all (NaN when p has that many). */
+     * intervals with spare_nodes = af_goodput_t.spares_for_all, on the timeline those spares
+     * give (a device back in service can be lost again): the caller's, who builds timelines
+     * (analysis/summary.c); NaN where not computed or the spares are there already. */
     int capacity_bound;
     double spared_ettr;
 } af_goodput_policy_t;
 
 typedef struct af_goodput {
     af_goodput_policy_t pol[AF_REPLAY_NPOLICY]; /* by af_replay_policy_t */
-    int64_t spares_for_all; /* the spare nodes that take back every device lost in [0, W) */
+    int64_t spares_for_all; /* the spare nodes that take back every device lost in [0, W), on
+                               the timeline with spares enough (0: not computed) */
 } af_goodput_t;
 
 /* 1 when a result's lost capacity exceeds its lost work, writes and recoveries together. */

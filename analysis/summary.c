@@ -270,6 +270,43 @@ static af_result_t goodput_timeline(const af_summary_t *s, double window_s,
     return AF_OK;
 }
 
+/* What a spare for every device lost would keep, at the intervals searched: the devices lost
+ * in the window when spares never run out (a device back in service can be lost again, so the
+ * timeline is rebuilt with them), in whole nodes, and each policy's ETTR on that timeline with
+ * that many spare nodes. AF_ERR_NOMEM only. */
+static af_result_t goodput_spared(af_summary_t *s, const af_run_t *run,
+                                  const af_replay_timeline_t *tl)
+{
+    af_replay_params_t p = s->goodput_params;
+    p.spare_nodes = 1000000000; /* the most the config allows: spares never run out */
+    af_replay_intr_t *intr = NULL;
+    AF_CHECK(goodput_intr(run, tl->devices, &p, &intr));
+    int64_t lost = 0;
+    for (int64_t k = 0; k < tl->n_intr && intr[k].t_s < tl->window_s; ++k) {
+        if (intr[k].kind == AF_REPLAY_HARDWARE && intr[k].devices_lost > 0) {
+            lost =
+                intr[k].devices_lost > INT64_MAX - lost ? INT64_MAX : lost + intr[k].devices_lost;
+        }
+    }
+    const int64_t dpn = p.devices_per_node >= 1 ? p.devices_per_node : 1;
+    s->goodput.spares_for_all = lost / dpn + (lost % dpn != 0);
+    af_result_t rc = AF_OK;
+    if (s->goodput.spares_for_all > s->goodput_params.spare_nodes) {
+        p.spare_nodes = s->goodput.spares_for_all;
+        af_replay_timeline_t u = *tl;
+        u.intr = intr;
+        for (int k = 0; k < AF_REPLAY_NPOLICY && rc == AF_OK; ++k) {
+            af_goodput_policy_t *g = &s->goodput.pol[k];
+            af_replay_result_t r;
+            rc = af_goodput_at(&u, &p, (af_replay_policy_t)k, g->interval_s, g->replica_interval_s,
+                               &r);
+            g->spared_ettr = rc == AF_OK ? r.ettr : NAN;
+        }
+    }
+    free(intr);
+    return rc == AF_ERR_NOMEM ? rc : AF_OK;
+}
+
 /* Fills s's goodput (have_goodput, or goodput_why). AF_ERR_NOMEM only. */
 static af_result_t goodput_compute(af_summary_t *s, const af_run_t *run)
 {
@@ -304,6 +341,9 @@ static af_result_t goodput_compute(af_summary_t *s, const af_run_t *run)
     }
     s->goodput_pace_points = tl.n_pace;
     af_result_t rc = af_goodput_replay(&tl, &s->goodput_params, &s->goodput);
+    if (rc == AF_OK) {
+        rc = goodput_spared(s, run, &tl);
+    }
     if (rc == AF_OK) {
         s->have_goodput = 1;
     } else {
