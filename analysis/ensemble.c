@@ -222,9 +222,35 @@ static void first_difference(const char *a, const char *b, char *out, size_t n)
     snprintf(out, n, "'%.*s' against '%.*s'", (int)strcspn(b, "\n"), b, (int)strcspn(a, "\n"), a);
 }
 
-/* Reads one member: its figures, its timeline, its scenario text into cfg. */
-static af_result_t read_member(af_ensemble_member_t *m, const char *record, char *cfg)
+/* A run that ran its whole window: its history is all there (see af_ensemble_load). */
+static int whole_run(const char *exit_reason)
 {
+    static const char *const whole[] = {"completed", "mismatch", "leaked", "capacity_exhausted"};
+    for (size_t k = 0; k < sizeof whole / sizeof whole[0]; ++k) {
+        if (strcmp(exit_reason, whole[k]) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* FNV-1a over a string, continuing from h. */
+static uint64_t fnv(uint64_t h, const char *s)
+{
+    for (; *s != '\0'; ++s) {
+        h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+    }
+    return (h ^ 0xff) * 0x100000001b3ull; /* a separator: "ab" + "c" is not "a" + "bc" */
+}
+
+/* Reads one member: its scenario text into cfg, its exit, the hash of its history (the scenario
+ * with its seed, and the build) into *history; its figures and timeline when it joins (*joins:
+ * a whole run, or any with opt->take_unfinished), at the costs of opt->set and cost (one
+ * "goodput.KEY=VALUE" of the cost grid, or NULL). */
+static af_result_t read_member(af_ensemble_member_t *m, const af_ensemble_opts_t *opt,
+                               const char *cost, char *cfg, uint64_t *history, int *joins)
+{
+    const char *record = opt->record;
     char err[700];
     af_logfile_t lf;
     if (af_logfile_open(&lf, m->path, err, sizeof err) != AF_OK) {
@@ -241,8 +267,30 @@ static af_result_t read_member(af_ensemble_member_t *m, const char *record, char
     static af_run_t run;
     static af_summary_t sum;
     rc = af_run_load(&run, &lf);
+    *joins = 0;
+    if (rc == AF_OK) {
+        snprintf(m->exit_reason, sizeof m->exit_reason, "%s", run.exit_reason);
+        m->step = run.state_step.ok ? run.state_step.v : run.nrows > 0 ? run.nrows : -1;
+        m->steps_planned = run.steps_planned.ok ? run.steps_planned.v : -1;
+        m->unfinished = !whole_run(run.exit_reason);
+        *history =
+            fnv(fnv(fnv(0xcbf29ce484222325ull, cfg), run.agefence_version), run.git_revision);
+        *joins = !m->unfinished || opt->take_unfinished;
+    }
+    if (rc == AF_OK && !*joins) {
+        af_run_free(&run);
+        af_logfile_close(&lf);
+        return AF_OK;
+    }
     if (rc == AF_OK && record != NULL) {
         snprintf(run.record, sizeof run.record, "%s", record);
+    }
+    /* the costs asked offline: checked before (agefence-report), so no error here */
+    for (int k = 0; rc == AF_OK && k < opt->nset; ++k) {
+        rc = af_goodput_set(&run.goodput, opt->set[k]);
+    }
+    if (rc == AF_OK && cost != NULL) {
+        rc = af_goodput_set(&run.goodput, cost);
     }
     if (rc == AF_OK) {
         rc = af_summary_compute(&sum, &run);
@@ -263,8 +311,12 @@ static af_result_t read_member(af_ensemble_member_t *m, const char *record, char
             m->young_ettr[k] = g->young_ettr;
             m->daly_ettr[k] = g->daly_ettr;
             m->daly_s[k] = g->daly_s;
+            m->young_s[k] = g->young_s;
+            m->interval_s[k] = g->interval_s;
         }
         m->daly_replica_s = sum.goodput.pol[AF_REPLAY_REMAP].daly_replica_s;
+        m->young_replica_s = sum.goodput.pol[AF_REPLAY_REMAP].young_replica_s;
+        m->replica_interval_s = sum.goodput.pol[AF_REPLAY_REMAP].replica_interval_s;
         m->interruptions = sum.interruptions;
         for (int c = 0; c < AF_NINTR; ++c) {
             m->by_cause[c] = sum.intr_by_cause[c];
@@ -308,62 +360,34 @@ static double group_mean(const af_ensemble_t *e, int g, af_replay_policy_t pol, 
     return n > 0 ? sum / n : NAN;
 }
 
-/* The interval (tau, or remap's rho) that maximises the group's mean ETTR, the other fixed: a
- * log-spaced scan of [lo, W] and W itself, then golden-section steps between the scan's
- * neighbours of its best point. Starts from *x with mean *best; keeps *x unless beaten. */
-static void search_common(const af_ensemble_t *e, int g, af_replay_policy_t pol, int rho,
-                          double other, double lo, double W, double *x, double *best)
+typedef struct group_ctx {
+    const af_ensemble_t *e;
+    int g;
+    af_replay_policy_t pol;
+} group_ctx_t;
+
+/* The objective of the group's one setting: its mean ETTR (af_replay_optimise). */
+static af_result_t group_objective(void *ctx, double tau_s, double rho_s, double *ettr)
 {
-    enum { SCAN = 40, GOLDEN = 30 };
-#define MEAN_AT(v) group_mean(e, g, pol, rho ? other : (v), rho ? (v) : other)
-    if (lo > W) {
-        lo = W;
-    }
-    double ratio = pow(W / lo, 1.0 / (SCAN - 1));
-    int j_best = -1;
-    double scan_best = -1.0;
-    for (int j = 0; j < SCAN; ++j) {
-        double v = j == SCAN - 1 ? W : lo * pow(ratio, j);
-        double m = MEAN_AT(v);
-        if (m > scan_best) {
-            scan_best = m;
-            j_best = j;
-        }
-        if (m > *best) {
-            *best = m;
-            *x = v;
+    const group_ctx_t *c = ctx;
+    *ettr = group_mean(c->e, c->g, c->pol, tau_s, rho_s);
+    return AF_OK;
+}
+
+/* The median of the finite values of v (INFINITY when none is); sorts v. */
+static double finite_median(double *v, int n)
+{
+    int k = 0;
+    for (int i = 0; i < n; ++i) {
+        if (isfinite(v[i])) {
+            v[k++] = v[i];
         }
     }
-    double a = lo * pow(ratio, j_best > 0 ? j_best - 1 : 0);
-    double b = j_best < SCAN - 1 ? lo * pow(ratio, j_best + 1) : W;
-    b = b < W ? b : W;
-    const double gr = 0.5 * (sqrt(5.0) - 1.0);
-    double x1 = b - gr * (b - a);
-    double x2 = a + gr * (b - a);
-    double f1 = MEAN_AT(x1);
-    double f2 = MEAN_AT(x2);
-    for (int k = 0; k < GOLDEN; ++k) {
-        if (f1 >= f2) {
-            b = x2;
-            x2 = x1;
-            f2 = f1;
-            x1 = b - gr * (b - a);
-            f1 = MEAN_AT(x1);
-        } else {
-            a = x1;
-            x1 = x2;
-            f1 = f2;
-            x2 = a + gr * (b - a);
-            f2 = MEAN_AT(x2);
-        }
-        double v = f1 >= f2 ? x1 : x2;
-        double m = f1 >= f2 ? f1 : f2;
-        if (m > *best) {
-            *best = m;
-            *x = v;
-        }
+    if (k == 0) {
+        return INFINITY;
     }
-#undef MEAN_AT
+    af_stats_sort(v, (size_t)k);
+    return af_stats_percentile_sorted(v, (size_t)k, 50.0);
 }
 
 /* The mean of the finite values of v (INFINITY when none is: nothing to guard against). */
@@ -383,14 +407,17 @@ static double finite_mean(const double *v, int n)
 static af_result_t group_figures(af_ensemble_t *e, int g)
 {
     af_ensemble_group_t *G = &e->groups[g];
-    double *v = malloc(sizeof(double) * (size_t)G->n * 4);
+    double *v = malloc(sizeof(double) * (size_t)G->n * 7);
     if (v == NULL) {
         af_error_set("out of memory");
         return AF_ERR_NOMEM;
     }
     double *young = v + G->n;
-    double *daly = v + 2 * G->n;
-    double *dalyr = v + 3 * G->n;
+    double *youngr = v + 2 * G->n;
+    double *daly = v + 3 * G->n;
+    double *dalyr = v + 4 * G->n;
+    double *own = v + 5 * G->n;
+    double *ownr = v + 6 * G->n;
     double Wmin = INFINITY;
     double Wmax = 0.0;
     for (int k = 0; k < AF_REPLAY_NPOLICY; ++k) {
@@ -404,9 +431,12 @@ static af_result_t group_figures(af_ensemble_t *e, int g)
                 continue;
             }
             v[n] = m->ettr[k];
-            young[n] = m->young_ettr[k];
+            young[n] = m->young_s[k];
+            youngr[n] = m->young_replica_s;
             daly[n] = m->daly_s[k];
             dalyr[n] = m->daly_replica_s;
+            own[n] = m->interval_s[k];
+            ownr[n] = m->replica_interval_s;
             ysum += m->young_ettr[k];
             dsum += m->daly_ettr[k];
             Wmin = m->tl.window_s < Wmin ? m->tl.window_s : Wmin;
@@ -426,9 +456,10 @@ static af_result_t group_figures(af_ensemble_t *e, int g)
         P->mean = mean;
         P->sd = n > 1 ? sqrt(ss / (n - 1)) : NAN;
         double half = n > 1 ? af_student_t975(n - 1) * P->sd / sqrt((double)n) : NAN;
-        /* an ETTR lies in [0, 1]: so does the interval of its mean */
-        P->ci_lo = mean - half > 0.0 ? mean - half : 0.0;
-        P->ci_hi = mean + half < 1.0 ? mean + half : 1.0;
+        /* An ETTR lies in [0, 1]: so does the interval of its mean. One member has no interval
+         * (NaN, printed "- (1 member)", null in --json): the clamp must not turn it into [0, 1]. */
+        P->ci_lo = isnan(half) ? NAN : mean - half > 0.0 ? mean - half : 0.0;
+        P->ci_hi = isnan(half) ? NAN : mean + half < 1.0 ? mean + half : 1.0;
         af_stats_sort(v, (size_t)n);
         P->p5 = af_stats_percentile_sorted(v, (size_t)n, 5.0);
         P->p50 = af_stats_percentile_sorted(v, (size_t)n, 50.0);
@@ -436,26 +467,37 @@ static af_result_t group_figures(af_ensemble_t *e, int g)
         P->young_mean = ysum / n;
         P->daly_mean = dsum / n;
 
-        /* One setting for the whole group, from the members' mean Daly intervals. */
-        /* the group's own [goodput] keys (a grid may vary them): its first member's */
+        /* One setting for the whole group: the search a member's own history gets
+         * (af_goodput_replay), on the group's mean ETTR, from the members' mean Young's and
+         * Daly's intervals, and the median of the intervals searched on each member's own
+         * history. One member is searched exactly as its own report searches it. */
         const af_replay_params_t *p = NULL;
         for (int i = 0; i < e->nmembers && p == NULL; ++i) {
             p = e->members[i].group == g ? &e->members[i].params : NULL;
         }
-        double tau = finite_mean(daly, n);
-        double rho = pol == AF_REPLAY_REMAP ? finite_mean(dalyr, n) : INFINITY;
-        tau = tau < Wmax ? tau : Wmax;
-        rho = pol == AF_REPLAY_REMAP && rho > Wmax ? Wmax : rho;
-        double best = group_mean(e, g, pol, tau, rho);
-        double lo_t = p->checkpoint_s > Wmin * 1e-4 ? p->checkpoint_s : Wmin * 1e-4;
-        double lo_r = p->replica_s > Wmin * 1e-4 ? p->replica_s : Wmin * 1e-4;
-        if (pol == AF_REPLAY_REMAP) {
-            search_common(e, g, pol, 1, tau, lo_r, Wmax, &rho, &best);
-            search_common(e, g, pol, 0, rho, lo_t, Wmax, &tau, &best);
-            search_common(e, g, pol, 1, tau, lo_r, Wmax, &rho, &best);
-        } else {
-            search_common(e, g, pol, 0, rho, lo_t, Wmax, &tau, &best);
+        const int remap = pol == AF_REPLAY_REMAP;
+        double cand[AF_GOODPUT_NCAND + 1][2];
+        int nc = af_goodput_candidates(finite_mean(young, n), remap ? finite_mean(youngr, n) : NAN,
+                                       finite_mean(daly, n), remap ? finite_mean(dalyr, n) : NAN,
+                                       Wmax, cand);
+        if (n > 1) {
+            cand[nc][0] = finite_median(own, n);
+            cand[nc][1] = remap ? finite_median(ownr, n) : INFINITY;
+            nc++;
         }
+        af_replay_space_t sp = {.step_s = p->step_s,
+                                .window_s = Wmax,
+                                .bound_window_s = Wmin,
+                                .checkpoint_s = p->checkpoint_s,
+                                .replica_s = p->replica_s,
+                                .knobs = remap ? AF_REPLAY_KNOB_TAU | AF_REPLAY_KNOB_RHO
+                                               : AF_REPLAY_KNOB_TAU};
+        group_ctx_t ctx = {.e = e, .g = g, .pol = pol};
+        double tau = 0;
+        double rho = 0;
+        double best = 0;
+        AF_CHECK(af_replay_optimise(&sp, group_objective, &ctx, (const double(*)[2])cand, nc, &tau,
+                                    &rho, &best));
         P->best_tau_s = tau;
         P->best_rho_s = pol == AF_REPLAY_REMAP ? rho : NAN;
         P->best_mean = best;
@@ -519,8 +561,67 @@ static int by_seed(const void *pa, const void *pb)
     return strcmp(a->path, b->path);
 }
 
-af_result_t af_ensemble_load(af_ensemble_t *e, const char *dir, const char *record)
+/* The scenario text of a log, without what members may differ in (config_core), into core. */
+static void core_of(const af_ensemble_t *e, const char *path, char *cfg, char *core)
 {
+    char err[700];
+    af_logfile_t lf;
+    cfg[0] = core[0] = '\0';
+    if (af_logfile_open(&lf, path, err, sizeof err) == AF_OK) {
+        if (af_logfile_attr_str(&lf, "/", "config", cfg, CONFIG_MAX) == AF_OK) {
+            config_core(e, cfg, core);
+        }
+        af_logfile_close(&lf);
+    }
+}
+
+/* What every file read says of itself, for the checks across members. */
+typedef struct seen {
+    uint64_t core;    /* the scenario but for the seed and the grid's keys */
+    uint64_t history; /* the scenario with its seed, and the build */
+    int member;       /* its index in e->members, or -1: left out */
+    char path[1024];
+} seen_t;
+
+/* Members of different scenarios: the odd one is the file whose scenario fewer members share
+ * (the first such in name order), named beside one of the majority's. */
+static af_result_t check_one_scenario(af_ensemble_t *e, const seen_t *seen, int n, char *cfg,
+                                      char *core, char *other)
+{
+    int best = 0;
+    int best_count = 0;
+    for (int i = 0; i < n; ++i) {
+        int c = 0;
+        for (int j = 0; j < n; ++j) {
+            c += seen[j].core == seen[i].core;
+        }
+        if (c > best_count) {
+            best = i;
+            best_count = c;
+        }
+    }
+    for (int i = 0; i < n; ++i) {
+        if (seen[i].core == seen[best].core) {
+            continue;
+        }
+        core_of(e, seen[best].path, cfg, other);
+        core_of(e, seen[i].path, cfg, core);
+        char diff[400];
+        first_difference(other, core, diff, sizeof diff);
+        af_error_set("%s: another scenario than %s%s (%s; members differ in scenario.seed and "
+                     "the keys of %s/grid only)",
+                     seen[i].path, seen[best].path,
+                     best_count > 1 ? " and the members that share its scenario" : "", diff,
+                     e->dir);
+        return AF_ERR_USAGE;
+    }
+    return AF_OK;
+}
+
+af_result_t af_ensemble_load(af_ensemble_t *e, const char *dir, const af_ensemble_opts_t *opt)
+{
+    static const af_ensemble_opts_t defaults = {0};
+    opt = opt != NULL ? opt : &defaults;
     memset(e, 0, sizeof *e);
     snprintf(e->dir, sizeof e->dir, "%s", dir);
     size_t dl = strlen(e->dir);
@@ -528,33 +629,103 @@ af_result_t af_ensemble_load(af_ensemble_t *e, const char *dir, const char *reco
         e->dir[--dl] = '\0';
     }
     AF_CHECK(read_grid(e));
+    e->cost_grid = -1;
+    for (int k = 0; k < opt->nset; ++k) {
+        size_t l = strlen(e->set);
+        snprintf(e->set + l, sizeof e->set - l, "%s%s", k > 0 ? ", " : "", opt->set[k]);
+    }
+    if (opt->cost_key != NULL) {
+        for (int k = 0; k < e->ngrid; ++k) {
+            if (strcmp(e->grid[k], opt->cost_key) == 0) {
+                af_error_set("--grid %s: %s/grid names it already", opt->cost_key, e->dir);
+                return AF_ERR_USAGE;
+            }
+        }
+        if (e->ngrid == AF_ENSEMBLE_MAX_GRID || strlen(opt->cost_key) >= sizeof e->grid[0]) {
+            af_error_set("--grid %s: at most %d grid keys in all (%s/grid names %d)", opt->cost_key,
+                         AF_ENSEMBLE_MAX_GRID, e->dir, e->ngrid);
+            return AF_ERR_USAGE;
+        }
+        snprintf(e->grid[e->ngrid], sizeof e->grid[0], "%s", opt->cost_key);
+        e->cost_grid = e->ngrid++;
+    }
+    /* each member once a cost of the --grid goodput key */
+    const int V = opt->cost_key != NULL && opt->ncost > 0 ? opt->ncost : 1;
+    e->ncosts = V;
     char **names = NULL;
     int n = 0;
     AF_CHECK(list_logs(e->dir, &names, &n));
-    e->members = calloc((size_t)n, sizeof *e->members);
-    e->groups = calloc((size_t)n, sizeof *e->groups);
+    e->members = calloc((size_t)n * (size_t)V, sizeof *e->members);
+    e->groups = calloc((size_t)n * (size_t)V, sizeof *e->groups);
+    e->left = calloc((size_t)n, sizeof *e->left);
+    seen_t *seen = calloc((size_t)n, sizeof *seen);
     char *cfg = malloc(CONFIG_MAX);
     char *core = malloc(CONFIG_MAX);
     char *first = malloc(CONFIG_MAX);
-    af_result_t rc =
-        e->members != NULL && e->groups != NULL && cfg != NULL && core != NULL && first != NULL
-            ? AF_OK
-            : AF_ERR_NOMEM;
+    af_result_t rc = e->members != NULL && e->groups != NULL && e->left != NULL && seen != NULL &&
+                             cfg != NULL && core != NULL && first != NULL
+                         ? AF_OK
+                         : AF_ERR_NOMEM;
     if (rc == AF_ERR_NOMEM) {
         af_error_set("out of memory");
     }
-    char first_path[1024] = "";
-    for (int i = 0; i < n && rc == AF_OK; ++i) {
-        af_ensemble_member_t *m = &e->members[i];
+    int nseen = 0;
+    for (int iv = 0; iv < n * V && rc == AF_OK; ++iv) {
+        const int i = iv / V;
+        const int v = iv % V;
+        af_ensemble_member_t *m = &e->members[e->nmembers];
+        memset(m, 0, sizeof *m);
         snprintf(m->path, sizeof m->path, "%s/%s", e->dir, names[i]);
-        rc = read_member(m, record, cfg);
+        char cost[160];
+        if (opt->cost_key != NULL) {
+            snprintf(cost, sizeof cost, "%s=%s", opt->cost_key, opt->cost_values[v]);
+        }
+        uint64_t history = 0;
+        int joins = 0;
+        rc = read_member(m, opt, opt->cost_key != NULL ? cost : NULL, cfg, &history, &joins);
         if (rc != AF_OK) {
             break;
         }
+        /* A file is checked once, at the first cost; left out there, it is at every one. */
+        if (v > 0 && !joins) {
+            continue;
+        }
+        if (v == 0) {
+            config_core(e, cfg, core);
+            seen_t *sn = &seen[nseen++];
+            sn->core = fnv(0xcbf29ce484222325ull, core);
+            sn->history = history;
+            sn->member = joins ? e->nmembers : -1;
+            snprintf(sn->path, sizeof sn->path, "%s", m->path);
+            /* One history counts once: a copied member would narrow the interval for nothing. */
+            for (int j = 0; j < nseen - 1 && rc == AF_OK; ++j) {
+                if (seen[j].history == history) {
+                    af_error_set("%s: the same history as %s (the same scenario, seed and build): "
+                                 "a copy? keep one of them",
+                                 m->path, seen[j].path);
+                    rc = AF_ERR_USAGE;
+                }
+            }
+            if (rc != AF_OK) {
+                break;
+            }
+            if (!joins) {
+                af_ensemble_left_t *l = &e->left[e->nleft++];
+                snprintf(l->path, sizeof l->path, "%s", m->path);
+                snprintf(l->exit_reason, sizeof l->exit_reason, "%s", m->exit_reason);
+                l->step = m->step;
+                l->steps_planned = m->steps_planned;
+                continue;
+            }
+        }
         e->nmembers++;
-        config_core(e, cfg, core);
+        e->nunfinished += m->unfinished && v == 0;
         char values[AF_ENSEMBLE_MAX_GRID][64] = {{0}};
         for (int k = 0; k < e->ngrid; ++k) {
+            if (k == e->cost_grid) {
+                snprintf(values[k], sizeof values[k], "%s", opt->cost_values[v]);
+                continue;
+            }
             config_value(cfg, e->grid[k], values[k], sizeof values[k]);
             if (values[k][0] == '\0') {
                 af_error_set("%s: its scenario has no %s (%s/grid names it)", m->path, e->grid[k],
@@ -565,19 +736,9 @@ af_result_t af_ensemble_load(af_ensemble_t *e, const char *dir, const char *reco
         if (rc != AF_OK) {
             break;
         }
-        if (i == 0) {
-            memcpy(first, core, strlen(core) + 1);
-            snprintf(first_path, sizeof first_path, "%s", m->path);
+        if (e->nmembers == 1) {
             config_value(cfg, "scenario.name", e->scenario, sizeof e->scenario);
             config_value(cfg, "scenario.record", e->record, sizeof e->record);
-        } else if (strcmp(first, core) != 0) {
-            char diff[400];
-            first_difference(first, core, diff, sizeof diff);
-            af_error_set("%s: another scenario than %s (%s; members differ in scenario.seed and "
-                         "the keys of %s/grid only)",
-                         m->path, first_path, diff, e->dir);
-            rc = AF_ERR_USAGE;
-            break;
         }
         int g = 0;
         while (g < e->ngroups && group_cmp_values(e, e->groups[g].values, values) != 0) {
@@ -590,10 +751,20 @@ af_result_t af_ensemble_load(af_ensemble_t *e, const char *dir, const char *reco
         e->groups[g].n++;
         m->group = g;
     }
+    if (rc == AF_OK) {
+        rc = check_one_scenario(e, seen, nseen, cfg, core, first);
+    }
+    if (rc == AF_OK && e->nmembers == 0) {
+        af_error_set("%s: no member finished its window (%d left out; --with-unfinished takes "
+                     "them in)",
+                     e->dir, e->nleft);
+        rc = AF_ERR_USAGE;
+    }
     for (int i = 0; i < n; ++i) {
         free(names[i]);
     }
     free(names);
+    free(seen);
     free(cfg);
     free(core);
     free(first);
@@ -635,178 +806,6 @@ void af_ensemble_free(af_ensemble_t *e)
     }
     free(e->members);
     free(e->groups);
+    free(e->left);
     memset(e, 0, sizeof *e);
-}
-
-/* ---- output ------------------------------------------------------------------------------- */
-
-static const af_replay_policy_t ORDER[AF_REPLAY_NPOLICY] = {
-    AF_REPLAY_CHECKPOINT_RESTART, AF_REPLAY_REMAP, AF_REPLAY_SHRINK_REBUILD};
-
-void af_ensemble_text(const af_ensemble_t *e, FILE *out)
-{
-    int64_t smin = INT64_MAX;
-    int64_t smax = INT64_MIN;
-    for (int i = 0; i < e->nmembers; ++i) {
-        smin = e->members[i].seed < smin ? e->members[i].seed : smin;
-        smax = e->members[i].seed > smax ? e->members[i].seed : smax;
-    }
-    fprintf(out, "agefence ensemble report: %s\n", e->dir);
-    fprintf(out, "  scenario     '%s', %d members (seeds %lld to %lld)", e->scenario, e->nmembers,
-            (long long)smin, (long long)smax);
-    if (e->ngrid > 0) {
-        fprintf(out, ", grid over %s%s%s", e->grid[0], e->ngrid > 1 ? " and " : "",
-                e->ngrid > 1 ? e->grid[1] : "");
-    }
-    fprintf(out, "\n  goodput      ETTR by replay (docs/goodput.md): per member at the intervals "
-                 "searched on its own history; 'chosen' is one interval for every member of "
-                 "the group, the one its mean is highest at\n");
-    for (int g = 0; g < e->ngroups; ++g) {
-        const af_ensemble_group_t *G = &e->groups[g];
-        fprintf(out, "\nGROUP");
-        for (int k = 0; k < e->ngrid; ++k) {
-            fprintf(out, "%s %s = %s", k > 0 ? "," : "", e->grid[k], G->values[k]);
-        }
-        fprintf(out, "%s %d members, %lld devices, %.6g simulated hours\n", e->ngrid > 0 ? ":" : "",
-                G->n, (long long)G->devices, G->sim_hours);
-        fprintf(out, "  %-19s %7s %17s %7s %7s %7s %8s %8s   %s\n", "policy", "mean",
-                "95% of the mean", "p5", "p50", "p95", "Young's", "Daly's",
-                "chosen intervals: mean");
-        const double W = G->sim_hours * 3600.0;
-        for (int k = 0; k < AF_REPLAY_NPOLICY; ++k) {
-            const af_ensemble_policy_t *P = &G->pol[ORDER[k]];
-            char ci[48];
-            char a[32];
-            char b[32];
-            if (isfinite(P->ci_lo)) {
-                snprintf(ci, sizeof ci, "%.4f-%.4f", P->ci_lo, P->ci_hi);
-            } else {
-                snprintf(ci, sizeof ci, "- (1 member)");
-            }
-            fprintf(out, "  %-19s %7.4f %17s %7.4f %7.4f %7.4f %8.4f %8.4f   checkpoints %s",
-                    af_replay_policy_name(ORDER[k]), P->mean, ci, P->p5, P->p50, P->p95,
-                    P->young_mean, P->daly_mean,
-                    af_goodput_interval_text(a, sizeof a, P->best_tau_s, W));
-            if (ORDER[k] == AF_REPLAY_REMAP) {
-                fprintf(out, ", replicas %s",
-                        af_goodput_interval_text(b, sizeof b, P->best_rho_s, W));
-            }
-            fprintf(out, ": %.4f\n", P->best_mean);
-        }
-        fprintf(out, "  interruptions per member: mean [95%% interval]");
-        int rec = isfinite(G->record[AF_NINTR]);
-        if (rec) {
-            fprintf(out, " against the record '%s' scaled (inside?)", e->record);
-        }
-        fprintf(out, "\n   ");
-        for (int c = 0; c <= AF_NINTR; ++c) {
-            if (c < AF_NINTR && G->intr_mean[c] == 0 && !isfinite(G->record[c])) {
-                continue;
-            }
-            fprintf(out, " %s %.4g [%.4g, %.4g]", c < AF_NINTR ? af_intr_names[c] : "all",
-                    G->intr_mean[c], G->intr_lo[c], G->intr_hi[c]);
-            if (isfinite(G->record[c])) {
-                int in = G->record[c] >= G->intr_lo[c] && G->record[c] <= G->intr_hi[c];
-                fprintf(out, " %.4g %s", G->record[c], in ? "yes" : "NO");
-            }
-            fprintf(out, ";");
-        }
-        fprintf(out, "\n");
-    }
-    if (e->ngroups > 1) {
-        fprintf(out, "\nMEAN ETTR ACROSS THE GRID\n  %-28s", e->grid[0]);
-        for (int k = 0; k < AF_REPLAY_NPOLICY; ++k) {
-            fprintf(out, " %19s", af_replay_policy_name(ORDER[k]));
-        }
-        fprintf(out, "\n");
-        for (int g = 0; g < e->ngroups; ++g) {
-            char label[160];
-            snprintf(label, sizeof label, "%s%s%s", e->groups[g].values[0],
-                     e->ngrid > 1 ? ", " : "", e->ngrid > 1 ? e->groups[g].values[1] : "");
-            fprintf(out, "  %-28s", label);
-            for (int k = 0; k < AF_REPLAY_NPOLICY; ++k) {
-                fprintf(out, " %19.4f", e->groups[g].pol[ORDER[k]].mean);
-            }
-            fprintf(out, "\n");
-        }
-    }
-}
-
-af_result_t af_ensemble_figures(const af_ensemble_t *e, af_figs_t *f)
-{
-    af_figs_str(f, 0, "agefence-ensemble/1", "format");
-    af_figs_str(f, 0, e->dir, "ensemble.dir");
-    af_figs_str(f, 0, e->scenario, "ensemble.scenario");
-    af_figs_int(f, 0, e->nmembers, "ensemble.members");
-    for (int k = 0; k < e->ngrid; ++k) {
-        af_figs_str(f, 0, e->grid[k], "ensemble.grid.#%d", k);
-    }
-    if (e->ngrid == 0) {
-        af_figs_empty_array(f, 0, "ensemble.grid");
-    }
-    for (int g = 0; g < e->ngroups; ++g) {
-        const af_ensemble_group_t *G = &e->groups[g];
-        for (int k = 0; k < e->ngrid; ++k) {
-            af_figs_str(f, 0, G->values[k], "groups.#%d.values.#%d", g, k);
-        }
-        af_figs_int(f, 0, G->n, "groups.#%d.members", g);
-        af_figs_int(f, 0, G->devices, "groups.#%d.devices", g);
-        af_figs_real(f, 0, G->sim_hours, "groups.#%d.sim_hours", g);
-        for (int k = 0; k < AF_REPLAY_NPOLICY; ++k) {
-            const af_ensemble_policy_t *P = &G->pol[k];
-            const char *n = af_replay_policy_name((af_replay_policy_t)k);
-            af_figs_real(f, 0, P->mean, "groups.#%d.goodput.%s.mean", g, n);
-            af_figs_real(f, 0, P->ci_lo, "groups.#%d.goodput.%s.ci_low", g, n);
-            af_figs_real(f, 0, P->ci_hi, "groups.#%d.goodput.%s.ci_high", g, n);
-            af_figs_real(f, 0, P->sd, "groups.#%d.goodput.%s.sd", g, n);
-            af_figs_real(f, 0, P->p5, "groups.#%d.goodput.%s.p5", g, n);
-            af_figs_real(f, 0, P->p50, "groups.#%d.goodput.%s.p50", g, n);
-            af_figs_real(f, 0, P->p95, "groups.#%d.goodput.%s.p95", g, n);
-            af_figs_real(f, 0, P->young_mean, "groups.#%d.goodput.%s.young_mean", g, n);
-            af_figs_real(f, 0, P->daly_mean, "groups.#%d.goodput.%s.daly_mean", g, n);
-            af_figs_real(f, 0, P->best_tau_s, "groups.#%d.goodput.%s.chosen.interval_s", g, n);
-            if (k == AF_REPLAY_REMAP) {
-                af_figs_real(f, 0, P->best_rho_s, "groups.#%d.goodput.%s.chosen.replica_interval_s",
-                             g, n);
-            }
-            af_figs_real(f, 0, P->best_mean, "groups.#%d.goodput.%s.chosen.mean", g, n);
-        }
-        for (int c = 0; c <= AF_NINTR; ++c) {
-            const char *n = c < AF_NINTR ? af_intr_names[c] : "all";
-            af_figs_real(f, 0, G->intr_mean[c], "groups.#%d.interruptions.%s.mean", g, n);
-            af_figs_real(f, 0, G->intr_lo[c], "groups.#%d.interruptions.%s.ci_low", g, n);
-            af_figs_real(f, 0, G->intr_hi[c], "groups.#%d.interruptions.%s.ci_high", g, n);
-            af_figs_real(f, 0, G->record[c], "groups.#%d.interruptions.%s.record", g, n);
-        }
-    }
-    for (int i = 0; i < e->nmembers; ++i) {
-        const af_ensemble_member_t *m = &e->members[i];
-        const char *base = strrchr(m->path, '/');
-        af_figs_str(f, 0, base != NULL ? base + 1 : m->path, "members.#%d.file", i);
-        af_figs_int(f, 0, m->seed, "members.#%d.seed", i);
-        af_figs_int(f, 0, m->group, "members.#%d.group", i);
-        for (int k = 0; k < AF_REPLAY_NPOLICY; ++k) {
-            af_figs_real(f, 0, m->ettr[k], "members.#%d.ettr.%s", i,
-                         af_replay_policy_name((af_replay_policy_t)k));
-        }
-    }
-    return f->oom ? AF_ERR_NOMEM : AF_OK;
-}
-
-af_result_t af_ensemble_csv(const af_ensemble_t *e, FILE *out)
-{
-    fprintf(out, "group,%s%s%sseed,devices,remap,shrink_rebuild,checkpoint_restart\n",
-            e->ngrid > 0 ? "grid0," : "", e->ngrid > 1 ? "grid1," : "", "");
-    for (int i = 0; i < e->nmembers; ++i) {
-        const af_ensemble_member_t *m = &e->members[i];
-        const af_ensemble_group_t *G = &e->groups[m->group];
-        fprintf(out, "%d,", m->group);
-        for (int k = 0; k < e->ngrid; ++k) {
-            fprintf(out, "%s,", G->values[k]);
-        }
-        fprintf(out, "%lld,%lld,%.17g,%.17g,%.17g\n", (long long)m->seed, (long long)G->devices,
-                m->ettr[AF_REPLAY_REMAP], m->ettr[AF_REPLAY_SHRINK_REBUILD],
-                m->ettr[AF_REPLAY_CHECKPOINT_RESTART]);
-    }
-    return ferror(out) ? AF_ERR_IO : AF_OK;
 }

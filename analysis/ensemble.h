@@ -29,11 +29,18 @@ typedef struct af_ensemble_member {
     char path[1024];
     int64_t seed;
     int group;
+    int unfinished;                       /* taken in by af_ensemble_opts_t.take_unfinished */
+    char exit_reason[64];                 /* /final@exit_reason ("" without /final) */
+    int64_t step, steps_planned;          /* the steps it simulated (-1: unknown), of its plan */
     double ettr[AF_REPLAY_NPOLICY];       /* searched on its own history */
     double young_ettr[AF_REPLAY_NPOLICY]; /* at its Young's intervals */
     double daly_ettr[AF_REPLAY_NPOLICY];  /* at its Daly's intervals */
     double daly_s[AF_REPLAY_NPOLICY];     /* its Daly checkpoint interval (INFINITY: none) */
     double daly_replica_s;                /* remap's Daly replica interval */
+    double young_s[AF_REPLAY_NPOLICY];    /* its Young checkpoint interval (INFINITY: none) */
+    double young_replica_s;               /* remap's Young replica interval */
+    double interval_s[AF_REPLAY_NPOLICY]; /* the checkpoint interval searched on its history */
+    double replica_interval_s;            /* remap's, searched on its history */
     int64_t interruptions;
     int64_t by_cause[AF_NINTR];
     double expected[AF_NINTR + 1]; /* the record's count scaled to it (NaN: no record) */
@@ -60,24 +67,56 @@ typedef struct af_ensemble_group {
     double sim_hours;
 } af_ensemble_group_t;
 
+/* What af_ensemble_load takes besides the directory. */
+typedef struct af_ensemble_opts {
+    const char *record;     /* as --record (NULL: the scenario's own) */
+    int take_unfinished;    /* --with-unfinished: members that did not finish join, named so */
+    const char *const *set; /* nset "goodput.KEY=VALUE" (--set): every member re-costed */
+    int nset;
+    /* --grid goodput.KEY=v1,v2,...: each member replayed once a value, one group a value (a
+     * grid key beside DIR/grid's, at most AF_ENSEMBLE_MAX_GRID in all); NULL: none */
+    const char *cost_key;
+    const char *const *cost_values;
+    int ncost;
+} af_ensemble_opts_t;
+
+/* A member left out: it did not finish its window (no /final, or stopped by a signal, an error
+ * or the watchdog). */
+typedef struct af_ensemble_left {
+    char path[1024];
+    char exit_reason[64]; /* "" without /final */
+    int64_t step, steps_planned;
+} af_ensemble_left_t;
+
 typedef struct af_ensemble {
     char dir[1024];
     char scenario[128];
     char record[32];
     int ngrid;
     char grid[AF_ENSEMBLE_MAX_GRID][96];
-    int nmembers;
+    int cost_grid; /* the index of the --grid goodput key in grid (-1: none) */
+    int ncosts;    /* its values (1 without): e->members holds each file once a value */
+    char set[512]; /* the --set costs, as given ("": none) */
+    int nmembers;  /* member files x ncosts */
     af_ensemble_member_t *members;
+    int nleft; /* members left out, in name order */
+    af_ensemble_left_t *left;
+    int nunfinished; /* members that did not finish, taken in (take_unfinished) */
     int ngroups;
     af_ensemble_group_t *groups;
 } af_ensemble_t;
 
-/* Reads every *.h5 of dir and computes the ensemble's figures (record: as --record, NULL for
- * the scenario's own). Bad input (no log in dir, a file that is not a readable agefence log, a
- * member without a goodput, members of different scenarios, a bad DIR/grid) is AF_ERR_USAGE
- * with one line naming the file (af_error_message); AF_ERR_NOMEM. af_ensemble_free releases it,
- * also after a failure. */
-af_result_t af_ensemble_load(af_ensemble_t *e, const char *dir, const char *record);
+/* Reads every *.h5 of dir and computes the ensemble's figures. Only whole runs join a group:
+ * a member whose log has /final with exit reason completed, mismatch, leaked or
+ * capacity_exhausted (its history ran to its end: the fleet running out is part of it); the
+ * others (no /final, signal, error, no_progress) are left out and listed, unless
+ * opt->take_unfinished. Bad input is AF_ERR_USAGE with one line naming the file
+ * (af_error_message): no log in dir, a file that is not a readable agefence log, a member
+ * without a goodput, a member of another scenario than the others (the odd one is named, beside
+ * one of the majority), two members of one history (the same scenario, seed and build: a copy;
+ * both named), no whole member, a bad DIR/grid; AF_ERR_NOMEM. opt may be NULL (the defaults).
+ * af_ensemble_free releases it, also after a failure. */
+af_result_t af_ensemble_load(af_ensemble_t *e, const char *dir, const af_ensemble_opts_t *opt);
 void af_ensemble_free(af_ensemble_t *e);
 
 /* The ensemble as text (agefence-report DIR) and as figures (--json). */

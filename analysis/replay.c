@@ -227,6 +227,65 @@ static double cap_rate(const cap_t *c, af_replay_policy_t policy)
 
 typedef enum state { S_WORK, S_CKPT, S_REPLICA, S_RESTART, S_RECOVER } state_t;
 
+/* How many of the cycles of wall time `cycle` that fit in `room` to skip: all but the last,
+ * which the state machine replays itself, so that whatever happens at the stretch's end
+ * (a change of capacity, an interruption, the window's end) is met exactly as without a skip. */
+static double skippable(double room, double cycle)
+{
+    if (!(cycle > 0) || !isfinite(cycle)) {
+        return 0.0;
+    }
+    double n = floor(room / cycle);
+    return n >= 2.0 ? n - 1.0 : 0.0;
+}
+
+/* Skips whole cycles of work and write inside a stretch of `room` seconds at a constant rate r
+ * with no interruption: each replays the same way, so n of them at once give what n turns of the
+ * state machine give (to rounding), at O(1) cost whatever the interval. Called at a write's point
+ * (P = rep): a checkpoint cycle (tau of work, a checkpoint, and remap's replicas inside it: one
+ * for each whole rho of work short of tau), or, inside a checkpoint cycle, remap's replica
+ * cycles (rho of work, a replica) short of the checkpoint. Returns 1 when it skipped any. */
+static int fast_forward(const af_replay_params_t *p, double r, double room, int remap, double *P,
+                        double *ck, double *rep, double *t, af_replay_result_t *out)
+{
+    const double tau = p->tau_s;
+    const double rho = remap ? p->rho_s : INFINITY;
+    if (*P == *ck) {
+        /* replicas in one checkpoint cycle: at rho, 2 rho, ... below tau */
+        double m = isfinite(rho) && rho < tau ? ceil(tau / rho) - 1.0 : 0.0;
+        double cycle = tau / r + m * p->replica_s + p->checkpoint_s;
+        double n = skippable(room, cycle);
+        if (n > 0) {
+            *P += n * tau;
+            *ck = *rep = *P;
+            *t += n * cycle;
+            out->checkpoints += (int64_t)n;
+            out->replicas += (int64_t)(n * m);
+            out->checkpoint_time_s += n * p->checkpoint_s;
+            out->replica_time_s += n * m * p->replica_s;
+            out->capacity_loss_s += n * (1.0 - r) * tau / r;
+            return 1;
+        }
+    }
+    if (isfinite(rho) && *rep + rho < *ck + tau) {
+        /* replica cycles before the checkpoint is due, the last of them left to the machine */
+        double left = ceil((*ck + tau - *rep) / rho) - 1.0;
+        double cycle = rho / r + p->replica_s;
+        double n = skippable(room, cycle);
+        n = n < left - 1.0 ? n : left - 1.0;
+        if (n > 0) {
+            *P += n * rho;
+            *rep = *P;
+            *t += n * cycle;
+            out->replicas += (int64_t)n;
+            out->replica_time_s += n * p->replica_s;
+            out->capacity_loss_s += n * (1.0 - r) * rho / r;
+            return 1;
+        }
+    }
+    return 0;
+}
+
 af_result_t af_replay_run(const af_replay_timeline_t *tl, const af_replay_params_t *p,
                           af_replay_policy_t policy, af_replay_result_t *out)
 {
@@ -241,11 +300,13 @@ af_result_t af_replay_run(const af_replay_timeline_t *tl, const af_replay_params
     cap_init(&cap, tl, p);
     cap_advance(&cap, 0.0);
 
-    double t = 0.0;   /* wall clock */
-    double P = 0.0;   /* work done and not rolled back */
-    double ck = 0.0;  /* work in the last completed checkpoint */
-    double rep = 0.0; /* work in the last completed replica or checkpoint (>= ck) */
-    double end = 0.0; /* when the current write or recovery ends */
+    double t = 0.0;     /* wall clock */
+    double P = 0.0;     /* work done and not rolled back */
+    double ck = 0.0;    /* work in the last completed checkpoint */
+    double rep = 0.0;   /* work in the last completed replica or checkpoint (>= ck) */
+    double end = 0.0;   /* when the current write or recovery ends */
+    double fresh = 0.0; /* the work when the job last came back to work: the step in flight
+                           began no earlier (shrink_rebuild) */
     state_t st = S_WORK;
     int64_t i = 0; /* the next interruption */
 
@@ -272,10 +333,12 @@ af_result_t af_replay_run(const af_replay_timeline_t *tl, const af_replay_params
                     out->replicas++;
                 }
                 st = S_WORK;
+                fresh = P;
                 cap_advance(&cap, t);
                 continue;
             }
-            hit = t == t_int;
+            /* [0, W): an interruption at W itself falls outside the window */
+            hit = t == t_int && t_int < W;
             cap_advance(&cap, t);
         } else {
             double to_ck = ck + p->tau_s - P;
@@ -294,6 +357,10 @@ af_result_t af_replay_run(const af_replay_timeline_t *tl, const af_replay_params
             double next = cap_next(&cap);
             double seg_end = next < horizon ? next : horizon;
             double r = cap_rate(&cap, policy);
+            if (r > 0 && P == rep &&
+                fast_forward(p, r, seg_end - t, remap, &P, &ck, &rep, &t, out)) {
+                continue;
+            }
             if (r > 0 && t + need / r <= seg_end) {
                 double dt = need / r;
                 out->capacity_loss_s += (1.0 - r) * dt;
@@ -308,7 +375,7 @@ af_result_t af_replay_run(const af_replay_timeline_t *tl, const af_replay_params
             out->capacity_loss_s += (1.0 - r) * dt;
             t = seg_end;
             cap_advance(&cap, t);
-            hit = t == t_int;
+            hit = t == t_int && t_int < W;
         }
         if (!hit) {
             continue;
@@ -329,9 +396,11 @@ af_result_t af_replay_run(const af_replay_timeline_t *tl, const af_replay_params
             st = S_RECOVER;
             end = t + p->detect_s + p->remap_s;
         } else {
-            /* shrink_rebuild: the step in flight, if one was (not while writing or recovering) */
+            /* shrink_rebuild: the step in flight, if one was (not while writing or recovering);
+             * it began when the job last came back to work (a checkpoint or a recovery ended),
+             * so it holds at most the work done since */
             if (st == S_WORK) {
-                double l = P - ck < p->step_s ? P - ck : p->step_s;
+                double l = P - fresh < p->step_s ? P - fresh : p->step_s;
                 out->lost_s += l;
                 P -= l;
             }
@@ -381,32 +450,199 @@ double af_replay_mtbi(const af_replay_timeline_t *tl, af_replay_policy_t policy,
     return n > 0 ? tl->window_s / (double)n : INFINITY;
 }
 
+double af_replay_whole_steps(double x_s, double step_s, double window_s)
+{
+    if (isnan(x_s)) {
+        return NAN;
+    }
+    if (!isfinite(x_s) || x_s >= window_s || !(step_s > 0)) {
+        return window_s;
+    }
+    double k = floor(x_s / step_s + 0.5);
+    k = k >= 1.0 ? k : 1.0;
+    return k * step_s < window_s ? k * step_s : window_s;
+}
+
+/* ---- the search over whole steps ----------------------------------------------------------- */
+
+typedef struct opt {
+    const af_replay_space_t *sp;
+    af_replay_objective_t f;
+    void *ctx;
+    double kmax; /* the multiple of step_s that reaches W: ceil(W / step_s) */
+    double tau, rho, best;
+    int have;
+} opt_t;
+
+/* The interval of k steps (k >= kmax: W, no write in the window). */
+static double interval_of(const opt_t *o, double k)
+{
+    return k >= o->kmax ? o->sp->window_s : k * o->sp->step_s;
+}
+
+static double steps_of(const opt_t *o, double x)
+{
+    return !isfinite(x) || x >= o->sp->window_s
+               ? o->kmax
+               : af_replay_whole_steps(x, o->sp->step_s, o->sp->window_s) / o->sp->step_s;
+}
+
+/* An upper bound of the ETTR at (tau, rho) whatever the history: every tau of work in the last
+ * checkpoint took a write of checkpoint_s, so n checkpoints need n (tau + checkpoint_s) <= W and
+ * useful <= (n + 1) tau: ETTR <= tau / (tau + checkpoint_s) + tau / W; remap's replicas bound it
+ * the same way with the cheaper of its two writes. A point whose bound does not beat the best so
+ * far is not replayed: the search skips the costly short intervals that cannot win. */
+static double upper_bound(const opt_t *o, double tau, double rho)
+{
+    const af_replay_space_t *sp = o->sp;
+    const double W = sp->bound_window_s;
+    double b = tau / (tau + sp->checkpoint_s) + tau / W;
+    if (sp->knobs & AF_REPLAY_KNOB_RHO) {
+        double w = sp->replica_s < sp->checkpoint_s ? sp->replica_s : sp->checkpoint_s;
+        double br = rho / (rho + w) + rho / W;
+        b = br < b ? br : b;
+    }
+    return b;
+}
+
+/* Evaluates (tau, rho); keeps it when it beats the best so far (ties keep the earlier). */
+static af_result_t visit(opt_t *o, double tau, double rho, double *ettr)
+{
+    if (o->have && upper_bound(o, tau, rho) <= o->best) {
+        *ettr = -1.0;
+        return AF_OK;
+    }
+    double e = 0;
+    AF_CHECK(o->f(o->ctx, tau, rho, &e));
+    if (!o->have || e > o->best) {
+        o->best = e;
+        o->tau = tau;
+        o->rho = rho;
+        o->have = 1;
+    }
+    *ettr = e;
+    return AF_OK;
+}
+
+static af_result_t visit_k(opt_t *o, int rho_axis, double k, double *ettr)
+{
+    double x = interval_of(o, k);
+    return visit(o, rho_axis ? o->tau : x, rho_axis ? x : o->rho, ettr);
+}
+
+/* The k of a log-spaced scan's point j of n over [1, kmax] (j = n - 1: kmax). */
+static double scan_k(const opt_t *o, int j, int n)
+{
+    return j >= n - 1 ? o->kmax : floor(exp(log(o->kmax) * j / (n - 1)) + 0.5);
+}
+
+/* One coordinate (tau, or rho), the other fixed at the best so far: a log-spaced scan of the
+ * whole-step multiples, then every whole step around the best point (below). The ETTR of a
+ * fixed history is piecewise smooth in an interval, not unimodal: the scan finds the piece, the
+ * steps around it its top. */
+static af_result_t line(opt_t *o, int rho_axis)
+{
+    enum { SCAN = 40, FINE = 256 };
+    double e = 0;
+    for (int j = 0; j < SCAN; ++j) {
+        double k = scan_k(o, j, SCAN);
+        if (j > 0 && k == scan_k(o, j - 1, SCAN)) {
+            continue;
+        }
+        AF_CHECK(visit_k(o, rho_axis, k, &e));
+    }
+    /* Between the log scan's neighbours of the best point, every whole step where they are at
+     * most FINE apart; else FINE evenly spaced steps, then the same between the neighbours of
+     * their best, down to every step. The ETTR of a history with few interruptions jumps from
+     * one step to the next (a checkpoint just before or just after an interruption), so its
+     * top can be one step wide: no point skipped near the best finds it. */
+    double kb = steps_of(o, rho_axis ? o->rho : o->tau);
+    double ratio = exp(log(o->kmax) / (SCAN - 1));
+    double a = floor(kb / ratio);
+    double b = ceil(kb * ratio);
+    for (;;) {
+        a = a >= 1.0 ? a : 1.0;
+        b = b <= o->kmax ? b : o->kmax;
+        if (b - a <= FINE) {
+            for (double k = a; k <= b; k += 1.0) {
+                AF_CHECK(visit_k(o, rho_axis, k, &e));
+            }
+            return AF_OK;
+        }
+        double h = (b - a) / FINE;
+        for (int j = 0; j <= FINE; ++j) {
+            AF_CHECK(visit_k(o, rho_axis, floor(a + j * h + 0.5), &e));
+        }
+        kb = steps_of(o, rho_axis ? o->rho : o->tau);
+        a = floor(kb - h);
+        b = ceil(kb + h);
+    }
+}
+
+af_result_t af_replay_optimise(const af_replay_space_t *sp, af_replay_objective_t f, void *ctx,
+                               const double (*cand)[2], int ncand, double *tau_s, double *rho_s,
+                               double *ettr)
+{
+    if (sp == NULL || f == NULL || !(sp->step_s > 0) || !isfinite(sp->step_s) ||
+        !(sp->window_s > 0) || !isfinite(sp->window_s) || ncand < 1 || cand == NULL ||
+        (sp->knobs & ~(AF_REPLAY_KNOB_TAU | AF_REPLAY_KNOB_RHO)) != 0 || sp->knobs == 0) {
+        af_error_set("goodput search: no objective, a step or window <= 0, or no candidate");
+        return AF_ERR_USAGE;
+    }
+    opt_t o = {.sp = sp, .f = f, .ctx = ctx, .kmax = ceil(sp->window_s / sp->step_s)};
+    o.kmax = o.kmax >= 1.0 ? o.kmax : 1.0;
+    const int two = sp->knobs == (AF_REPLAY_KNOB_TAU | AF_REPLAY_KNOB_RHO);
+    double e = 0;
+    /* The candidates, rounded to whole steps, in the order given: on a tie the first stays. A
+     * coordinate the search does not move keeps the first candidate's value as it is. */
+    const double fixed_tau = cand[0][0];
+    const double fixed_rho = cand[0][1];
+    for (int c = 0; c < ncand; ++c) {
+        double tau = sp->knobs & AF_REPLAY_KNOB_TAU
+                         ? af_replay_whole_steps(cand[c][0], sp->step_s, sp->window_s)
+                         : fixed_tau;
+        double rho = sp->knobs & AF_REPLAY_KNOB_RHO
+                         ? af_replay_whole_steps(cand[c][1], sp->step_s, sp->window_s)
+                         : fixed_rho;
+        AF_CHECK(visit(&o, tau, rho, &e));
+    }
+    if (two) {
+        /* A coarse scan of the plane first, so that the refinement one coordinate at a time
+         * starts on the right hill, not on the one its first candidate stood on. */
+        enum { COARSE = 12 };
+        for (int i = 0; i < COARSE; ++i) {
+            double kt = scan_k(&o, i, COARSE);
+            for (int j = 0; j < COARSE; ++j) {
+                double kr = scan_k(&o, j, COARSE);
+                AF_CHECK(visit(&o, interval_of(&o, kt), interval_of(&o, kr), &e));
+            }
+        }
+        AF_CHECK(line(&o, 1));
+        AF_CHECK(line(&o, 0));
+        AF_CHECK(line(&o, 1));
+    } else {
+        AF_CHECK(line(&o, (sp->knobs & AF_REPLAY_KNOB_RHO) != 0));
+    }
+    *tau_s = o.tau;
+    *rho_s = o.rho;
+    *ettr = o.best;
+    return AF_OK;
+}
+
 typedef struct search {
     const af_replay_timeline_t *tl;
     af_replay_params_t p;
     af_replay_policy_t policy;
-    af_replay_knob_t knob;
-    double best_x;
-    af_replay_result_t best;
-    int have;
+    af_replay_result_t last;
 } search_t;
 
-/* Replays at interval x; keeps it when it beats the best so far (ties keep the earlier). */
-static af_result_t probe(search_t *s, double x, double *ettr)
+static af_result_t search_ettr(void *ctx, double tau_s, double rho_s, double *ettr)
 {
-    af_replay_result_t r;
-    if (s->knob == AF_REPLAY_TAU) {
-        s->p.tau_s = x;
-    } else {
-        s->p.rho_s = x;
-    }
-    AF_CHECK(af_replay_run(s->tl, &s->p, s->policy, &r));
-    if (!s->have || r.ettr > s->best.ettr) {
-        s->best = r;
-        s->best_x = x;
-        s->have = 1;
-    }
-    *ettr = r.ettr;
+    search_t *s = ctx;
+    s->p.tau_s = tau_s;
+    s->p.rho_s = rho_s;
+    AF_CHECK(af_replay_run(s->tl, &s->p, s->policy, &s->last));
+    *ettr = s->last.ettr;
     return AF_OK;
 }
 
@@ -415,64 +651,32 @@ af_result_t af_replay_search(const af_replay_timeline_t *tl, const af_replay_par
                              af_replay_result_t *out)
 {
     AF_CHECK(validate(tl, p, policy));
-    search_t s = {.tl = tl, .p = *p, .policy = policy, .knob = knob};
+    search_t s = {.tl = tl, .p = *p, .policy = policy};
     const double W = tl->window_s;
     const int replica = knob == AF_REPLAY_RHO;
     const double write = replica ? p->replica_s : p->checkpoint_s;
     const double M = af_replay_mtbi(tl, policy, replica);
+    /* W first: one interval over the whole window is no write at all; then Young's and Daly's,
+     * so that the search never does worse than either at the whole steps they round to. */
+    const double xs[3] = {W, af_replay_young(write, M), af_replay_daly(write, M)};
+    double cand[3][2];
+    for (int c = 0; c < 3; ++c) {
+        cand[c][0] = replica ? p->tau_s : xs[c];
+        cand[c][1] = replica ? xs[c] : p->rho_s;
+    }
+    af_replay_space_t sp = {.step_s = p->step_s,
+                            .window_s = W,
+                            .bound_window_s = W,
+                            .checkpoint_s = p->checkpoint_s,
+                            .replica_s = p->replica_s,
+                            .knobs = replica ? AF_REPLAY_KNOB_RHO : AF_REPLAY_KNOB_TAU};
+    double tau = 0;
+    double rho = 0;
     double e = 0;
-    /* W first: one interval over the whole window is no write at all. Young's and Daly's are
-     * candidates, so the search never does worse than either. */
-    AF_CHECK(probe(&s, W, &e));
-    double young = af_replay_young(write, M);
-    double daly = af_replay_daly(write, M);
-    AF_CHECK(probe(&s, young < W ? young : W, &e));
-    AF_CHECK(probe(&s, daly < W ? daly : W, &e));
-
-    enum { SCAN = 48, GOLDEN = 40 };
-    double lo = write > W * 1e-4 ? write : W * 1e-4;
-    if (lo > W) {
-        lo = W;
-    }
-    double ratio = pow(W / lo, 1.0 / (SCAN - 1));
-    double grid_best = -1.0;
-    int j_best = 0;
-    for (int j = 0; j < SCAN; ++j) {
-        double x = j == SCAN - 1 ? W : lo * pow(ratio, j);
-        AF_CHECK(probe(&s, x, &e));
-        if (e > grid_best) {
-            grid_best = e;
-            j_best = j;
-        }
-    }
-    /* The ETTR of a fixed history is piecewise smooth in the interval, not unimodal: refine
-     * between the scan's neighbours of its best point only. */
-    double a = lo * pow(ratio, j_best > 0 ? j_best - 1 : 0);
-    double b = j_best < SCAN - 1 ? lo * pow(ratio, j_best + 1) : W;
-    b = b < W ? b : W;
-    const double g = 0.5 * (sqrt(5.0) - 1.0);
-    double x1 = b - g * (b - a);
-    double x2 = a + g * (b - a);
-    double f1 = 0;
-    double f2 = 0;
-    AF_CHECK(probe(&s, x1, &f1));
-    AF_CHECK(probe(&s, x2, &f2));
-    for (int k = 0; k < GOLDEN; ++k) {
-        if (f1 >= f2) {
-            b = x2;
-            x2 = x1;
-            f2 = f1;
-            x1 = b - g * (b - a);
-            AF_CHECK(probe(&s, x1, &f1));
-        } else {
-            a = x1;
-            x1 = x2;
-            f1 = f2;
-            x2 = a + g * (b - a);
-            AF_CHECK(probe(&s, x2, &f2));
-        }
-    }
-    *best_s = s.best_x;
-    *out = s.best;
+    AF_CHECK(af_replay_optimise(&sp, search_ettr, &s, (const double(*)[2])cand, 3, &tau, &rho, &e));
+    *best_s = replica ? rho : tau;
+    /* the best point's own replay, for its parts */
+    AF_CHECK(search_ettr(&s, tau, rho, &e));
+    *out = s.last;
     return AF_OK;
 }

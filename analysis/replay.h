@@ -1,7 +1,7 @@
 /* agefence-report: goodput by replay. Each recovery policy is a state machine over the
- * wall-clock seconds of a run's window [0, W], replayed on the run's own interruptions at their
- * drawn times; interruptions arrive in every state. docs/goodput.md states the model, its
- * assumptions and its check against Daly's closed form.
+ * wall-clock seconds of a run's window [0, W) (an interruption at W itself is outside it), replayed
+ * on the run's own interruptions at their drawn times; interruptions arrive in every state.
+ * docs/goodput.md states the model, its assumptions and its check against Daly's closed form.
  *
  * States: working, writing a checkpoint (checkpoint_s) or an in-memory replica (replica_s),
  * restarting (restart_s), recovering from a hardware loss without a restart (remap: detect_s +
@@ -16,11 +16,10 @@
  *                       whichever is later) and costs detect_s + remap_s, no restart; a
  *                       job-level interruption is handled as checkpoint_restart handles it.
  *   shrink_rebuild      a hardware loss loses the step in flight (at most step_s of work since
- *                       the last checkpoint) and costs shrink_s + repartition_s; job-level
- *                       interruptions as checkpoint_restart.
- * An interruption during a recovery (a restart, a remap, a shrink) starts it again; one during
- * a write loses the write. A write or recovery that ends at the very second an interruption
- * arrives completes first.
+ *                       the job last came back to work: a checkpoint or a recovery ended) and costs
+ * shrink_s + repartition_s; job-level interruptions as checkpoint_restart. An interruption during a
+ * recovery (a restart, a remap, a shrink) starts it again; one during a write loses the write. A
+ * write or recovery that ends at the very second an interruption arrives completes first.
  *
  * Capacity, one rule for every policy: a hardware loss takes devices out of service; each is
  * taken back replace_s later while spares last (spare_nodes x devices_per_node devices, drawn in
@@ -144,15 +143,48 @@ double af_replay_daly(double delta_s, double mtbi_s);
  * (remap) the hardware losses. M = W / that count (INFINITY with none). */
 double af_replay_mtbi(const af_replay_timeline_t *tl, af_replay_policy_t policy, int replica);
 
+/* An interval a user can set: a whole number k >= 1 of training steps (step_s). x_s rounded to
+ * the nearest such multiple (at least one step); the window W where that multiple reaches W or
+ * x_s is infinite (one interval over the whole window: no write in it). NaN stays NaN. */
+double af_replay_whole_steps(double x_s, double step_s, double window_s);
+
 /* The interval to search: the checkpoint interval (tau_s) or remap's replica interval (rho_s). */
 typedef enum af_replay_knob { AF_REPLAY_TAU = 0, AF_REPLAY_RHO = 1 } af_replay_knob_t;
 
+/* What a search maximises: one history's ETTR, or a group's mean ETTR, at tau_s and rho_s. */
+typedef af_result_t (*af_replay_objective_t)(void *ctx, double tau_s, double rho_s, double *ettr);
+
+enum { AF_REPLAY_KNOB_TAU = 1, AF_REPLAY_KNOB_RHO = 2 };
+
+/* Where a search looks: whole multiples of step_s up to the window. */
+typedef struct af_replay_space {
+    double step_s;         /* one training step (> 0): intervals are k x step_s, k >= 1 */
+    double window_s;       /* W: a multiple at or past it is W (no write in the window) */
+    double bound_window_s; /* the shortest window the objective's histories have (<= W) */
+    double checkpoint_s;   /* the writes' costs: they bound the ETTR of short intervals */
+    double replica_s;
+    int knobs; /* AF_REPLAY_KNOB_TAU, AF_REPLAY_KNOB_RHO or both (remap's two levels) */
+} af_replay_space_t;
+
+/* The whole-step intervals that maximise f: first the candidates cand[c] = {tau_s, rho_s}
+ * rounded to whole steps (af_replay_whole_steps), in their order (a tie keeps the earlier: the
+ * first is the reference); for both knobs a coarse log-spaced scan of the plane, then the
+ * replica, the checkpoint and the replica interval again one at a time; for one knob that
+ * coordinate alone (a coordinate not searched keeps cand[0]'s value as it is). Each coordinate:
+ * a log-spaced scan of [1, W / step_s] steps, then a golden-section refinement on whole steps
+ * around the best point. A point whose ETTR cannot beat the best so far (an interval's ETTR is
+ * at most x / (x + write) + x / W) is skipped. The result is never below any candidate's.
+ * *tau_s, *rho_s and *ettr get the best point; errors are f's, or AF_ERR_USAGE for a bad
+ * space. */
+af_result_t af_replay_optimise(const af_replay_space_t *sp, af_replay_objective_t f, void *ctx,
+                               const double (*cand)[2], int ncand, double *tau_s, double *rho_s,
+                               double *ettr);
+
 /* Searches the knob's interval (the other parameters as p holds them) for the largest ETTR on
- * tl: a log-spaced scan of [max(write, W / 1e4), W] and W itself (one interval over the whole
- * window: no write), Young's and Daly's intervals for af_replay_mtbi, then a golden-section
- * refinement around the best point of the scan. Its ETTR is never below Young's or Daly's
- * (both are candidates). *best_s gets the interval (W: none needed), *out what it gives.
- * About 100 replays; errors as af_replay_run. */
+ * tl, over whole multiples of p->step_s (af_replay_optimise) with W (no write), Young's and
+ * Daly's intervals for af_replay_mtbi as candidates: its ETTR is never below theirs at the whole
+ * steps they round to. *best_s gets the interval (W: none needed), *out what it gives. Errors
+ * as af_replay_run. */
 af_result_t af_replay_search(const af_replay_timeline_t *tl, const af_replay_params_t *p,
                              af_replay_policy_t policy, af_replay_knob_t knob, double *best_s,
                              af_replay_result_t *out);

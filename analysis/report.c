@@ -31,7 +31,8 @@
 static void usage(FILE *f)
 {
     fprintf(
-        f, "usage: agefence-report [--json] [--plots DIR] RUN.h5   report of a run\n"
+        f, "usage: agefence-report [--json] [--plots DIR] [--set goodput.KEY=V]... RUN.h5\n"
+           "                                   report of a run\n"
            "       agefence-report --compare OTHER.h5 [--json] RUN.h5\n"
            "                                   RUN and OTHER side by side, ratios OTHER/RUN\n"
            "       agefence-report --check RUN.h5    validate against the log schema\n"
@@ -41,7 +42,8 @@ static void usage(FILE *f)
            "                                   /events, /units, /final; not timings or launch)\n"
            "       agefence-report [--plots DIR] JITTER.h5\n"
            "                                   the pacing trade-off of agefence bench jitter\n"
-           "       agefence-report [--json] [--plots DIR] ENSEMBLE_DIR\n"
+           "       agefence-report [--json] [--plots DIR] [--set goodput.KEY=V]...\n"
+           "                       [--grid goodput.KEY=v1,v2,...] ENSEMBLE_DIR\n"
            "                                   an ensemble: every log of the directory, runs of\n"
            "                                   one scenario with other seeds (and the keys of\n"
            "                                   ENSEMBLE_DIR/grid), gathered\n"
@@ -51,6 +53,13 @@ static void usage(FILE *f)
            "                     matplotlib; without them the report is printed alone)\n"
            "         --record NAME  the run's interruptions beside a published record's (none,\n"
            "                     or llama3-405b), instead of the one its scenario.record names\n"
+           "         --with-unfinished  an ensemble takes in members that did not finish their\n"
+           "                     window (left out and listed without it), named as such\n"
+           "         --set goodput.KEY=VALUE  replay the history at this cost instead of the\n"
+           "                     scenario's (repeatable; the [goodput] keys of agefence config\n"
+           "                     --keys); nothing is simulated again\n"
+           "         --grid goodput.KEY=v1,v2,...  an ensemble: every member replayed at each\n"
+           "                     value, one group a value\n"
            "environment: AGEFENCE_PYTHON    the Python of --plots [the first of /usr/bin/python3\n"
            "                                and python3 on PATH with h5py and matplotlib]\n"
            "             AGEFENCE_PLOTS_PY  the plotting script [plots.py beside the binary, else\n"
@@ -72,6 +81,67 @@ typedef struct loaded {
 /* agefence-report --record NAME: the record to set the runs beside, instead of the one their
  * scenario names ("none": no record). NULL: each run's own. */
 static const char *record_override = NULL;
+
+/* agefence-report --with-unfinished DIR: members that did not finish their window join the
+ * ensemble's groups, named as such (analysis/ensemble.h). */
+static int take_unfinished = 0;
+
+/* agefence-report --set goodput.KEY=VALUE (repeatable): the costs a log's or an ensemble's
+ * history is replayed at instead of its scenario's [goodput] keys (they change no simulated
+ * history, so nothing is simulated again). */
+enum { MAX_SET = 16, MAX_COST = 64 };
+static const char *cost_set[MAX_SET];
+static int ncost_set = 0;
+
+/* agefence-report --grid goodput.KEY=v1,v2,... DIR: one group a value. */
+static char cost_key[64];
+static char cost_text[4096];
+static const char *cost_values[MAX_COST];
+static int ncost = 0;
+
+/* Parses --grid's goodput.KEY=v1,v2,...: each value checked as --set checks it, none twice. */
+static int parse_cost_grid(const char *spec)
+{
+    const char *eq = strchr(spec, '=');
+    if (eq == NULL || strncmp(spec, "goodput.", 8) != 0 || (size_t)(eq - spec) >= sizeof cost_key ||
+        strlen(eq + 1) >= sizeof cost_text) {
+        fprintf(stderr,
+                "agefence-report: --grid '%s': expected goodput.KEY=v1,v2,... (the report's "
+                "grid is over [goodput] keys; scripts/ensemble.sh --grid over the others)\n",
+                spec);
+        return 0;
+    }
+    snprintf(cost_key, sizeof cost_key, "%.*s", (int)(eq - spec), spec);
+    snprintf(cost_text, sizeof cost_text, "%s", eq + 1);
+    for (char *v = cost_text, *next = NULL; v != NULL; v = next) {
+        next = strchr(v, ',');
+        if (next != NULL) {
+            *next++ = '\0';
+        }
+        char one[sizeof cost_key + sizeof cost_text + 1];
+        snprintf(one, sizeof one, "%s=%s", cost_key, v);
+        af_goodput_params_t scratch;
+        af_goodput_defaults(&scratch);
+        if (*v == '\0' || af_goodput_set(&scratch, one) != AF_OK) {
+            fprintf(stderr, "agefence-report: --grid '%s': %s\n", spec,
+                    *v == '\0' ? "an empty value" : af_error_message());
+            return 0;
+        }
+        for (int k = 0; k < ncost; ++k) {
+            if (strcmp(cost_values[k], v) == 0) {
+                fprintf(stderr, "agefence-report: --grid '%s': the value '%s' is given twice\n",
+                        spec, v);
+                return 0;
+            }
+        }
+        if (ncost == MAX_COST) {
+            fprintf(stderr, "agefence-report: --grid '%s': at most %d values\n", spec, MAX_COST);
+            return 0;
+        }
+        cost_values[ncost++] = v;
+    }
+    return 1;
+}
 
 /* mkdir -p dir: 0, or -1 with errno. */
 static int make_dir(const char *dir)
@@ -135,6 +205,13 @@ static int load(loaded_t *l, const char *path)
     af_result_t rc = af_run_load(&l->run, &l->lf);
     if (record_override != NULL) {
         snprintf(l->run.record, sizeof l->run.record, "%s", record_override);
+    }
+    /* the costs asked offline (checked when parsed: no error here) */
+    for (int k = 0; rc == AF_OK && k < ncost_set; ++k) {
+        rc = af_goodput_set(&l->run.goodput, cost_set[k]);
+        size_t n = strlen(l->run.goodput_set);
+        snprintf(l->run.goodput_set + n, sizeof l->run.goodput_set - n, "%s%s", k > 0 ? ", " : "",
+                 cost_set[k]);
     }
     if (rc != AF_OK || af_summary_compute(&l->sum, &l->run) != AF_OK ||
         af_summary_figures(&l->sum, &l->figs) != AF_OK) {
@@ -262,7 +339,14 @@ static int check_mode(const char *path)
 static int ensemble_mode(const char *dir, int json, const char *plots)
 {
     af_ensemble_t e;
-    af_result_t r = af_ensemble_load(&e, dir, record_override);
+    af_ensemble_opts_t opt = {.record = record_override,
+                              .take_unfinished = take_unfinished,
+                              .set = cost_set,
+                              .nset = ncost_set,
+                              .cost_key = ncost > 0 ? cost_key : NULL,
+                              .cost_values = cost_values,
+                              .ncost = ncost};
+    af_result_t r = af_ensemble_load(&e, dir, &opt);
     if (r != AF_OK) {
         fprintf(stderr, "agefence-report: %s\n", af_error_message());
         af_ensemble_free(&e);
@@ -329,6 +413,32 @@ int main(int argc, char **argv)
             }
             obj = argv[++i];
             name = argv[++i];
+        } else if (strcmp(a, "--with-unfinished") == 0) {
+            take_unfinished = 1;
+        } else if (strcmp(a, "--set") == 0) {
+            af_goodput_params_t scratch;
+            af_goodput_defaults(&scratch);
+            if (i + 1 >= argc || af_goodput_set(&scratch, argv[i + 1]) != AF_OK) {
+                fprintf(stderr, "agefence-report: --set %s\n",
+                        i + 1 < argc ? af_error_message() : "needs goodput.KEY=VALUE");
+                return AF_EXIT_USAGE;
+            }
+            if (ncost_set == MAX_SET) {
+                fprintf(stderr, "agefence-report: --set: at most %d\n", MAX_SET);
+                return AF_EXIT_USAGE;
+            }
+            cost_set[ncost_set++] = argv[++i];
+        } else if (strcmp(a, "--grid") == 0) {
+            if (i + 1 >= argc || ncost > 0) {
+                fprintf(stderr, "agefence-report: --grid %s\n",
+                        i + 1 < argc ? "given twice: one goodput key a report (a second grid "
+                                       "key goes in DIR/grid)"
+                                     : "needs goodput.KEY=v1,v2,...");
+                return AF_EXIT_USAGE;
+            }
+            if (!parse_cost_grid(argv[++i])) {
+                return AF_EXIT_USAGE;
+            }
         } else if (strcmp(a, "--record") == 0) {
             if (i + 1 >= argc ||
                 (strcmp(argv[i + 1], "none") != 0 && af_record_find(argv[i + 1]) == NULL)) {
@@ -377,6 +487,19 @@ int main(int argc, char **argv)
         (af_plots_check_env(stderr) != 0 || af_plots_check_dir(plots, stderr) != 0)) {
         return AF_EXIT_USAGE;
     }
+    if ((ncost_set > 0 || ncost > 0) && (same != NULL || check || obj != NULL)) {
+        fprintf(stderr, "agefence-report: --set and --grid re-cost a goodput: not with --same, "
+                        "--check or --attr\n");
+        return AF_EXIT_USAGE;
+    }
+    struct stat pst;
+    if (ncost > 0 && !(stat(path, &pst) == 0 && S_ISDIR(pst.st_mode))) {
+        fprintf(stderr,
+                "agefence-report: --grid %s: one group a value needs an ensemble directory; for "
+                "one log, --set %s=VALUE\n",
+                cost_key, cost_key);
+        return AF_EXIT_USAGE;
+    }
     if (same != NULL) {
         return af_same_run(same, path, stdout);
     }
@@ -392,7 +515,7 @@ int main(int argc, char **argv)
         if (check || obj != NULL || same != NULL || other != NULL) {
             fprintf(stderr,
                     "agefence-report: %s: a directory, read as an ensemble: it takes "
-                    "--json, --plots and --record only\n",
+                    "--json, --plots, --record, --with-unfinished, --set and --grid only\n",
                     path);
             return AF_EXIT_USAGE;
         }

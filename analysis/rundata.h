@@ -78,6 +78,7 @@ typedef struct af_run {
     int64_t devices_per_node;    /* scenario.devices_per_node of /@config (1 when it has none) */
     char record[32];             /* scenario.record of /@config ("none" when it has none) */
     af_goodput_params_t goodput; /* [goodput] of /@config (the defaults where it has none) */
+    char goodput_set[512];       /* the costs agefence-report --set gave instead ("": none) */
     af_opt_f64_t max_blackout_limit, state_bytes_static, state_bytes_fault_free;
     af_opt_f64_t state_bytes_held; /* absent from the logs of earlier versions */
 

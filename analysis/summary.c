@@ -270,6 +270,43 @@ static af_result_t goodput_timeline(const af_summary_t *s, double window_s,
     return AF_OK;
 }
 
+/* What a spare for every device lost would keep, at the intervals searched: the devices lost
+ * in the window when spares never run out (a device back in service can be lost again, so the
+ * timeline is rebuilt with them), in whole nodes, and each policy's ETTR on that timeline with
+ * that many spare nodes. AF_ERR_NOMEM only. */
+static af_result_t goodput_spared(af_summary_t *s, const af_run_t *run,
+                                  const af_replay_timeline_t *tl)
+{
+    af_replay_params_t p = s->goodput_params;
+    p.spare_nodes = 1000000000; /* the most the config allows: spares never run out */
+    af_replay_intr_t *intr = NULL;
+    AF_CHECK(goodput_intr(run, tl->devices, &p, &intr));
+    int64_t lost = 0;
+    for (int64_t k = 0; k < tl->n_intr && intr[k].t_s < tl->window_s; ++k) {
+        if (intr[k].kind == AF_REPLAY_HARDWARE && intr[k].devices_lost > 0) {
+            lost =
+                intr[k].devices_lost > INT64_MAX - lost ? INT64_MAX : lost + intr[k].devices_lost;
+        }
+    }
+    const int64_t dpn = p.devices_per_node >= 1 ? p.devices_per_node : 1;
+    s->goodput.spares_for_all = lost / dpn + (lost % dpn != 0);
+    af_result_t rc = AF_OK;
+    if (s->goodput.spares_for_all > s->goodput_params.spare_nodes) {
+        p.spare_nodes = s->goodput.spares_for_all;
+        af_replay_timeline_t u = *tl;
+        u.intr = intr;
+        for (int k = 0; k < AF_REPLAY_NPOLICY && rc == AF_OK; ++k) {
+            af_goodput_policy_t *g = &s->goodput.pol[k];
+            af_replay_result_t r;
+            rc = af_goodput_at(&u, &p, (af_replay_policy_t)k, g->interval_s, g->replica_interval_s,
+                               &r);
+            g->spared_ettr = rc == AF_OK ? r.ettr : NAN;
+        }
+    }
+    free(intr);
+    return rc == AF_ERR_NOMEM ? rc : AF_OK;
+}
+
 /* Fills s's goodput (have_goodput, or goodput_why). AF_ERR_NOMEM only. */
 static af_result_t goodput_compute(af_summary_t *s, const af_run_t *run)
 {
@@ -304,6 +341,9 @@ static af_result_t goodput_compute(af_summary_t *s, const af_run_t *run)
     }
     s->goodput_pace_points = tl.n_pace;
     af_result_t rc = af_goodput_replay(&tl, &s->goodput_params, &s->goodput);
+    if (rc == AF_OK) {
+        rc = goodput_spared(s, run, &tl);
+    }
     if (rc == AF_OK) {
         s->have_goodput = 1;
     } else {
@@ -717,6 +757,7 @@ static void goodput_figs(const af_summary_t *s, af_figs_t *f)
     GP_INT(D, s->goodput_inplace, "goodput.timeline.in_place");
     GP_INT(D, s->goodput_job, "goodput.timeline.job_level");
     GP_INT(D, s->goodput_pace_points, "goodput.timeline.pace_points");
+    GP_INT(D, s->goodput.spares_for_all, "goodput.with_spares.spare_nodes");
     for (int k = 0; k < AF_REPLAY_NPOLICY; ++k) {
         const af_goodput_policy_t *g = &s->goodput.pol[k];
         const af_replay_result_t *r = &g->at;
@@ -748,12 +789,22 @@ static void goodput_figs(const af_summary_t *s, af_figs_t *f)
         if (remap) {
             GP_REAL(D, g->young_replica_s, "goodput.%s.young.replica_interval_s", n);
         }
+        GP_REAL(D, g->young_steps_s, "goodput.%s.young.whole_steps_s", n);
+        if (remap) {
+            GP_REAL(D, g->young_replica_steps_s, "goodput.%s.young.replica_whole_steps_s", n);
+        }
         GP_REAL(0, g->young_ettr, "goodput.%s.young.ettr", n);
         GP_REAL(D, g->daly_s, "goodput.%s.daly.interval_s", n);
         if (remap) {
             GP_REAL(D, g->daly_replica_s, "goodput.%s.daly.replica_interval_s", n);
         }
+        GP_REAL(D, g->daly_steps_s, "goodput.%s.daly.whole_steps_s", n);
+        if (remap) {
+            GP_REAL(D, g->daly_replica_steps_s, "goodput.%s.daly.replica_whole_steps_s", n);
+        }
         GP_REAL(0, g->daly_ettr, "goodput.%s.daly.ettr", n);
+        GP_INT(D, g->capacity_bound, "goodput.%s.capacity_bound", n);
+        GP_REAL(D, g->spared_ettr, "goodput.%s.with_spares.ettr", n);
     }
 #undef GP_REAL
 #undef GP_INT
@@ -931,6 +982,11 @@ af_result_t af_summary_figures(const af_summary_t *s, af_figs_t *f)
         af_figs_null(f, ID, "record.name");
     }
     goodput_figs(s, f);
+    if (r->goodput_set[0] != '\0') {
+        af_figs_str(f, 0, r->goodput_set, "goodput.params.set");
+    } else {
+        af_figs_null(f, 0, "goodput.params.set");
+    }
     af_figs_real(f, 0, r->goodput.step_s, "goodput.params.step_seconds");
     af_figs_real(f, 0, r->goodput.checkpoint_s, "goodput.params.checkpoint_seconds");
     af_figs_real(f, 0, r->goodput.restart_s, "goodput.params.restart_seconds");

@@ -253,10 +253,12 @@ static void containment_section(const af_summary_t *s, FILE *out)
 #undef T
 }
 
-/* The goodput by replay (analysis/goodput.h, docs/goodput.md), a line per policy: the ETTR at
- * the intervals searched on this history, the intervals, the ETTR at Young's and Daly's
- * intervals, and where the rest of the window went, in hours. The timeline's make-up and the
- * [goodput] keys are in --json. */
+/* The goodput by replay (analysis/goodput.h, docs/goodput.md), a line per policy: the ETTR
+ * at the whole-step intervals searched on this history; Young's and Daly's intervals as
+ * computed, the whole steps they round to and the ETTR there (every interval of a line in one
+ * unit), and where the window went, each total named, in hours; where lost capacity outweighs
+ * the rest, the spares and what a spare for every device lost would keep. The timeline's make-up
+ * and the [goodput] keys are in --json. */
 static void goodput_text(const af_summary_t *s, FILE *out)
 {
     if (!s->have_goodput) {
@@ -266,25 +268,75 @@ static void goodput_text(const af_summary_t *s, FILE *out)
     const double W = s->goodput_window_s;
     static const af_replay_policy_t order[] = {AF_REPLAY_CHECKPOINT_RESTART, AF_REPLAY_REMAP,
                                                AF_REPLAY_SHRINK_REBUILD};
+    if (s->run->goodput_set[0] != '\0') {
+        fprintf(out,
+                "  costs        %s (--set): the history replayed at these, not its scenario's\n",
+                s->run->goodput_set);
+    }
     for (size_t k = 0; k < sizeof order / sizeof order[0]; ++k) {
         const af_goodput_policy_t *g = &s->goodput.pol[order[k]];
         const af_replay_result_t *r = &g->at;
-        char a[48];
-        char b[48];
-        fprintf(out, "  %-12s %-18s %.4f", k == 0 ? "goodput" : "", af_replay_policy_name(order[k]),
-                g->ettr);
-        fprintf(out, k == 0 ? " ETTR by replay, checkpoints %s" : ", checkpoints %s",
-                af_goodput_interval_text(a, sizeof a, g->interval_s, W));
-        if (order[k] == AF_REPLAY_REMAP) {
+        const int remap = order[k] == AF_REPLAY_REMAP;
+        const double xs[] = {g->interval_s,
+                             g->young_s,
+                             g->young_steps_s,
+                             g->daly_s,
+                             g->daly_steps_s,
+                             remap ? g->replica_interval_s : NAN,
+                             remap ? g->young_replica_s : NAN,
+                             remap ? g->young_replica_steps_s : NAN,
+                             remap ? g->daly_replica_s : NAN,
+                             remap ? g->daly_replica_steps_s : NAN};
+        const int hours = af_goodput_hours(xs, (int)(sizeof xs / sizeof xs[0]), W);
+        char a[6][48];
+        fprintf(out, "  %-12s %-18s %.4f ETTR by replay, checkpoints %s", k == 0 ? "goodput" : "",
+                af_replay_policy_name(order[k]), g->ettr,
+                af_goodput_interval_text(a[0], sizeof a[0], g->interval_s, W, hours));
+        if (remap) {
             fprintf(out, ", replicas %s",
-                    af_goodput_interval_text(b, sizeof b, g->replica_interval_s, W));
+                    af_goodput_interval_text(a[1], sizeof a[1], g->replica_interval_s, W, hours));
+        }
+        for (int d = 0; d < 2; ++d) {
+            const double x[2] = {d == 0 ? g->young_s : g->daly_s,
+                                 d == 0 ? g->young_replica_s : g->daly_replica_s};
+            const double xk[2] = {d == 0 ? g->young_steps_s : g->daly_steps_s,
+                                  d == 0 ? g->young_replica_steps_s : g->daly_replica_steps_s};
+            const int nx = remap ? 2 : 1;
+            fprintf(out, "; %s", d == 0 ? "Young's" : "Daly's");
+            int finite = 0;
+            for (int c = 0; c < nx; ++c) {
+                fprintf(out, "%s %s", c > 0 ? " and" : "",
+                        af_goodput_duration_text(a[2], sizeof a[2], x[c], W, hours));
+                finite |= isfinite(x[c]);
+            }
+            if (finite) {
+                fprintf(out, " (whole steps:");
+                for (int c = 0; c < nx; ++c) {
+                    fprintf(out, "%s %s", c > 0 ? " and" : "",
+                            isfinite(x[c])
+                                ? af_goodput_duration_text(a[3], sizeof a[3], xk[c], W, hours)
+                                : "none");
+                }
+            }
+            fprintf(out, "%s ETTR %.4f", finite ? ")" : "", d == 0 ? g->young_ettr : g->daly_ettr);
         }
         fprintf(out,
-                " (Young's %.4f, Daly's %.4f); hours lost %.4g, restarting %.4g, writing %.4g, "
-                "capacity %.4g\n",
-                g->young_ettr, g->daly_ettr, r->lost_s / 3600.0,
+                "; of the %.4g h window: useful %.4g h, work lost %.4g h, restarting and "
+                "recovering %.4g h, writing %.4g h, capacity lost %.4g h",
+                W / 3600.0, r->useful_s / 3600.0, r->lost_s / 3600.0,
                 (r->restart_time_s + r->recover_time_s) / 3600.0,
                 (r->checkpoint_time_s + r->replica_time_s) / 3600.0, r->capacity_loss_s / 3600.0);
+        /* The capacity rule (devices lost beyond the spares stay out, for every policy alike):
+         * say when it outweighs the rest, and what a spare for every loss would keep. */
+        if (g->capacity_bound) {
+            fprintf(out, ", more than the rest: spare_nodes = %lld",
+                    (long long)s->goodput_params.spare_nodes);
+            if (isfinite(g->spared_ettr)) {
+                fprintf(out, ", with %lld (one for every device lost) %.4f at these intervals",
+                        (long long)s->goodput.spares_for_all, g->spared_ettr);
+            }
+        }
+        fprintf(out, "\n");
     }
 }
 

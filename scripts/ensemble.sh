@@ -62,9 +62,17 @@ while [ $# -gt 0 ]; do
       vals=${spec#*=}
       [ -n "$vals" ] || bad "--grid '$spec': no values"
       IFS=, read -r -a list <<<"$vals,"
+      declare -A given=()
       for v in "${list[@]}"; do
         [ -n "$v" ] || bad "--grid '$spec': an empty value"
+        # the same value twice would run (and count) each seed's history twice
+        [ -z "${given[$v]:-}" ] || bad "--grid '$spec': the value '$v' is given twice"
+        given[$v]=1
       done
+      unset given
+      # [goodput] keys change no simulated history: the report re-costs the members offline
+      [[ "$key" != goodput.* ]] ||
+        bad "--grid $key: a [goodput] key changes no simulated history, only its cost: run the members once, then agefence-report --grid $key=$vals DIR"
       [ "$key" != scenario.seed ] || bad "--grid scenario.seed: the seed is the ensemble's (-n, --seed0)"
       for k in "${grid_keys[@]}"; do
         [ "$k" != "$key" ] || bad "--grid $key given twice"
@@ -198,10 +206,13 @@ now() { echo "${EPOCHREALTIME:-$(date +%s.%N)}"; }
 t0=$(now)
 since() { awk -v a="$t0" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
 running=() # member indices launched and not yet counted
+began=()   # when each member was launched (seconds since t0)
+took_sum=0 # the seconds the members counted took, in all
 next=0 done_count=0 stopping=""
 
 start() { # start I: launch member I in the background; its status goes to tmp/I.rc
   local i=$1 sets
+  began[i]=$(since)
   mapfile -t sets < <(printf '%s' "${point_sets[i / members]}")
   (
     # A session-directory base of each member's own, inside the one already set: Open MPI 4's
@@ -228,7 +239,10 @@ collect() { # counts the members whose status file exists
     done_count=$((done_count + 1))
     [ ! -s "$tmp/$i.out" ] || cp "$tmp/$i.out" "$dir/$(printf 'member-%04d.err' "$i")"
     el=$(since)
-    eta=$(awk -v e="$el" -v d="$done_count" -v t="$total" 'BEGIN { printf "%.0f", e / d * (t - d) }')
+    took_sum=$(awk -v s="$took_sum" -v a="${began[i]}" -v b="$el" 'BEGIN { printf "%.3f", s + b - a }')
+    # The members left, at the mean time a member took, run -j at a time.
+    eta=$(awk -v s="$took_sum" -v d="$done_count" -v t="$total" -v j="$parallel" \
+      'BEGIN { n = t - d; w = n < j ? n : j; printf "%.0f", (w > 0 ? s / d * n / w : 0) }')
     echo "ensemble: $done_count/$total done ($(name "$i"), seed $(seed_of "$i")${point_text[i / members]:+, ${point_text[i / members]}}, exit $rc), $el s elapsed, ETA $eta s" >&2
   done
   running=("${left[@]}")

@@ -6,9 +6,10 @@
 #    DIR/grid and DIR/members.txt; grid holds the key; members.txt one line a member with its
 #    seed (the scenario's own 7, 8, 9 at each grid point), grid value and exit=0; every log's
 #    /@config and /@seed the member's, its /@ranks 2, its /final@sim_hours 40 x the grid value;
-#    six progress lines and the aggregate line.
+#    six progress lines (the ETA counting -j) and the aggregate line.
 # 2. Bad input, each exit 2 with one line on stderr, nothing on stdout and the directory as it
-#    was: an unknown option, -n 0, a non-empty DIR without --force, a --grid without values.
+#    was: an unknown option, -n 0, a non-empty DIR without --force, a --grid without values,
+#    with a value twice, or of a [goodput] key (the report's: agefence-report --grid).
 # 3. --force over the ensemble with --seed0 100 and one grid key of two values: the old
 #    members gone (a stray member-0009.h5 among them), a file not the script's kept, the new
 #    seeds 100-102 in members.txt and the logs, no grid line left of another key.
@@ -69,6 +70,10 @@ done
   { cat run.err; fail "not six progress lines"; }
 grep -q '^ensemble: 6 members in [0-9.]* s ([0-9.]* members/s)' run.out || { cat run.out; fail "no rate line"; }
 grep -q "aggregate with: .*agefence-report ens$" run.out || { cat run.out; fail "no aggregate line"; }
+# The ETA counts -j: after the first member (launched at once with a second one) took X s, the
+# five left, two at a time, need about 5 / 2 X more, not 5 X.
+awk '/^ensemble: 1\/6 done/ { x = $(NF - 5); y = $(NF - 1); exit !(y <= 3 * x + 1) }' run.err ||
+  { grep '^ensemble: 1/6' run.err; fail "the first ETA does not count -j 2"; }
 cp ens/members.txt ens1.members.txt
 ok "6 members (3 seeds x 2 values of $key, 2 at once, 2 ranks each): logs, grid, members.txt, /@config"
 
@@ -93,6 +98,11 @@ refused "non-empty DIR without --force" -o ens -n 2 -c "$fixture"
 grep -q 'not empty' bad.err || fail "the non-empty refusal does not say so"
 refused "--grid without values" -o ens2 -n 2 --grid "$key"
 refused "--grid with an empty value list" -o ens2 -n 2 --grid "$key="
+refused "--grid with a value twice" -o ens2 -n 2 --grid "$key=50,100,50"
+grep -q "the value '50' is given twice" bad.err || fail "the repeated value is not named"
+refused "--grid of a [goodput] key" -o ens2 -n 2 --grid goodput.restart_seconds=60,600
+grep -q "agefence-report --grid goodput.restart_seconds=60,600" bad.err ||
+  fail "a [goodput] grid key does not send to the report"
 [ ! -e ens2 ] || fail "bad input: ens2 created"
 
 # ---- 3. --force --------------------------------------------------------------------------------

@@ -94,9 +94,10 @@ set_tests_properties(${AF_REPORT_TESTS} PROPERTIES LABELS mpi TIMEOUT 180 SKIP_R
                      ENVIRONMENT "${AF_MPI_ENV}")
 
 # agefence-report DIR: an ensemble's members gathered (tests/ensemble_report.sh): figures of the
-# members' own reports, the same on 1 and 2 ranks and in any order, a grid, --plots, bad input.
+# members' own reports, the same on 1 and 2 ranks and in any order, a grid, --plots, members
+# that did not finish, one member, bad input (a copied member, the odd scenario named).
 add_test(NAME report_ensemble
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/ensemble_report.sh $<TARGET_FILE:agefence>
                  $<TARGET_FILE:agefence-report> ${AF_MPIEXEC} ${AF_REPORT_DIR}/ensemble
-                 ${PROJECT_SOURCE_DIR})
+                 ${PROJECT_SOURCE_DIR} $<TARGET_FILE:report_mutate>)
 set_tests_properties(report_ensemble PROPERTIES LABELS mpi TIMEOUT 600 ENVIRONMENT "${AF_MPI_ENV}")

@@ -1,6 +1,7 @@
 /* Test helper for tests/report.sh: seeds one defect into a copy of an agefence log, or makes an
  * HDF5 file that is not an agefence log.
  *   report_mutate FILE set-i64 OBJ NAME VALUE   (re)write an integer attribute
+ *   report_mutate FILE set-str OBJ NAME VALUE   (re)write a string attribute
  *   report_mutate FILE del-attr OBJ NAME        delete an attribute
  *   report_mutate FILE del PATH                 unlink a group or dataset
  *   report_mutate FILE killed                   what a killed run leaves: no /final, no /units
@@ -29,6 +30,27 @@ static int set_i64(hid_t f, const char *obj, const char *name, long long v)
         H5Aclose(a);
     }
     H5Sclose(s);
+    return rc;
+}
+
+/* A fixed-length, NUL-terminated string attribute, as the log writer makes them. */
+static int set_str(hid_t f, const char *obj, const char *name, const char *v)
+{
+    if (H5Aexists_by_name(f, obj, name, H5P_DEFAULT) > 0 &&
+        H5Adelete_by_name(f, obj, name, H5P_DEFAULT) < 0) {
+        return 1;
+    }
+    hid_t t = H5Tcopy(H5T_C_S1);
+    H5Tset_size(t, strlen(v) + 1);
+    H5Tset_strpad(t, H5T_STR_NULLTERM);
+    hid_t s = H5Screate(H5S_SCALAR);
+    hid_t a = H5Acreate_by_name(f, obj, name, t, s, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    int rc = a < 0 || H5Awrite(a, t, v) < 0;
+    if (a >= 0) {
+        H5Aclose(a);
+    }
+    H5Sclose(s);
+    H5Tclose(t);
     return rc;
 }
 
@@ -88,6 +110,8 @@ int main(int argc, char **argv)
     int rc = 2;
     if (strcmp(op, "set-i64") == 0 && argc == 6) {
         rc = set_i64(f, argv[3], argv[4], strtoll(argv[5], NULL, 10));
+    } else if (strcmp(op, "set-str") == 0 && argc == 6) {
+        rc = set_str(f, argv[3], argv[4], argv[5]);
     } else if (strcmp(op, "del-attr") == 0 && argc == 5) {
         rc = H5Adelete_by_name(f, argv[3], argv[4], H5P_DEFAULT) < 0;
     } else if (strcmp(op, "del") == 0 && argc == 4) {

@@ -4,6 +4,7 @@
  * more interruptions) and bad input. Histories are drawn from a seeded splitmix64 stream, so every
  * run sees the same numbers. `build/tests/test_replay` prints the Daly numbers that
  * docs/goodput.md quotes. */
+#include "analysis/goodput.h"
 #include "analysis/replay.h"
 
 #include <stdarg.h>
@@ -442,21 +443,228 @@ static void test_search_beats_young_and_daly(void **state)
                                  AF_OK);
                 assert_balanced(&s, W);
                 af_replay_params_t q = p;
-                double young = af_replay_young(write, M);
-                double daly = af_replay_daly(write, M);
+                /* at the whole steps they round to: what a user can set */
+                double young = af_replay_whole_steps(af_replay_young(write, M), p.step_s, W);
+                double daly = af_replay_whole_steps(af_replay_daly(write, M), p.step_s, W);
                 *(knob == AF_REPLAY_RHO ? &q.rho_s : &q.tau_s) = young;
                 af_replay_result_t ry = run(&tl, &q, (af_replay_policy_t)pol);
                 *(knob == AF_REPLAY_RHO ? &q.rho_s : &q.tau_s) = daly;
                 af_replay_result_t rd = run(&tl, &q, (af_replay_policy_t)pol);
                 assert_true(s.ettr >= ry.ettr);
                 assert_true(s.ettr >= rd.ettr);
-                /* The reported interval gives the reported ETTR. */
+                /* The reported interval is whole steps and gives the reported ETTR. */
+                assert_true(best == W || best == p.step_s * floor(best / p.step_s + 0.5));
                 *(knob == AF_REPLAY_RHO ? &q.rho_s : &q.tau_s) = best;
                 af_replay_result_t rb = run(&tl, &q, (af_replay_policy_t)pol);
                 assert_true(rb.ettr == s.ettr);
             }
         }
     }
+}
+
+/* Item: an interruption at exactly the window's end is outside [0, W). checkpoint_restart,
+ * job-level interruptions at 1000 s and 3600 s, W = 3600 s, no checkpoint (tau = W), R = 600:
+ * the first rolls the 1000 s of work back and restarts until 1600; from there 2000 s of work
+ * reach W: useful 2000, ETTR 2000 / 3600 = 0.5556, one interruption met, as af_replay_mtbi
+ * counts (M = W / 1). Counting the one at W would roll everything back: ETTR 0. */
+static void test_interruption_at_the_window_end_is_outside(void **state)
+{
+    (void)state;
+    af_replay_intr_t x[2] = {{1000.0, AF_REPLAY_JOB, 0, -1}, {3600.0, AF_REPLAY_JOB, 0, -1}};
+    af_replay_timeline_t tl = timeline(3600.0, 4, x, 2);
+    af_replay_params_t p;
+    af_replay_defaults(&p);
+    p.restart_s = 600.0;
+    p.tau_s = 3600.0;
+    for (int pol = 0; pol < AF_REPLAY_NPOLICY; ++pol) {
+        af_replay_result_t r = run(&tl, &p, (af_replay_policy_t)pol);
+        EQ(r.useful_s, 2000.0);
+        EQ(r.restart_time_s, 600.0);
+        assert_int_equal(r.interruptions, 1);
+    }
+    EQ(af_replay_mtbi(&tl, AF_REPLAY_CHECKPOINT_RESTART, 0), 3600.0);
+}
+
+/* Item: shrink_rebuild loses the step in flight, which began when the job last came back to
+ * work. step_s = 6, shrink 2 + repartition 18 = 20 s, no checkpoint, W = 100, hardware faults
+ * recovered in place (0 devices: the capacity stays whole). At 50: 50 s of work, the step's 6
+ * lost (P = 44), recovery until 70. At 71: 1 s of work since the recovery ended, so 1 s lost
+ * (P = 44), recovery until 91, then 9 s of work: useful 53, lost 7, recovering 40. Capping the
+ * second loss by the work since the last checkpoint (45 s) would lose 6 and keep 48. */
+static void test_shrink_loses_no_more_than_the_work_since_the_recovery(void **state)
+{
+    (void)state;
+    af_replay_intr_t x[2] = {{50.0, AF_REPLAY_HARDWARE, 0, 0}, {71.0, AF_REPLAY_HARDWARE, 0, 0}};
+    af_replay_timeline_t tl = timeline(100.0, 4, x, 2);
+    af_replay_params_t p;
+    af_replay_defaults(&p);
+    p.step_s = 6.0;
+    p.shrink_s = 2.0;
+    p.repartition_s = 18.0;
+    af_replay_result_t r = run(&tl, &p, AF_REPLAY_SHRINK_REBUILD);
+    EQ(r.useful_s, 53.0);
+    EQ(r.lost_s, 7.0);
+    EQ(r.recover_time_s, 40.0);
+}
+
+/* Item: free writes (checkpoint_seconds = 0, replica_seconds = 0, which the config accepts) are
+ * a checkpoint or a replica at every step, not an error. step 10 s, R = 100, W = 2000, one
+ * job-level interruption at 1005 s: checkpoints every step hold 1000 s of work at 1000 s, 5 s
+ * are lost, the restart ends at 1105 and 895 s of work follow: 1895 / 2000 = 0.9475. Daly's
+ * interval for delta = 0 is 0 s, which rounds up to one step. No whole-step interval loses less
+ * than the 5 s (1005 is no multiple of 10), so the search keeps one step. remap with a free
+ * replica on a hardware loss at 1005 s (0 devices, detect 1 + remap 10): 5 s lost, 11 s
+ * recovering: 1984 / 2000. */
+static void test_free_writes_are_one_step(void **state)
+{
+    (void)state;
+    af_replay_intr_t x[1] = {{1005.0, AF_REPLAY_JOB, 0, -1}};
+    af_replay_timeline_t tl = timeline(2000.0, 4, x, 1);
+    af_replay_params_t p;
+    af_replay_defaults(&p);
+    p.checkpoint_s = 0.0;
+    p.replica_s = 0.0;
+    p.restart_s = 100.0;
+    p.step_s = 10.0;
+    af_goodput_t g;
+    assert_int_equal(af_goodput_replay(&tl, &p, &g), AF_OK);
+    const af_goodput_policy_t *c = &g.pol[AF_REPLAY_CHECKPOINT_RESTART];
+    EQ(c->daly_s, 0.0);
+    EQ(c->daly_steps_s, 10.0);
+    EQ(c->daly_ettr, 0.9475);
+    EQ(c->ettr, 0.9475);
+    EQ(c->interval_s, 10.0);
+    x[0].kind = AF_REPLAY_HARDWARE;
+    assert_int_equal(af_goodput_replay(&tl, &p, &g), AF_OK);
+    const af_goodput_policy_t *m = &g.pol[AF_REPLAY_REMAP];
+    EQ(m->replica_interval_s, 10.0);
+    EQ(m->ettr, 1984.0 / 2000.0);
+}
+
+/* A search that cannot lose: on 200 random histories (job-level and hardware interruptions at
+ * rates and costs drawn for each, spares or none), the searched ETTR of every policy is at least
+ * its ETTR at Young's and at Daly's intervals (at the whole steps they round to), the searched
+ * intervals are whole steps, and they give the searched ETTR when replayed. */
+static void test_search_never_loses_to_young_or_daly(void **state)
+{
+    (void)state;
+    uint64_t rs = 42;
+    for (int h = 0; h < 200; ++h) {
+        const double W = 20000.0 + 80000.0 * sm_unit(&rs);
+        double m_job = 2000.0 + 20000.0 * sm_unit(&rs);
+        double m_hw = sm_unit(&rs) < 0.2 ? INFINITY : 1000.0 + 10000.0 * sm_unit(&rs);
+        int64_t n =
+            draw(1000u + (uint64_t)h, W, m_job, m_hw, 1 + (int64_t)(3 * sm_unit(&rs)), hist);
+        af_replay_timeline_t tl = timeline(W, 16, hist, n);
+        af_replay_params_t p;
+        af_replay_defaults(&p);
+        p.step_s = 1.0 + 20.0 * sm_unit(&rs);
+        p.checkpoint_s = 5.0 + 200.0 * sm_unit(&rs);
+        p.restart_s = 30.0 + 600.0 * sm_unit(&rs);
+        p.replica_s = 0.5 + 10.0 * sm_unit(&rs);
+        p.spare_nodes = (int64_t)(3 * sm_unit(&rs));
+        p.devices_per_node = 4;
+        p.replace_s = 600.0 + 7200.0 * sm_unit(&rs);
+        af_goodput_t g;
+        assert_int_equal(af_goodput_replay(&tl, &p, &g), AF_OK);
+        for (int k = 0; k < AF_REPLAY_NPOLICY; ++k) {
+            const af_goodput_policy_t *x = &g.pol[k];
+            if (!(x->ettr >= x->young_ettr && x->ettr >= x->daly_ettr)) {
+                printf("history %d, %s: searched %.6f, Young's %.6f, Daly's %.6f\n", h,
+                       af_replay_policy_name((af_replay_policy_t)k), x->ettr, x->young_ettr,
+                       x->daly_ettr);
+            }
+            assert_true(x->ettr >= x->young_ettr && x->ettr >= x->daly_ettr);
+            assert_true(x->interval_s == W ||
+                        x->interval_s == p.step_s * floor(x->interval_s / p.step_s + 0.5));
+            af_replay_result_t r;
+            assert_int_equal(af_goodput_at(&tl, &p, (af_replay_policy_t)k, x->interval_s,
+                                           x->replica_interval_s, &r),
+                             AF_OK);
+            assert_true(r.ettr == x->ettr);
+        }
+    }
+}
+
+/* On a one-year window (W = 3.1536e7 s, job-level interruptions of mean 6600 s: about 4800,
+ * delta = 60 s, R = 600 s, a step of 10 s; Daly's interval about 890 s), the searched
+ * checkpoint interval lies within 5% of the best of a brute-force scan of every whole step from
+ * 1 to 400 (10 s to 4000 s), and its ETTR is no lower than that scan's best. remap's replica
+ * interval the same way, its checkpoint interval held at the searched one (hardware losses of
+ * mean 3000 s, replica 2 s: Daly's about 110 s; scan 1 to 100 steps). A floor that follows the
+ * window (W / 1e4 = 3154 s) would shut the optimum out. */
+static void test_search_on_a_year_finds_the_brute_force_best(void **state)
+{
+    (void)state;
+    const double W = 365.0 * 86400.0;
+    int64_t n = draw(7, W, 6600.0, INFINITY, 0, hist);
+    af_replay_timeline_t tl = timeline(W, 16, hist, n);
+    af_replay_params_t p;
+    af_replay_defaults(&p);
+    p.checkpoint_s = 60.0;
+    p.restart_s = 600.0;
+    p.step_s = 10.0;
+    double best = 0;
+    af_replay_result_t s;
+    assert_int_equal(
+        af_replay_search(&tl, &p, AF_REPLAY_CHECKPOINT_RESTART, AF_REPLAY_TAU, &best, &s), AF_OK);
+    double bf_x = 0;
+    double bf_e = -1;
+    for (int k = 1; k <= 400; ++k) {
+        p.tau_s = 10.0 * k;
+        af_replay_result_t r = run(&tl, &p, AF_REPLAY_CHECKPOINT_RESTART);
+        if (r.ettr > bf_e) {
+            bf_e = r.ettr;
+            bf_x = p.tau_s;
+        }
+    }
+    printf("a year, checkpoint_restart: searched %.0f s (ETTR %.6f), brute force %.0f s (%.6f), "
+           "Daly's %.0f s\n",
+           best, s.ettr, bf_x, bf_e,
+           af_replay_daly(60.0, af_replay_mtbi(&tl, AF_REPLAY_CHECKPOINT_RESTART, 0)));
+    assert_true(fabs(best - bf_x) <= 0.05 * bf_x);
+    assert_true(s.ettr >= bf_e);
+
+    n = draw(8, W / 4, INFINITY, 3000.0, 0, hist);
+    tl = timeline(W / 4, 16, hist, n);
+    p.replica_s = 2.0;
+    p.tau_s = 3600.0;
+    p.rho_s = INFINITY;
+    assert_int_equal(af_replay_search(&tl, &p, AF_REPLAY_REMAP, AF_REPLAY_RHO, &best, &s), AF_OK);
+    bf_e = -1;
+    for (int k = 1; k <= 100; ++k) {
+        p.rho_s = 10.0 * k;
+        af_replay_result_t r = run(&tl, &p, AF_REPLAY_REMAP);
+        if (r.ettr > bf_e) {
+            bf_e = r.ettr;
+            bf_x = p.rho_s;
+        }
+    }
+    printf("a quarter, remap's replicas: searched %.0f s (ETTR %.6f), brute force %.0f s (%.6f)\n",
+           best, s.ettr, bf_x, bf_e);
+    assert_true(fabs(best - bf_x) <= 0.05 * bf_x);
+    assert_true(s.ettr >= bf_e);
+
+    /* A week with few interruptions (about 50 job-level ones): the ETTR jumps from one step to
+     * the next, and its top may be a single step wide; the search still finds the brute-force
+     * best of every step from 1 to 2000 (10 s to 20,000 s). */
+    n = draw(9, 604800.0, 12000.0, INFINITY, 0, hist);
+    tl = timeline(604800.0, 16, hist, n);
+    p.tau_s = INFINITY;
+    assert_int_equal(
+        af_replay_search(&tl, &p, AF_REPLAY_CHECKPOINT_RESTART, AF_REPLAY_TAU, &best, &s), AF_OK);
+    bf_e = -1;
+    for (int k = 1; k <= 2000; ++k) {
+        p.tau_s = 10.0 * k;
+        af_replay_result_t r = run(&tl, &p, AF_REPLAY_CHECKPOINT_RESTART);
+        if (r.ettr > bf_e) {
+            bf_e = r.ettr;
+            bf_x = p.tau_s;
+        }
+    }
+    printf("a week, %lld interruptions: searched %.0f s (ETTR %.6f), brute force %.0f s (%.6f)\n",
+           (long long)n, best, s.ettr, bf_x, bf_e);
+    assert_true(s.ettr >= bf_e);
 }
 
 /* Merges a and b (each sorted) into out. */
@@ -629,6 +837,11 @@ int main(void)
         cmocka_unit_test(test_fault_in_place_by_hand),
         cmocka_unit_test(test_capacity_pace_and_spares),
         cmocka_unit_test(test_search_beats_young_and_daly),
+        cmocka_unit_test(test_interruption_at_the_window_end_is_outside),
+        cmocka_unit_test(test_shrink_loses_no_more_than_the_work_since_the_recovery),
+        cmocka_unit_test(test_free_writes_are_one_step),
+        cmocka_unit_test(test_search_never_loses_to_young_or_daly),
+        cmocka_unit_test(test_search_on_a_year_finds_the_brute_force_best),
         cmocka_unit_test(test_more_interruptions_never_help),
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_young_and_daly_intervals),

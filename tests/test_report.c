@@ -2,6 +2,7 @@
  * computed by hand, blackout bands, the JSON writer and ratios, the figures of a synthetic log
  * whose every figure is known, partial logs (the report says what is missing and does not
  * crash), and af_logfile_check catching each seeded inconsistency by its path. */
+#include "analysis/ensemble.h"
 #include "analysis/figures.h"
 #include "analysis/goodput.h"
 #include "analysis/record.h"
@@ -1368,6 +1369,32 @@ static void test_interruptions_come_from_the_table_or_from_the_events(void **sta
     unlink(path);
 }
 
+/* Student's t at 0.975, which the ensemble's interval of the mean takes: the table's values
+ * (1, 2, 10, 30 degrees of freedom: 12.706, 4.303, 2.228, 2.042), the expansion past 30 against
+ * the quantiles of R's qt(0.975, df) to 1e-3 (31: 2.0395, 40: 2.0211, 60: 2.0003, 120: 1.9799,
+ * 1000: 1.9623), falling with df towards the normal 1.95996, and no value for df < 1. */
+static void test_student_t975_matches_known_quantiles(void **state)
+{
+    (void)state;
+    assert_true(af_student_t975(1) == 12.706);
+    assert_true(af_student_t975(2) == 4.303);
+    assert_true(af_student_t975(10) == 2.228);
+    assert_true(af_student_t975(30) == 2.042);
+    const struct {
+        int df;
+        double t;
+    } known[] = {{31, 2.0395}, {40, 2.0211}, {60, 2.0003}, {120, 1.9799}, {1000, 1.9623}};
+    double last = af_student_t975(30);
+    for (size_t k = 0; k < sizeof known / sizeof known[0]; ++k) {
+        double t = af_student_t975(known[k].df);
+        assert_true(fabs(t - known[k].t) < 1e-3);
+        assert_true(t < last && t > 1.959964);
+        last = t;
+    }
+    assert_true(isnan(af_student_t975(0)));
+    assert_true(isnan(af_student_t975(-3)));
+}
+
 /* Garwood's exact Poisson interval against scipy.stats.chi2.ppf (lower: ppf(0.025, 2n) / 2,
  * upper: ppf(0.975, 2n + 2) / 2), and the chi-square quantile and incomplete gamma under it. */
 static void test_poisson_interval_matches_known_values(void **state)
@@ -1565,6 +1592,7 @@ int main(void)
         cmocka_unit_test(test_goodput_takes_a_device_out_once),
         cmocka_unit_test(test_interruptions_come_from_the_table_or_from_the_events),
         cmocka_unit_test(test_poisson_interval_matches_known_values),
+        cmocka_unit_test(test_student_t975_matches_known_quantiles),
         cmocka_unit_test(test_record_sits_beside_the_run_scaled_by_grain),
         cmocka_unit_test(test_stats_summary_of_a_known_sample),
         cmocka_unit_test(test_blackout_bands),

@@ -8,6 +8,8 @@
  * visibly one thing. */
 #include "config.h"
 
+#include "../../common/goodput_keys.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -251,29 +253,14 @@ static const key_def_t KEYS[] = {
      "Prometheus text file rank 0 rewrites atomically (empty: none)"},
     {"metrics", "interval", T_INT, OFF(metrics_interval), 0, 1, 1e9, NULL, "100", "steps",
      "steps between rewrites of the metrics file"},
-    {"goodput", "step_seconds", T_REAL, OFF(goodput_step_s), 0, 1e-3, 1e5, NULL, "10", "s",
-     "agefence-report's goodput: one training step of the real job, what shrink_rebuild loses "
-     "in flight (chosen: a large model's step on thousands of GPUs)"},
-    {"goodput", "checkpoint_seconds", T_REAL, OFF(goodput_checkpoint_s), 0, 0.0, 1e5, NULL, "60",
-     "s", "the job's stall to write one checkpoint (chosen)"},
-    {"goodput", "restart_seconds", T_REAL, OFF(goodput_restart_s), 0, 0.0, 1e6, NULL, "600", "s",
-     "a whole-job restart: reschedule, communicator set-up, checkpoint load (chosen)"},
-    {"goodput", "shrink_seconds", T_REAL, OFF(goodput_shrink_s), 0, 0.0, 1e5, NULL, "2.0", "s",
-     "a communicator shrink after a device-level loss (ncclCommShrink: 1.4-2.0 s measured at "
-     "32-1,024 GPUs; the upper end)"},
-    {"goodput", "repartition_seconds", T_REAL, OFF(goodput_repartition_s), 0, 0.0, 1e5, NULL, "30",
-     "s", "after a shrink, the lost device's share rebuilt on the survivors (chosen)"},
-    {"goodput", "replica_seconds", T_REAL, OFF(goodput_replica_s), 0, 0.0, 1e5, NULL, "1", "s",
-     "remap: the job's stall to write one in-memory replica of its state (chosen)"},
-    {"goodput", "detect_seconds", T_REAL, OFF(goodput_detect_s), 0, 0.0, 1e5, NULL, "1", "s",
-     "remap: noticing a lost device (chosen)"},
-    {"goodput", "remap_seconds", T_REAL, OFF(goodput_remap_s), 0, 0.0, 1e5, NULL, "10", "s",
-     "remap: moving a lost device's blocks onto the survivors from their replicas (chosen)"},
-    {"goodput", "spare_nodes", T_INT, OFF(goodput_spare_nodes), 0, 0, 1e9, NULL, "0", "nodes",
-     "spare nodes of the fleet: each lost device's place is taken back by a spare device while "
-     "they last"},
-    {"goodput", "replace_seconds", T_REAL, OFF(goodput_replace_s), 0, 0.0, 1e9, NULL, "3600", "s",
-     "a spare device in service after this long from the loss it replaces (chosen)"},
+/* [goodput]: common/goodput_keys.h, the one table the report reads them by too */
+/* clang-format off */
+#define GOODPUT_ROW(key, field, is_int, lo, hi, def, unit, help) \
+    {"goodput", #key, (is_int) ? T_INT : T_REAL, OFF(goodput_##field), 0, lo, hi, NULL, def, \
+     unit, help},
+    AF_GOODPUT_KEYS(GOODPUT_ROW)
+/* clang-format on */
+#undef GOODPUT_ROW
 };
 #define NKEYS ((int)(sizeof KEYS / sizeof KEYS[0]))
 _Static_assert(sizeof KEYS / sizeof KEYS[0] <=
