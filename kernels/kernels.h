@@ -73,7 +73,12 @@ typedef struct af_shard_desc {
 /* The pool a run's shard needs: a block holds state in at most two slots at any moment (its
  * own and its DMR twin's during a compute; a move's source and destination, whose source is
  * emptied when the move ends), so 2 B buffers hold whatever a rank can be given, whichever
- * units fail, and never more than the slots themselves. Rank-independent, like the capacity:
+ * units fail, and never more than the slots themselves. The driver keeps the moments apart
+ * (sim/driver/step.c): it settles after the step's moves, before twins take buffers; after
+ * af_dmr_end, before a retry moves a fenced block (else a fenced, twinned block would hold its
+ * emptied slot, its emptied twin and the retry's destination: three); after each round's
+ * retries, before their twins; and at the step's end. A break of the bound is AF_ERR_NOMEM with
+ * a message, never a corruption. Rank-independent, like the capacity:
  * no scenario runs out of buffers on one number of ranks and not on another. */
 static inline int af_shard_pool_slots(int64_t n_slots, int64_t blocks)
 {

@@ -448,6 +448,9 @@ af_result_t af_step(af_run_state_t *r, int *stop)
         r->s.mine.phase[AF_PHASE_throttle_us] = af_throttle(r, af_now_us() - tc);
         if (twins > 0) {
             AF_CHECK(af_dmr_end(&r->rc, twins));
+            /* The twins' slots are empty and their results read: their buffers go back now,
+             * before a retry takes one (af_shard_pool_slots' bound of two a block). */
+            af_kernels_settle(k);
         }
         AF_CHECK(contain(r, 0, 0));
         AF_CHECK(k->ops->upload_control(k));
@@ -523,6 +526,7 @@ af_result_t af_step(af_run_state_t *r, int *stop)
         AF_CHECK(k->ops->download_results(k));
         if (rtwins > 0) {
             AF_CHECK(af_dmr_end(&r->rc, rtwins));
+            af_kernels_settle(k); /* as after the main pass's twins */
         }
         AF_CHECK(contain(r, AF_COMPUTE_SELECTED, 0));
         AF_CHECK(k->ops->upload_control(k));
