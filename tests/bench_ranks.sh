@@ -42,6 +42,7 @@ full=1 bench 3 graph --samples 3 --set scenario.steps=60 --set recovery.detect=s
 grep -q "^  result: WRONG - the graph run ran 0 graph steps" "$work/graph.stdout" ||
   fail "bench graph: not the reason expected: $(grep result: "$work/graph.stdout")"
 # Rank 0 cannot make the members' directory (a file is in its place): no member runs.
+rm -rf "$work/ensemble.$np.h5.ensemble" # the valid run's members, if it ran
 echo x >"$work/ensemble.$np.h5.ensemble"
 bench 3 ensemble
 grep -Eq "^  result: WRONG - cannot (make the ensemble directory|write .*/grid)" "$work/ensemble.stdout" ||

@@ -732,7 +732,11 @@ int af_run_in_world(const af_run_opts_t *opts, const af_world_t *world)
     /* Replays after rollbacks add executed steps; the bound only stops a runaway (the fleet
      * model is never asked about a later step: it keeps steps in 32 bits). */
     int64_t max_ticks = af_config_last_tick(&r->s.cfg);
+    /* The watchdog: every wait of a step and of its log gives up at the step's deadline on the
+     * mpi fabric (fabric/fabric.h), and the run ends as hung (end_hung). */
+    const double step_timeout_us = r->s.cfg.step_timeout_s * 1e6;
     while (!stop && r->s.tick < max_ticks) {
+        r->s.fab->deadline_us = step_timeout_us > 0 ? af_now_us() + step_timeout_us : 0.0;
         AF_CHECK_GOTO(af_step(r, &stop), rc, fail);
         if (opts->hook != NULL) {
             AF_CHECK_GOTO(opts->hook(r, af_now_us() - t_step, opts->hook_ctx), rc, fail);
@@ -774,6 +778,7 @@ int af_run_in_world(const af_run_opts_t *opts, const af_world_t *world)
             progress(r, r->s.state_step, t_start);
         }
     }
+    r->s.fab->deadline_us = 0.0;
     double wall_s = (af_now_us() - t_start) * 1e-6;
     if (r->prog.mode == AF_PROGRESS_REPAINT && r->prog.shown) {
         fprintf(stderr, "\n");
@@ -841,6 +846,9 @@ int af_run_in_world(const af_run_opts_t *opts, const af_world_t *world)
     goto out;
 
 fail:
+    if (r->s.fab != NULL && r->s.fab->timed_out) {
+        af_run_end_hung(r); /* whatever the error became on its way up, a wait timed out first */
+    }
     fprintf(stderr, "agefence: rank %d: %s\n", r->s.world.rank, af_error_text(rc));
     af_error_trace(stderr);
     if (r->slog.log != NULL) {
