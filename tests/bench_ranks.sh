@@ -15,7 +15,7 @@ set_wl=()
 if [ "$workload" = attention ]; then
   set_wl=(--set workload.kind=attention --set scenario.block_len=16 --set workload.dim=8)
 fi
-limit=${BENCH_RANKS_LIMIT:-180} # seconds a benchmark may take here: --quick ones take a few
+limit=${BENCH_RANKS_LIMIT:-400} # seconds a benchmark may take: --quick ones take seconds, minutes on a loaded machine
 bench() { # bench EXPECTED_EXIT NAME OPTION... (--quick unless full=1)
   local want=$1 name=$2 out rc quick=--quick
   shift 2
