@@ -303,6 +303,20 @@ static void unexpected_members(chk_t *c, const char *group, const char *const *n
     H5Gclose(g);
 }
 
+static int64_t get_i64(chk_t *c, const char *obj, const char *name, int *ok);
+
+/* The last step an event or interruption may name. A run that stopped on an error may have
+ * logged the events of a step whose row it never appended; a hung one (the watchdog) those of
+ * every step up to the one that did not complete (/final@hung_step: its rows since the last
+ * flush needed the ranks that did not arrive); every other log has a row for every event's
+ * step. */
+static int64_t last_event_step(chk_t *c)
+{
+    int ok = 0;
+    int64_t hung = strcmp(c->reason, "hung") == 0 ? get_i64(c, "/final", "hung_step", &ok) : 0;
+    return c->complete ? c->nrows : ok && hung > c->nrows ? hung : c->nrows + 1;
+}
+
 static int64_t get_i64(chk_t *c, const char *obj, const char *name, int *ok)
 {
     int64_t v = 0;
@@ -1032,9 +1046,7 @@ static void check_events(chk_t *c, int cols_ok)
         size_t at = strlen(known);
         snprintf(known + at, sizeof known - at, "%s%s", j ? ", " : "", kinds[j]);
     }
-    /* A run that stopped on an error may have logged the events of a step whose row it never
-     * appended; every other log has a row for every event's step. */
-    int64_t last = c->complete ? c->nrows : c->nrows + 1;
+    int64_t last = last_event_step(c);
     rowviol_t r_step, r_order, r_kind, r_range, r_move, r_cause;
     rv_init(&r_cause);
     rv_init(&r_step);
@@ -1219,7 +1231,9 @@ static void check_interruptions(chk_t *c, int cols_ok)
     const int exhausted = ran_out(c);
     for (int64_t i = 0; i < n; ++i) {
         const af_intr_row_t *r = &rows[i];
-        if (r->step < 1 || (c->steps_ok && r->step > c->nrows) ||
+        if (r->step < 1 ||
+            (c->steps_ok &&
+             r->step > (strcmp(c->reason, "hung") == 0 ? last_event_step(c) : c->nrows)) ||
             (i > 0 && r->step < rows[i - 1].step)) {
             rv_hit(&r_step, i, "step %lld: outside the logged steps 1..%lld or out of order",
                    (long long)r->step, (long long)c->nrows);
@@ -1487,8 +1501,8 @@ static void check_final(chk_t *c, int cols_ok)
     static const struct {
         const char *reason;
         int code;
-    } reasons[] = {{"completed", 0}, {"error", 1},  {"mismatch", 3},   {"capacity_exhausted", 4},
-                   {"signal", 5},    {"leaked", 6}, {"no_progress", 7}};
+    } reasons[] = {{"completed", 0}, {"error", 1},  {"mismatch", 3},    {"capacity_exhausted", 4},
+                   {"signal", 5},    {"leaked", 6}, {"no_progress", 7}, {"hung", 8}};
     int code = -1;
     for (size_t i = 0; i < sizeof reasons / sizeof reasons[0]; ++i) {
         if (strcmp(c->reason, reasons[i].reason) == 0) {
@@ -1498,12 +1512,14 @@ static void check_final(chk_t *c, int cols_ok)
     if (code < 0) {
         viol(c,
              "/final@exit_reason: '%s', expected completed, signal, mismatch, "
-             "capacity_exhausted, leaked, no_progress or error",
+             "capacity_exhausted, leaked, no_progress, hung or error",
              c->reason);
     }
-    c->complete = strcmp(c->reason, "error") != 0;
+    c->complete = strcmp(c->reason, "error") != 0 && strcmp(c->reason, "hung") != 0;
     if (!c->complete) {
-        return; /* the error path writes exit_reason and steps_completed only */
+        /* The error path writes exit_reason and steps_completed only; a hung run (the
+         * watchdog) adds exit_code, hung_step, hung_ranks and step_timeout_s. */
+        return;
     }
     if (need_attr(c, "/final", "exit_code", WANT_I64)) {
         int64_t ec = get_i64(c, "/final", "exit_code", &ok);

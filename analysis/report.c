@@ -326,9 +326,14 @@ static int check_mode(const char *path)
         int64_t harmful = 0;
         if (af_logfile_attr_i64(&lf, "/final", "sdc_undetected_total", &sdc) == AF_OK && sdc > 0) {
             af_logfile_attr_i64(&lf, "/final", "sdc_harmful_total", &harmful);
-            printf("%s: the run committed %lld corruptions no detector saw (%lld harmful): its "
-                   "final state is not the reference's\n",
-                   path, (long long)sdc, (long long)harmful);
+            /* The workload may erase what was committed (docs/corruption.md, "Accounting"):
+             * the verdict says whether the final state kept it. */
+            int64_t equal = 0;
+            af_logfile_attr_i64(&lf, "/final", "bitwise_equal", &equal);
+            printf("%s: the run committed %lld corruptions no detector saw (%lld harmful): %s\n",
+                   path, (long long)sdc, (long long)harmful,
+                   equal == 1 ? "the workload erased them (its final state is the reference's)"
+                              : "its final state is not the reference's");
         }
     }
     af_logfile_close(&lf);

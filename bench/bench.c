@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "../common/af_alloc.h"
+#include "../common/af_time.h"
 #include "../kernels/kernels.h"
 #include "../common/percentile.h"
 #include "../sim/io/log.h"
@@ -117,16 +118,71 @@ void af_bench_fail(af_bench_ctx_t *b, const char *fmt, ...)
     b->invalid = 1;
 }
 
+/* "45 s", "3 min 20 s", "2 h 5 min". */
+static void fmt_left(char *out, size_t n, double s)
+{
+    long t = (long)(s + 0.5);
+    if (t < 60) {
+        snprintf(out, n, "%ld s", t);
+    } else if (t < 3600) {
+        snprintf(out, n, "%ld min %ld s", t / 60, t % 60);
+    } else {
+        snprintf(out, n, "%ld h %ld min", t / 3600, (t % 3600) / 60);
+    }
+}
+
 void af_bench_progress(af_bench_ctx_t *b, const char *what, int done, int total)
 {
     if (!b->progress) {
         return;
     }
-    fprintf(stderr, "\ragefence bench: %s %d/%d   ", what, done, total);
-    if (done == total) {
-        fprintf(stderr, "\n");
+    double now = af_now_us();
+    if (done > b->prog_done) {
+        /* The time since the last unit ended, shared by the units done since. */
+        int k = done - b->prog_done;
+        double each = (now - b->prog_last_us) / k;
+        b->prog_sum += each * k;
+        b->prog_sum2 += each * each * k;
+        b->prog_done = done;
+        b->prog_last_us = now;
     }
+    /* A plain line at most every 10 s where it is not repainted, and none in the first 3 s. */
+    if (now - b->prog_t0_us < 3e6 ||
+        (b->progress == 2 && done < total && now - b->prog_shown_us < 10e6)) {
+        return;
+    }
+    b->prog_shown_us = now;
+    char eta[160] = "estimate after the first unit";
+    int n = b->prog_done;
+    if (n > 0 && done < total) {
+        double mean = b->prog_sum / n;
+        double var = b->prog_sum2 / n - mean * mean;
+        double cv = mean > 0 && var > 0 ? sqrt(var) / mean : 0.0;
+        char left[48];
+        fmt_left(left, sizeof left, mean * (total - done) * 1e-6);
+        snprintf(eta, sizeof eta, "about %s left%s", left,
+                 n < 3 || cv > 0.5 ? " (unsure: the units so far differ or are few)" : "");
+    } else if (done >= total) {
+        char took[48];
+        fmt_left(took, sizeof took, (now - b->prog_t0_us) * 1e-6);
+        snprintf(eta, sizeof eta, "done in %s", took);
+    }
+    fprintf(stderr, "%sagefence bench: %s (%d/%d), %s%s", b->progress == 1 ? "\r" : "", what, done,
+            total, eta, b->progress == 1 && done < total ? "   " : "\n");
     fflush(stderr);
+}
+
+af_result_t af_bench_agree(af_bench_ctx_t *b, af_result_t rc)
+{
+    uint64_t v[3] = {rc != AF_OK, rc == AF_ERR_USAGE, (uint64_t)(b->invalid != 0)};
+    AF_CHECK(b->fab->ops->allreduce_max_u64(b->fab, v, 3));
+    if (v[2] != 0 && !b->invalid) {
+        af_bench_fail(b, "another rank found its result wrong");
+    }
+    if (rc != AF_OK) {
+        return rc;
+    }
+    return v[1] != 0 ? AF_ERR_USAGE : v[0] != 0 ? AF_ERR_ELSEWHERE : AF_OK;
 }
 
 af_result_t af_bench_max(af_bench_ctx_t *b, double *v)
@@ -341,7 +397,7 @@ int af_bench_main(int argc, char **argv)
             fprintf(stderr, "agefence: %s\n", af_error_message());
             bad = 1;
         }
-        b->progress = isatty(STDERR_FILENO);
+        b->progress = isatty(STDERR_FILENO) ? 1 : 2;
     }
     af_result_t rc = af_fabric_mpi_create(&b->fab);
     uint64_t flag = (uint64_t)bad;
@@ -361,31 +417,37 @@ int af_bench_main(int argc, char **argv)
     if (b->world.rank == 0) {
         names = calloc((size_t)b->world.size, 64);
         hosts = calloc((size_t)b->world.size, 65);
+        if (names == NULL || hosts == NULL) {
+            af_error_set("bench: cannot allocate the hostnames of %d ranks", b->world.size);
+            rc = AF_ERR_NOMEM;
+        }
     }
-    rc = af_world_hostnames(&b->world, names);
-    if (rc == AF_OK && b->world.rank == 0 && names != NULL && hosts != NULL) {
+    /* Rank 0 alone allocates: the gather that follows waits for every rank, so all learn first
+     * whether it can. */
+    rc = af_bench_agree(b, rc);
+    if (rc == AF_OK) {
+        rc = af_world_hostnames(&b->world, names);
+    }
+    if (rc == AF_OK && b->world.rank == 0) {
         for (int q = 0; q < b->world.size; ++q) {
             strcat(hosts, q ? "," : "");
             strncat(hosts, names + (size_t)q * 64, 63);
         }
     }
     if (rc == AF_OK) {
-        rc = d->run(b);
-    }
-    if (rc == AF_OK) {
-        /* A wrong result on any rank makes the whole benchmark wrong. */
-        uint64_t inv = (uint64_t)b->invalid;
-        rc = b->fab->ops->allreduce_max_u64(b->fab, &inv, 1);
-        if (inv && !b->invalid) {
-            af_bench_fail(b, "another rank found its result wrong");
-        }
+        b->prog_t0_us = af_now_us();
+        b->prog_last_us = b->prog_t0_us;
+        /* A wrong result or a failure on any rank is the whole benchmark's. */
+        rc = af_bench_agree(b, d->run(b));
     }
     getloadavg(load1, 3);
     if (rc == AF_ERR_USAGE) {
-        code = AF_EXIT_USAGE; /* the scenario was bad: rank 0 said so */
+        code = AF_EXIT_USAGE; /* the scenario was bad: the rank that met it said so */
     } else if (rc != AF_OK) {
-        fprintf(stderr, "agefence bench %s: rank %d: %s\n", d->name, b->world.rank,
-                af_error_text(rc));
+        if (rc != AF_ERR_ELSEWHERE) {
+            fprintf(stderr, "agefence bench %s: rank %d: %s\n", d->name, b->world.rank,
+                    af_error_text(rc));
+        }
         af_world_abort(AF_EXIT_ERROR);
     } else {
         code = b->invalid ? AF_EXIT_MISMATCH : AF_EXIT_OK;

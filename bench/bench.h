@@ -38,10 +38,15 @@ typedef struct af_bench_ctx {
     af_fabric_t *fab;
     int warmup;
     int samples;
-    int quick;         /* tiny configuration (the tests) */
-    af_run_opts_t run; /* scenario options for benchmarks that run scenarios */
-    const char *out;   /* HDF5 path */
-    int progress;      /* rank 0 and stderr is a terminal */
+    int quick;           /* tiny configuration (the tests) */
+    af_run_opts_t run;   /* scenario options for benchmarks that run scenarios */
+    const char *out;     /* HDF5 path */
+    int progress;        /* rank 0: 1 when stderr is a terminal (repainted), 2 when not (lines) */
+    double prog_t0_us;   /* af_bench_progress: when the benchmark's first unit began, */
+    double prog_last_us; /* when its last unit ended, when a line was last shown, */
+    double prog_shown_us;
+    double prog_sum, prog_sum2; /* and the sum of the units' times and of their squares, us */
+    int prog_done;
     af_bench_series_t series[AF_BENCH_MAX_SERIES];
     int n_series;
     af_bench_ratio_t ratios[AF_BENCH_MAX_RATIOS];
@@ -67,8 +72,18 @@ void af_bench_ratio(af_bench_ctx_t *b, const char *name, double value, int has_t
 void af_bench_note(af_bench_ctx_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Marks the result wrong (exit 3), with the first reason kept. */
 void af_bench_fail(af_bench_ctx_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* A progress line on rank 0 when stderr is a terminal. */
+/* Rank 0: where the benchmark is (`what`: its case and sample) and an estimate of the time
+ * left, from the mean time of the done units over the total, on stderr: repainted on a terminal,
+ * else a plain line at most every 10 s. Nothing in the first 3 s (a quick benchmark says
+ * nothing). The estimate says "unsure" while fewer than 3 units are done or their times
+ * spread widely (a coefficient of variation above 0.5). Call with done = 0 at the start. */
 void af_bench_progress(af_bench_ctx_t *b, const char *what, int done, int total);
+/* Collective: every rank leaves with the same outcome, so that a loop or branch after it
+ * depends only on values all ranks hold (rank 0 alone reads the runs' logs, and may fail or
+ * find the result wrong). b->invalid is set on every rank when it was on any. Returns rc on a
+ * rank whose own rc failed; on the others AF_ERR_USAGE when a rank met bad input (that rank
+ * said so), else AF_ERR_ELSEWHERE when a rank failed, else AF_OK. */
+af_result_t af_bench_agree(af_bench_ctx_t *b, af_result_t rc);
 /* Max over ranks of a per-rank time (collective). */
 af_result_t af_bench_max(af_bench_ctx_t *b, double *v);
 

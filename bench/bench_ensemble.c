@@ -69,12 +69,14 @@ static af_result_t bench_ensemble(af_bench_ctx_t *b)
     }
     double *secs = malloc(sizeof(double) * (size_t)seeds);
     double *rate = malloc(sizeof(double) * (size_t)seeds);
-    if (secs == NULL || rate == NULL) {
+    af_result_t rc = secs == NULL || rate == NULL ? AF_ERR_NOMEM : AF_OK;
+    /* Rank 0 alone made the directory: every rank learns whether it could before the members. */
+    rc = af_bench_agree(b, rc);
+    if (rc != AF_OK) {
         free(secs);
         free(rate);
-        return AF_ERR_NOMEM;
+        return rc;
     }
-    af_result_t rc = AF_OK;
     double projected_s = 0.0;
     int index = 0;
     char steps_set[64] = "";
@@ -96,6 +98,10 @@ static af_result_t bench_ensemble(af_bench_ctx_t *b)
             } else {
                 snprintf(log, sizeof log, "%s/member-%04d.h5", dir, index++);
             }
+            char where[96];
+            snprintf(where, sizeof where, "ensemble: %lld devices, member %d/%d%s",
+                     (long long)sizes[z], s + 1, seeds, s < 0 ? " (warm-up)" : "");
+            af_bench_progress(b, where, z * (seeds + 1) + s + 1, nsizes * (seeds + 1));
             const char *extra[4] = {dev, blk, seed, steps_set};
             double wall = 0;
             int code = 0;
@@ -114,7 +120,7 @@ static af_result_t bench_ensemble(af_bench_ctx_t *b)
                 secs[s] = wall;
                 rate[s] = wall > 0 ? (double)sizes[z] * h / wall : 0.0;
             }
-            af_bench_progress(b, "ensemble members", z * (seeds + 1) + s + 2, nsizes * (seeds + 1));
+            rc = af_bench_agree(b, rc); /* rank 0 alone read the member's log */
         }
         if (rc != AF_OK || b->invalid || b->world.rank != 0) {
             continue;
@@ -132,6 +138,9 @@ static af_result_t bench_ensemble(af_bench_ctx_t *b)
         snprintf(what, sizeof what, "simulated GPU-hours/s at %lld devices", (long long)sizes[z]);
         af_bench_ratio(b, what, gr.p50, 0, 0, 0);
         projected_s += TARGET_SEEDS * st.p50;
+    }
+    if (rc == AF_OK && !b->invalid) {
+        af_bench_progress(b, "ensemble members", nsizes * (seeds + 1), nsizes * (seeds + 1));
     }
     if (rc == AF_OK && !b->invalid && b->world.rank == 0) {
         af_bench_ratio(b, "minutes for the sizes x 16 seeds (from the median member)",

@@ -99,8 +99,10 @@ static af_result_t bench_graph(af_bench_ctx_t *b)
     for (int g = 0; g < 2; ++g) {
         step[g] = malloc(sizeof(double) * (size_t)cap);
         work[g] = malloc(sizeof(double) * (size_t)cap);
-        AF_REQUIRE_GOTO(step[g] && work[g], AF_ERR_NOMEM, rc, out);
+        rc = step[g] && work[g] ? rc : AF_ERR_NOMEM;
     }
+    /* Before the runs (collective): a rank that could not allocate stops every rank. */
+    AF_CHECK_GOTO(af_bench_agree(b, rc), rc, out);
     char steps_set[64];
     snprintf(steps_set, sizeof steps_set, "scenario.steps=%d", steps);
     char log[2][600];
@@ -111,16 +113,19 @@ static af_result_t bench_graph(af_bench_ctx_t *b)
         for (int j = 0; j < 2 && !b->invalid; ++j) {
             const int g = (round + j) % 2; /* off first in even rounds, on first in odd ones */
             const char *extra[] = {steps_set, g == ON ? "backend.graph=on" : "backend.graph=off"};
+            char where[64];
+            snprintf(where, sizeof where, "graph %s, round %d/%d", NAMES[g], round + 1, rounds);
+            af_bench_progress(b, where, round * 2 + j, rounds * 2);
             AF_CHECK_GOTO(af_bench_run_scenario(b, extra, 2, log[g], NULL, NULL, NULL), rc, out);
             if (b->world.rank == 0 && !b->invalid) {
-                AF_CHECK_GOTO(collect(log[g], b->world.size, skip, step[g], work[g], &n[g], cap),
-                              rc, out);
+                rc = collect(log[g], b->world.size, skip, step[g], work[g], &n[g], cap);
                 int64_t gs = 0;
                 int64_t gi = 0;
                 int64_t done = 0;
-                AF_CHECK_GOTO(graph_figures(log[g], &gs, &gi, &done, sums[g], sizeof sums[g]), rc,
-                              out);
-                if (g == ON) {
+                if (rc == AF_OK) {
+                    rc = graph_figures(log[g], &gs, &gi, &done, sums[g], sizeof sums[g]);
+                }
+                if (rc == AF_OK && g == ON) {
                     if (gs <= 0 || gi > 1) {
                         af_bench_fail(b,
                                       "the graph run ran %lld graph steps with %lld "
@@ -130,18 +135,21 @@ static af_result_t bench_graph(af_bench_ctx_t *b)
                     graph_steps += gs;
                     executed += done;
                     inst = gi;
-                } else if (gs != 0) {
+                } else if (rc == AF_OK && gs != 0) {
                     af_bench_fail(b, "the run with backend.graph = off ran %lld graph steps",
                                   (long long)gs);
                 }
             }
-            af_bench_progress(b, "graph runs", round * 2 + j + 1, rounds * 2);
+            /* Rank 0 alone read the log and judged the run: every rank goes on with it. */
+            AF_CHECK_GOTO(af_bench_agree(b, rc), rc, out);
         }
         if (b->world.rank == 0 && !b->invalid && strcmp(sums[OFF], sums[ON]) != 0) {
             af_bench_fail(b, "round %d: final checksum %s with the graph off, %s with it on", round,
                           sums[OFF], sums[ON]);
         }
+        AF_CHECK_GOTO(af_bench_agree(b, AF_OK), rc, out);
     }
+    af_bench_progress(b, "graph runs", rounds * 2, rounds * 2);
     if (b->world.rank != 0 || b->invalid) {
         goto out;
     }

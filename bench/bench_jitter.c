@@ -179,8 +179,10 @@ static af_result_t bench_jitter(af_bench_ctx_t *b)
     for (int i = 0; i < NSET; ++i) {
         period[i] = malloc(sizeof(double) * (size_t)cap);
         sink[i] = malloc(sizeof(double) * (size_t)cap);
-        AF_REQUIRE_GOTO(period[i] && sink[i], AF_ERR_NOMEM, rc, out);
+        rc = period[i] && sink[i] ? rc : AF_ERR_NOMEM;
     }
+    /* Before the runs (collective): a rank that could not allocate stops every rank. */
+    AF_CHECK_GOTO(af_bench_agree(b, rc), rc, out);
     char log[600];
     af_bench_log_path(b, "jitter", log, sizeof log);
     for (int round = 0; round < rounds && !b->invalid; ++round) {
@@ -197,14 +199,22 @@ static af_result_t bench_jitter(af_bench_ctx_t *b)
             }
             const char *extra[] = {steps_set, "throttle.spike_rate=0.02", "throttle.spike_us=400",
                                    mode, param};
+            char where[96];
+            snprintf(where, sizeof where, "jitter: pacing %s %g, round %d/%d", SETTINGS[i].mode,
+                     SETTINGS[i].param, round + 1, rounds);
+            af_bench_progress(b, where, round * NSET + i, rounds * NSET);
             AF_CHECK_GOTO(af_bench_run_scenario(b, extra, 5, log, NULL, NULL, NULL), rc, out);
             if (b->world.rank == 0 && !b->invalid) {
-                AF_CHECK_GOTO(rank0_column(log, "step_us", skip, period[i], &np[i], cap), rc, out);
-                AF_CHECK_GOTO(rank0_column(log, "sink_us", skip, sink[i], &ns[i], cap), rc, out);
+                rc = rank0_column(log, "step_us", skip, period[i], &np[i], cap);
+                if (rc == AF_OK) {
+                    rc = rank0_column(log, "sink_us", skip, sink[i], &ns[i], cap);
+                }
             }
-            af_bench_progress(b, "jitter runs", round * NSET + i + 1, rounds * NSET);
+            /* Rank 0 alone read the log: every rank goes on with it, or none does. */
+            AF_CHECK_GOTO(af_bench_agree(b, rc), rc, out);
         }
     }
+    af_bench_progress(b, "jitter runs", rounds * NSET, rounds * NSET);
     if (b->world.rank != 0 || b->invalid) {
         goto out;
     }

@@ -228,13 +228,14 @@ static af_result_t bench_kernel(af_bench_ctx_t *b)
     {
         static af_config_t ucfg;
         char uerr[512];
-        if (af_config_load(&ucfg, b->run.config_file, b->run.sets, b->run.nsets, uerr,
-                           sizeof uerr) != AF_OK) {
-            if (b->world.rank == 0) {
-                fprintf(stderr, "agefence: %s\n", uerr);
-            }
-            return AF_ERR_USAGE;
+        af_result_t lrc =
+            af_config_load(&ucfg, b->run.config_file, b->run.sets, b->run.nsets, uerr, sizeof uerr);
+        if (lrc != AF_OK && b->world.rank == 0) {
+            fprintf(stderr, "agefence: %s\n", uerr);
         }
+        /* Each rank loads the file itself: one that cannot (a file on one node only) stops
+         * all, before the choice of benchmark. */
+        AF_CHECK(af_bench_agree(b, lrc != AF_OK ? AF_ERR_USAGE : AF_OK));
         if (ucfg.workload == AF_WORKLOAD_ATTENTION) {
             return af_bench_kernel_attention(b);
         }
@@ -268,51 +269,54 @@ static af_result_t bench_kernel(af_bench_ctx_t *b)
                             .seed = 1,
                             .mix = af_corrupt_mix(&cfg),
                             .cuda_device = -1};
-    AF_CHECK(af_kernels_cpu.create(&desc, &kb.k));
+    /* The set-up is this rank's own (no collective): a failure goes to `agreed`, where every
+     * rank learns whether all could set up before the first barrier. */
+    double *t[NV] = {NULL};
+    af_result_t rc = AF_OK;
+    AF_CHECK_GOTO(af_kernels_cpu.create(&desc, &kb.k), rc, agreed);
     af_shard_desc_t fdesc = desc;
     fdesc.cpu_kernel = AF_CPU_KERNEL_FUSED;
-    af_result_t frc = af_kernels_cpu.create(&fdesc, &kb.fused);
-    if (frc != AF_OK) {
-        af_kernels_destroy(&kb.k);
-        return frc;
-    }
+    AF_CHECK_GOTO(af_kernels_cpu.create(&fdesc, &kb.fused), rc, agreed);
     kb.xchg = af_alloc(sizeof(uint64_t) * af_xchg_len(kb.slots));
     kb.a = af_alloc(sizeof(double) * (size_t)kb.cells);
     kb.b = af_alloc(sizeof(double) * (size_t)kb.cells);
     kb.c = af_alloc(sizeof(double) * (size_t)kb.cells);
-    af_result_t rc = AF_OK;
-    double *t[NV];
     for (int v = 0; v < NV; ++v) {
         t[v] = calloc((size_t)b->samples, sizeof(double));
     }
     for (int v = 0; v < NV; ++v) {
-        AF_REQUIRE_GOTO(t[v] != NULL, AF_ERR_NOMEM, rc, out);
+        AF_REQUIRE_GOTO(t[v] != NULL, AF_ERR_NOMEM, rc, agreed);
     }
-    AF_REQUIRE_GOTO(kb.xchg && kb.a && kb.b && kb.c, AF_ERR_NOMEM, rc, out);
-    AF_CHECK_GOTO(run_grid(b, &kb), rc, out);
+    AF_REQUIRE_GOTO(kb.xchg && kb.a && kb.b && kb.c, AF_ERR_NOMEM, rc, agreed);
+    AF_CHECK_GOTO(run_grid(b, &kb), rc, agreed);
     for (int s = 0; s < kb.slots; ++s) {
         af_kernels_set_block(kb.k, s, s);
         kb.k->commit[s] = 1;
         af_initial_cells(&cfg, (int64_t)s * T, T, kb.a);
-        AF_CHECK_GOTO(kb.k->ops->write_slot(kb.k, s, kb.a), rc, out);
+        AF_CHECK_GOTO(kb.k->ops->write_slot(kb.k, s, kb.a), rc, agreed);
         af_kernels_set_block(kb.fused, s, s);
         kb.fused->commit[s] = 1;
-        AF_CHECK_GOTO(kb.fused->ops->write_slot(kb.fused, s, kb.a), rc, out);
+        AF_CHECK_GOTO(kb.fused->ops->write_slot(kb.fused, s, kb.a), rc, agreed);
     }
     for (int64_t i = 0; i < kb.cells; ++i) {
         kb.b[i] = 1.0 + (double)(i % 1000) * 1e-3;
         kb.c[i] = 2.0 - (double)(i % 777) * 1e-3;
     }
-    AF_CHECK_GOTO(kb.k->ops->pack(kb.k, kb.xchg), rc, out);
-    int total = b->warmup + b->samples;
+    AF_CHECK_GOTO(kb.k->ops->pack(kb.k, kb.xchg), rc, agreed);
+agreed:
+    AF_CHECK_GOTO(af_bench_agree(b, rc), rc, out);
+    const int total = b->warmup + b->samples;
     for (int it = 0; it < total; ++it) {
         for (int j = 0; j < NV; ++j) {
             int v = (it + j) % NV; /* rotate the order: no variant always runs first */
             AF_CHECK_GOTO(b->fab->ops->barrier(b->fab), rc, out);
             double t0 = af_now_us();
-            AF_CHECK_GOTO(run_variant(&kb, v), rc, out);
+            af_result_t vrc = run_variant(&kb, v);
             double dt = af_now_us() - t0;
             AF_CHECK_GOTO(af_bench_max(b, &dt), rc, out);
+            /* Past the timing: a variant that failed on one rank stops every rank before the
+             * next barrier. */
+            AF_CHECK_GOTO(af_bench_agree(b, vrc), rc, out);
             if (it >= b->warmup) {
                 /* Aggregate bandwidth of all ranks, from the slowest rank's time: the run's grid
                  * counts the cells it computes (its blocks masked, every slot unmasked; the
@@ -323,7 +327,11 @@ static af_result_t bench_kernel(af_bench_ctx_t *b)
                 t[v][it - b->warmup] = VBYTES[v] * cells * b->world.size / (dt * 1e-6) / 1e9;
             }
         }
-        af_bench_progress(b, "kernel", it + 1, total);
+        char where[64];
+        snprintf(where, sizeof where, "kernel: %s %d/%d", it < b->warmup ? "warm-up" : "sample",
+                 it < b->warmup ? it + 1 : it - b->warmup + 1,
+                 it < b->warmup ? b->warmup : b->samples);
+        af_bench_progress(b, where, it + 1, total);
     }
     for (int v = 0; v < NV; ++v) {
         AF_CHECK_GOTO(af_bench_add(b, VNAME[v], "GB/s", t[v], b->samples), rc, out);

@@ -108,18 +108,21 @@ static af_result_t run_variant(abench_t *a, int v)
  * min_us. */
 static af_result_t time_per_call(af_bench_ctx_t *b, abench_t *a, int v, double min_us, double *us)
 {
-    AF_CHECK(run_variant(a, v)); /* warm */
-    AF_CHECK(b->fab->ops->barrier(b->fab));
+    /* The warm call, then every rank starts together (the agreement is the barrier): a call
+     * that failed on one rank stops every rank, before and after the timed calls. */
+    AF_CHECK(af_bench_agree(b, run_variant(a, v)));
+    af_result_t rc = AF_OK;
     int calls = 0;
     double t0 = af_now_us();
     double dt = 0;
     do {
-        AF_CHECK(run_variant(a, v));
+        rc = run_variant(a, v);
         calls++;
         dt = af_now_us() - t0;
-    } while (dt < min_us);
+    } while (rc == AF_OK && dt < min_us);
     double per = dt / calls;
     AF_CHECK(af_bench_max(b, &per));
+    AF_CHECK(af_bench_agree(b, rc));
     *us = per;
     return AF_OK;
 }
@@ -212,12 +215,11 @@ af_result_t af_bench_kernel_attention(af_bench_ctx_t *b)
     if (lrc == AF_OK && a.wl->check(&a.wc, &key, err, sizeof err) != 0) {
         lrc = AF_ERR_USAGE;
     }
-    if (lrc != AF_OK) {
-        if (b->world.rank == 0) {
-            fprintf(stderr, "agefence: %s\n", err);
-        }
-        return AF_ERR_USAGE;
+    if (lrc != AF_OK && b->world.rank == 0) {
+        fprintf(stderr, "agefence: %s\n", err);
     }
+    /* Each rank loads the file itself: one that cannot (a file on one node only) stops all. */
+    AF_CHECK(af_bench_agree(b, lrc != AF_OK ? AF_ERR_USAGE : AF_OK));
     a.p = a.wl->params(&a.wc);
     a.cells = a.wl->cells(&a.wc);
     a.flops = a.wl->flops(&a.p, a.cells);
@@ -226,7 +228,7 @@ af_result_t af_bench_kernel_attention(af_bench_ctx_t *b)
     /* Slots: enough that a sample of the masked compute lasts about 5 ms (1 ms with --quick),
      * at least 8 and within 256 MiB of state per rank; measured on a shard of 8. */
     const double target_us = b->quick ? 1000.0 : 5000.0;
-    af_result_t rc = make_shard(&a, &cfg, 8);
+    af_result_t rc = af_bench_agree(b, make_shard(&a, &cfg, 8));
     double per_call = 0;
     if (rc == AF_OK) {
         rc = time_per_call(b, &a, V_ATTN, b->quick ? 2000.0 : 20000.0, &per_call);
@@ -239,7 +241,8 @@ af_result_t af_bench_kernel_attention(af_bench_ctx_t *b)
         want = want > 8 ? want : 8;
         want = want < 1 << 20 ? want : 1 << 20;
         if ((int)want != a.slots) {
-            rc = make_shard(&a, &cfg, (int)want);
+            /* want is alike on every rank (from the slowest rank's time): so is this branch. */
+            rc = af_bench_agree(b, make_shard(&a, &cfg, (int)want));
         }
     }
     /* The peak's iterations: a sample as long as the attention's. */
@@ -261,6 +264,8 @@ af_result_t af_bench_kernel_attention(af_bench_ctx_t *b)
         t[v] = calloc((size_t)b->samples, sizeof(double));
         rc = t[v] != NULL ? AF_OK : AF_ERR_NOMEM;
     }
+    /* Before the samples' barriers: every rank learns whether all could allocate. */
+    rc = af_bench_agree(b, rc);
     const double ranks = (double)b->world.size;
     const double work[NV] = {a.flops * (double)a.slots,
                              2.0 * 4.0 * AF_CPU_PEAK_CHAINS * (double)a.peak_iters};
@@ -271,12 +276,14 @@ af_result_t af_bench_kernel_attention(af_bench_ctx_t *b)
             const int v = (it + j) % NV; /* alternate the order: neither always runs first */
             rc = b->fab->ops->barrier(b->fab);
             double t0 = af_now_us();
-            if (rc == AF_OK) {
-                rc = run_variant(&a, v);
-            }
+            af_result_t vrc = rc == AF_OK ? run_variant(&a, v) : rc;
             double dt = af_now_us() - t0;
             if (rc == AF_OK) {
                 rc = af_bench_max(b, &dt);
+            }
+            if (rc == AF_OK) {
+                /* Past the timing: a call that failed on one rank stops every rank. */
+                rc = af_bench_agree(b, vrc);
             }
             dts[v] = dt;
             if (rc == AF_OK && it >= b->warmup) {
@@ -287,7 +294,12 @@ af_result_t af_bench_kernel_attention(af_bench_ctx_t *b)
         if (rc == AF_OK && it >= b->warmup) {
             t[NV][it - b->warmup] = t[V_ATTN][it - b->warmup] / t[V_PEAK][it - b->warmup];
         }
-        af_bench_progress(b, "kernel (attention)", it + 1, total);
+        char where[64];
+        snprintf(where, sizeof where, "kernel (attention): %s %d/%d",
+                 it < b->warmup ? "warm-up" : "sample",
+                 it < b->warmup ? it + 1 : it - b->warmup + 1,
+                 it < b->warmup ? b->warmup : b->samples);
+        af_bench_progress(b, where, it + 1, total);
     }
     for (int v = 0; v < NV && rc == AF_OK; ++v) {
         rc = af_bench_add(b, VNAME[v], "GFLOP/s", t[v], b->samples);

@@ -267,8 +267,9 @@ static af_result_t bench_recovery(af_bench_ctx_t *b)
     c.normal = calloc((size_t)kills * 10, sizeof(double));
     /* The block buffers are sized by the hook from the run's own blocks (ensure_buffers). */
     c.p2p = malloc(sizeof(af_p2p_t) * 2 * AF_XFER_CHUNK);
-    af_result_t rc = AF_OK;
-    AF_REQUIRE_GOTO(c.a && c.bl && c.normal && c.p2p, AF_ERR_NOMEM, rc, out);
+    af_result_t rc = c.a && c.bl && c.normal && c.p2p ? AF_OK : AF_ERR_NOMEM;
+    /* Before the run (collective): a rank that could not allocate stops every rank. */
+    AF_CHECK_GOTO(af_bench_agree(b, rc), rc, out);
     char log[600];
     af_bench_log_path(b, "recovery", log, sizeof log);
     AF_CHECK_GOTO(af_bench_run_scenario(b, extra, ne, log, hook, &c, NULL), rc, out);

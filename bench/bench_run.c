@@ -384,19 +384,23 @@ static af_result_t scale_one(af_bench_ctx_t *b, scale_fleet_t *f, int index)
     memset(&probe, 0, sizeof probe);
     probe.touched = malloc(sizeof(int64_t) * (size_t)(f->steps + 1));
     probe.cap = f->steps + 1;
+    af_result_t rc = AF_OK;
     if (probe.touched == NULL) {
         af_error_set("bench scale: cannot allocate the probe of %lld steps", (long long)f->steps);
-        return AF_ERR_NOMEM;
+        rc = AF_ERR_NOMEM;
     }
-    af_result_t prc = af_bench_run_scenario(b, extra, (int)(sizeof extra / sizeof extra[0]), log,
-                                            scale_hook, &probe, &wall);
-    if (prc != AF_OK || b->world.rank != 0 || b->invalid) {
-        free(probe.touched);
-        return prc;
+    /* Before the run (collective): a rank that could not allocate stops every rank. */
+    rc = af_bench_agree(b, rc);
+    if (rc == AF_OK) {
+        rc = af_bench_run_scenario(b, extra, (int)(sizeof extra / sizeof extra[0]), log, scale_hook,
+                                   &probe, &wall);
     }
-    af_result_t rc = scale_measure(b, f, log, wall, &probe);
+    if (rc == AF_OK && b->world.rank == 0 && !b->invalid) {
+        rc = scale_measure(b, f, log, wall, &probe);
+    }
     free(probe.touched);
-    return rc;
+    /* Rank 0 alone measured the fleet: every rank goes on to the next fleet with it. */
+    return af_bench_agree(b, rc);
 }
 
 /* Rank 0: the figures of one fleet's run, from its log and the probe's steps. */
@@ -606,7 +610,9 @@ static af_result_t bench_scale(af_bench_ctx_t *b)
     }
     scale_fleet_t *f = b->quick ? quick : full;
     for (int i = 0; i < NF; ++i) {
-        af_bench_progress(b, "scale", i, NF);
+        char where[64];
+        snprintf(where, sizeof where, "scale: %lld devices", (long long)f[i].devices);
+        af_bench_progress(b, where, i, NF);
         AF_CHECK(scale_one(b, &f[i], i));
         if (b->invalid) {
             return AF_OK;

@@ -37,6 +37,8 @@ const char *af_result_str(af_result_t rc)
         return "not supported by this build";
     case AF_ERR_ELSEWHERE:
         return "failed on another rank";
+    case AF_ERR_HUNG:
+        return "a peer did not arrive within run.step_timeout";
     }
     return "unknown error";
 }

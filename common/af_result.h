@@ -16,7 +16,8 @@ typedef enum af_result {
     AF_ERR_CAPACITY,    /* healthy slots can no longer hold every block */
     AF_ERR_INTERNAL,    /* an invariant of agefence itself broke: a bug */
     AF_ERR_UNSUPPORTED, /* asked for something this build does not have */
-    AF_ERR_ELSEWHERE    /* another rank failed (it says why): this one stops with it */
+    AF_ERR_ELSEWHERE,   /* another rank failed (it says why): this one stops with it */
+    AF_ERR_HUNG         /* a wait passed run.step_timeout: a peer did not arrive (the watchdog) */
 } af_result_t;
 
 /* Process exit statuses of agefence and agefence-report; README documents them. */
@@ -28,7 +29,8 @@ enum {
     AF_EXIT_CAPACITY = 4,    /* healthy capacity dropped below the number of blocks */
     AF_EXIT_SIGNAL = 5,      /* stopped by SIGINT or SIGTERM after a clean flush */
     AF_EXIT_CONTAINMENT = 6, /* a non-finite value leaked into committed state */
-    AF_EXIT_NO_PROGRESS = 7  /* failures outpaced the replicas: rollbacks replayed forever */
+    AF_EXIT_NO_PROGRESS = 7, /* failures outpaced the replicas: rollbacks replayed forever */
+    AF_EXIT_HUNG = 8         /* a rank did not arrive within run.step_timeout (the watchdog) */
 };
 
 const char *af_result_str(af_result_t rc);

@@ -74,6 +74,15 @@ struct af_fabric {
     int rank;
     int size;
     void *impl;
+    /* The watchdog (run.step_timeout), on the mpi backend: when deadline_us is not 0 (af_now_us's
+     * clock), every operation's waits poll non-blocking requests and give up at it with
+     * AF_ERR_HUNG, and timed_out is set; the requests stay posted, so a fabric that timed out is
+     * fit only for af_fabric_hung_census and the end of the launch. 0: wait for ever, in the
+     * blocking calls. Every rank of a collective has a deadline or none (the backend takes
+     * another path with one). The nccl backend does not read them yet (docs/GPU.md,
+     * "Planned"). */
+    double deadline_us;
+    int timed_out;
 };
 
 /* The launch, as MPI sees it. */
@@ -116,6 +125,21 @@ af_result_t af_fabric_mpi_split(af_fabric_t *f, int color, int key, af_fabric_t 
 /* NCCL backend (device buffers), bootstrapped over MPI. AF_ERR_UNSUPPORTED when built without
  * CUDA. `cuda_device` is the GPU this rank drives. */
 af_result_t af_fabric_nccl_create(af_fabric_t **out, int cuda_device);
+/* After a wait of f timed out (AF_ERR_HUNG): which ranks are still there. Every rank that timed
+ * out calls it: each sends its step to every other rank and takes theirs, for up to grace_us;
+ * arrived[q] (size entries) becomes 1 for every rank heard from, this one included, and *step_of
+ * the largest step heard. Not collective in MPI's sense: a rank that never calls it (stopped,
+ * or still computing past the grace) is one that did not arrive. *late becomes 1 when another
+ * rank's word (af_fabric_hung_word) came before the census ended: the others counted this
+ * rank among those that did not arrive (it was stopped, and went on while the launch ends). */
+af_result_t af_fabric_hung_census(af_fabric_t *f, int64_t step, double grace_us, uint8_t *arrived,
+                                  int64_t *step_of, int *late);
+/* After a census: a word to every rank q with to[q] set (rank 0: the log is closed; the rank
+ * that speaks for a missing rank 0: it was counted out). Does not wait. */
+void af_fabric_hung_word(af_fabric_t *f, const uint8_t *to);
+/* Waits up to wait_us for rank 0's word that the log is closed, so that the end of the launch
+ * does not cut its writing short. */
+void af_fabric_hung_wait_word(af_fabric_t *f, double wait_us);
 /* Frees the fabric and sets *f to NULL. */
 void af_fabric_destroy(af_fabric_t **f);
 

@@ -4,6 +4,7 @@
  * failure on one rank never leaves the others waiting in a collective; the failure counts of
  * all ranks are summed at the end so that every rank exits non-zero when any rank failed. */
 #include "common/af_alloc.h"
+#include "common/af_time.h"
 #include "fabric/fabric.h"
 
 #include <stdarg.h>
@@ -378,6 +379,92 @@ static void test_world_hostnames_gathers_every_rank_on_root(void **state)
     free(names);
 }
 
+/* A message shorter than the plan's receive is an error that names the sender, not bytes left
+ * over from before taken for its data. Ring: every rank sends 23 bytes where its right
+ * neighbour expects 24 (one piece short in the pieces build too: 5 x 4 + 3 against 5 x 4 + 4). */
+static void test_exchange_short_message_is_an_error_naming_the_peer(void **state)
+{
+    (void)state;
+    const int right = (fab->rank + 1) % fab->size;
+    const int left = (fab->rank - 1 + fab->size) % fab->size;
+    unsigned char out[24];
+    unsigned char in[24];
+    memset(out, 7, sizeof out);
+    memset(in, 0, sizeof in);
+    af_p2p_t ops[2] = {
+        {.peer = left, .is_send = 0, .buf = in, .bytes = sizeof in},
+        {.peer = right, .is_send = 1, .buf = out, .bytes = sizeof out - 1},
+    };
+    af_error_clear();
+    af_result_t rc = fab->ops->exchange(fab, ops, 2);
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", af_error_message());
+    af_error_clear();
+    af_result_t rcb = fab->ops->barrier(fab);
+    assert_int_equal(rcb, AF_OK);
+    assert_int_equal(rc, AF_ERR_INTERNAL);
+    char want[96];
+    snprintf(want, sizeof want, "fabric: rank %d sent ", left);
+    assert_non_null(strstr(msg, want));
+    assert_non_null(strstr(msg, "where the exchange's plan expects"));
+}
+
+/* The watchdog: with a deadline, a collective that a peer does not join ends with AF_ERR_HUNG
+ * at the deadline and marks the fabric timed out. The other ranks stay away for 1 s, rank 0
+ * gives up after 0.2 s; they then join (the collective still completes inside MPI, rank 0's
+ * request given up), so the tests after this one find the fabric in step. The census: every
+ * rank hears every other, and the largest step. */
+static void test_deadline_ends_a_wait_a_peer_does_not_join(void **state)
+{
+    (void)state;
+    if (fab->size < 2) {
+        skip();
+    }
+    static uint64_t v[1];
+    v[0] = (uint64_t)fab->rank;
+    af_result_t rc = AF_OK;
+    double waited_us = 0;
+    if (fab->rank == 0) {
+        const double t0 = af_now_us();
+        fab->deadline_us = t0 + 200e3;
+        rc = fab->ops->allreduce_max_u64(fab, v, 1);
+        waited_us = af_now_us() - t0;
+        fab->deadline_us = 0;
+    } else {
+        const double t0 = af_now_us();
+        while (af_now_us() - t0 < 1e6) {
+        }
+        /* A deadline of their own, far off: every rank of a collective has one or none (the
+         * fabric then takes the same path on every rank). */
+        fab->deadline_us = af_now_us() + 30e6;
+        rc = fab->ops->allreduce_max_u64(fab, v, 1);
+        fab->deadline_us = 0;
+    }
+    const int timed_out = fab->timed_out;
+    uint8_t arrived[64];
+    int64_t step = 0;
+    int late = 1;
+    af_result_t crc = fab->size <= 64
+                          ? af_fabric_hung_census(fab, 7 + fab->rank, 5e6, arrived, &step, &late)
+                          : AF_OK;
+    fab->timed_out = 0;
+    af_result_t rcb = fab->ops->barrier(fab);
+    assert_int_equal(rcb, AF_OK);
+    assert_int_equal(rc, fab->rank == 0 ? AF_ERR_HUNG : AF_OK);
+    assert_int_equal(crc, AF_OK);
+    assert_int_equal(timed_out, fab->rank == 0);
+    if (fab->rank == 0) {
+        assert_true(waited_us >= 200e3 && waited_us < 900e3);
+    } else {
+        assert_true(v[0] == (uint64_t)(fab->size - 1)); /* rank 0's part arrived all the same */
+    }
+    for (int q = 0; q < fab->size && q < 64; ++q) {
+        assert_int_equal(arrived[q], 1);
+    }
+    assert_int_equal(step, 7 + fab->size - 1);
+    assert_int_equal(late, 0);
+}
+
 int main(int argc, char **argv)
 {
     if (af_world_init(&argc, &argv, &world) != AF_OK) {
@@ -407,6 +494,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_exchange_ring_posted_in_one_batch),
         cmocka_unit_test(test_exchange_all_pairs_with_different_sizes),
         cmocka_unit_test(test_world_hostnames_gathers_every_rank_on_root),
+        cmocka_unit_test(test_exchange_short_message_is_an_error_naming_the_peer),
+        cmocka_unit_test(test_deadline_ends_a_wait_a_peer_does_not_join),
     };
     int failed = cmocka_run_group_tests_name(name, tests, NULL, NULL);
     /* All ranks agree on the verdict: any failure anywhere fails every rank. */

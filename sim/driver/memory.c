@@ -17,10 +17,12 @@
 #include "../plan/placement.h"
 #include "run_internal.h"
 
-/* What the MPI fabric holds besides (its request array: fabric/fabric_mpi.c), and the log
- * writer's own struct (paths and handles: sim/io/log.c). */
-#define FABRIC_BYTES     (4.0 * AF_FABRIC_MAX_P2P * 8.0)
-#define FABRIC_PER_RANK  24.0 /* its offsets and all-gather counts, per rank of the launch */
+/* What the MPI fabric holds besides (fabric/fabric_mpi.c: a request, a status of at most 24
+ * bytes, an expected count and a peer a piece of an exchange), and the log writer's own struct
+ * (paths and handles: sim/io/log.c). */
+#define FABRIC_BYTES (4.0 * AF_FABRIC_MAX_P2P * (8.0 + 24.0 + 8.0))
+/* its offsets, all-gather counts and census, and the small collectives' 64 words, per rank */
+#define FABRIC_PER_RANK  (32.0 + 512.0)
 #define LOG_STRUCT_BYTES 20480.0
 #define LOG_BATCHES      2.0 /* the step thread fills one, the writer thread writes the other */
 #define LOG_EVENT_BUFFER 4096.0

@@ -226,7 +226,10 @@ static af_result_t write_hostnames(run_t *r)
     return rc;
 }
 
-static af_result_t load_initial_state(run_t *r)
+static af_result_t all_ok(run_t *r, af_result_t rc);
+
+/* This rank's slots, written from the scenario's initial cells (no collective). */
+static af_result_t write_initial_slots(run_t *r)
 {
     for (int s = 0; s < r->s.n_local; ++s) {
         int32_t b = r->s.pl.slot_block[r->s.slot0 + s];
@@ -237,13 +240,23 @@ static af_result_t load_initial_state(run_t *r)
             AF_CHECK(r->s.k->ops->write_slot(r->s.k, s, r->s.cellbuf));
         }
     }
-    AF_CHECK(r->s.k->ops->upload_control(r->s.k));
+    return r->s.k->ops->upload_control(r->s.k);
+}
+
+/* Collective: the initial state, then its exchange and first replicas, each part agreed so
+ * that a rank that fails in one enters no collective of the next alone. */
+static af_result_t load_initial_state(run_t *r)
+{
+    AF_CHECK(all_ok(r, write_initial_slots(r)));
     /* The exchange of the initial state, which the first step's compute reads, and the first
      * replicas (logical step 0). */
-    AF_CHECK(af_exchange(&r->halo));
-    AF_CHECK(af_exchange_swap(&r->halo));
-    AF_CHECK(af_replicas_refresh(&r->rc));
-    AF_CHECK(af_replicas_log_edges(&r->rc));
+    af_result_t rc = af_exchange(&r->halo);
+    if (rc == AF_OK) {
+        rc = af_exchange_swap(&r->halo);
+    }
+    AF_CHECK(all_ok(r, rc));
+    AF_CHECK(all_ok(r, af_replicas_refresh(&r->rc)));
+    AF_CHECK(all_ok(r, af_replicas_log_edges(&r->rc)));
     return AF_OK;
 }
 
@@ -391,7 +404,7 @@ static af_result_t run_init(run_t *r)
     }
     AF_CHECK(all_ok(r, local_buffers(r, kops)));
     AF_CHECK(load_initial_state(r));
-    AF_CHECK(af_step_graph_init(r));
+    AF_CHECK(all_ok(r, af_step_graph_init(r)));
     if (r->s.world.rank == 0 && r->s.cfg.metrics_textfile[0] != '\0') {
         AF_CHECK(af_metrics_open(
             &r->slog.metrics, r->s.cfg.metrics_textfile, r->s.cfg.name, r->s.k->ops->name,
@@ -560,7 +573,10 @@ int af_run_in_world(const af_run_opts_t *opts, const af_world_t *world)
         memset(r, 0, sizeof *r);
     }
     if (r == NULL) {
+        /* The other ranks are on their way into the fabric's creation (a collective): end the
+         * launch rather than leave them there. */
         fprintf(stderr, "agefence: rank %d: out of memory\n", world->rank);
+        af_world_abort(AF_EXIT_ERROR);
         return AF_EXIT_ERROR;
     }
     r->s.world = *world;
@@ -579,6 +595,8 @@ int af_run_in_world(const af_run_opts_t *opts, const af_world_t *world)
     int64_t live_at_start = af_alloc_bytes_live();
     af_stop_install();
     AF_CHECK_GOTO(af_fabric_mpi_create(&r->s.fab), rc, fail);
+    /* The fabric's own allocations, which it frees last (after the leak check below agrees). */
+    const int64_t fabric_bytes = af_alloc_bytes_live() - live_at_start;
     rc = distribute_config(r, opts);
     if (rc == AF_ERR_USAGE) {
         code = AF_EXIT_USAGE;
@@ -715,7 +733,11 @@ int af_run_in_world(const af_run_opts_t *opts, const af_world_t *world)
     /* Replays after rollbacks add executed steps; the bound only stops a runaway (the fleet
      * model is never asked about a later step: it keeps steps in 32 bits). */
     int64_t max_ticks = af_config_last_tick(&r->s.cfg);
+    /* The watchdog: every wait of a step and of its log gives up at the step's deadline on the
+     * mpi fabric (fabric/fabric.h), and the run ends as hung (end_hung). */
+    const double step_timeout_us = r->s.cfg.step_timeout_s * 1e6;
     while (!stop && r->s.tick < max_ticks) {
+        r->s.fab->deadline_us = step_timeout_us > 0 ? af_now_us() + step_timeout_us : 0.0;
         AF_CHECK_GOTO(af_step(r, &stop), rc, fail);
         if (opts->hook != NULL) {
             AF_CHECK_GOTO(opts->hook(r, af_now_us() - t_step, opts->hook_ctx), rc, fail);
@@ -757,6 +779,7 @@ int af_run_in_world(const af_run_opts_t *opts, const af_world_t *world)
             progress(r, r->s.state_step, t_start);
         }
     }
+    r->s.fab->deadline_us = 0.0;
     double wall_s = (af_now_us() - t_start) * 1e-6;
     if (r->prog.mode == AF_PROGRESS_REPAINT && r->prog.shown) {
         fprintf(stderr, "\n");
@@ -824,6 +847,9 @@ int af_run_in_world(const af_run_opts_t *opts, const af_world_t *world)
     goto out;
 
 fail:
+    if (r->s.fab != NULL && r->s.fab->timed_out) {
+        af_run_end_hung(r); /* whatever the error became on its way up, a wait timed out first */
+    }
     fprintf(stderr, "agefence: rank %d: %s\n", r->s.world.rank, af_error_text(rc));
     af_error_trace(stderr);
     if (r->slog.log != NULL) {
@@ -850,15 +876,19 @@ out:
     af_free(r->slog.rows);
     af_free(r->slog.batch);
     af_free(r->slog.phases);
-    af_fabric_destroy(&r->s.fab);
-    /* Everything agefence allocated through af_alloc is freed by now: a leak is a bug. */
-    if (af_alloc_bytes_live() != live_at_start) {
+    /* Everything agefence allocated through af_alloc but the fabric is freed by now: a leak is a
+     * bug. Every rank ends with the same status (a benchmark's loop of runs reads it), so the
+     * check is agreed over the fabric, which goes last. */
+    int64_t leaked = af_alloc_bytes_live() - live_at_start - fabric_bytes;
+    if (leaked != 0) {
         fprintf(stderr,
                 "agefence: rank %d: %lld bytes of agefence's own allocations were not "
                 "freed\n",
-                r->s.world.rank, (long long)(af_alloc_bytes_live() - live_at_start));
+                r->s.world.rank, (long long)leaked);
         code = code == AF_EXIT_OK ? AF_EXIT_ERROR : code;
     }
+    code = agree(r, code);
+    af_fabric_destroy(&r->s.fab);
     free(r);
     return code;
 }

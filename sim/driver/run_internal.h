@@ -110,6 +110,10 @@ af_result_t af_step_init(af_run_state_t *r);
 /* Decides backend.graph for this run and, when on, prepares the backend's step graph over the
  * exchange buffers (start-up only; sets graph_on and graph_why). */
 af_result_t af_step_graph_init(af_run_state_t *r);
+/* The watchdog fired: a wait of the step passed run.step_timeout on r->s.fab (its timed_out is
+ * set). Takes the census of the ranks still there, writes /final@exit_reason = hung on rank 0
+ * when it is there, and ends the launch with AF_EXIT_HUNG (sim/driver/hung.c). Never returns. */
+void af_run_end_hung(af_run_state_t *r);
 void af_step_destroy(af_run_state_t *r);
 /* Frees, once the steps are over, the largest tables no later part of the run reads (the
  * replicas' states and edge logs, the plan's change list): the room the verdict's gather and

@@ -115,6 +115,10 @@ static const key_def_t KEYS[] = {
      "HDF5 log written by rank 0 (-o overrides)"},
     {"log", "flush_interval", T_INT, OFF(flush_interval), 0, 1, 1e9, NULL, "500", "steps",
      "steps between flushes of the log to disk"},
+    {"run", "step_timeout", T_REAL, OFF(step_timeout_s), 0, 0.0, 1e6, NULL, "600", "s",
+     "the watchdog: when a step does not complete within this many seconds (mpi fabric), every "
+     "rank still there ends with exit status 8 (hung) and the log names the ranks that did not "
+     "arrive; 0 = off"},
     {"aging", "sim_hours_per_step", T_REAL, OFF(sim_hours_per_step), 0, 0.0, 1e9, NULL, "100",
      "hours", "time compression: simulated hours of service per step"},
     {"aging", "weibull_shape", T_REAL, OFF(weibull_shape), 0, 0.1, 20, NULL, "3.0", "",
@@ -269,7 +273,7 @@ _Static_assert(sizeof KEYS / sizeof KEYS[0] <=
 
 /* The sections of the key table, and events, as error messages list them. */
 #define SECTIONS                                                                                   \
-    "scenario, workload, backend, log, aging, interrupt, recovery, corruption, throttle, "         \
+    "scenario, workload, backend, log, run, aging, interrupt, recovery, corruption, throttle, "    \
     "straggler, pacing, metrics, goodput or event.N"
 
 static const char *EVENT_KEYS[] = {"step", "action", "device", "units", "factor", "node", "cause"};

@@ -136,6 +136,8 @@ typedef struct af_config {
     /* [log] */
     char log_path[AF_PATH_LEN];
     int64_t flush_interval;
+    /* [run] */
+    double step_timeout_s; /* the watchdog: seconds a step may take on the mpi fabric; 0 = off */
     /* [aging] */
     double sim_hours_per_step;
     double weibull_shape;

@@ -184,15 +184,15 @@ af_result_t af_replicas_log_edges(af_recovery_t *r)
             af_get_read_set(r, CARRY_XCHG, b, &t[0], &t[1]);
         }
     }
+    /* What each peer sends (its cs for this rank) must be what this rank expects of it (cr):
+     * the exchange checks every message's byte count against its receive (fabric/fabric_mpi.c,
+     * mpi_exchange), so a peer that sends fewer pairs than this rank keeps replicas of its
+     * blocks is an internal error naming that peer, and never pairs left over from an earlier
+     * step taken for its read-sets. (The totals of cr compared here once were the same sum.) */
     int64_t got = 0;
     AF_CHECK(af_halo_post(r->halo, r->halo->send, cs, r->rep.edges_in, cr, 2, &got, CNT_LOG_BYTES));
-    int64_t expect = af_halo_offsets(r->halo, cr); /* at[q]: where q's pairs start */
-    if (got != expect) {
-        af_error_set("replicas: %lld read-sets received for %lld replicas kept here of blocks "
-                     "computed elsewhere",
-                     (long long)got, (long long)expect);
-        return AF_ERR_INTERNAL;
-    }
+    (void)got;
+    af_halo_offsets(r->halo, cr); /* at[q]: where q's pairs start */
     for (int64_t i = 0; i < r->rep.n_reps; ++i) {
         int q = r->s->pl.block_rank[r->rep.blocks[i]];
         if (q == me) {
