@@ -509,5 +509,12 @@ void af_print_summary(const run_t *r, const verdict_t *v, double wall_s)
     } else {
         printf("  log            %s (%lld steps)\n", r->slog.out_path, (long long)r->s.tick);
     }
-    printf("  verdict        %s\n", v->exit_code == 0 ? "PASS" : "FAIL");
+    if (v->exit_code == AF_EXIT_SIGNAL && v->bitwise_equal != 0) {
+        /* A stop the user asked for is not a failure: what was checked is said with it. */
+        printf("  verdict        STOPPED after step %lld of %lld on request, %s\n",
+               (long long)r->s.state_step, (long long)r->s.cfg.steps,
+               v->bitwise_equal < 0 ? "not verified" : "the state reached verified");
+    } else {
+        printf("  verdict        %s\n", v->exit_code == 0 ? "PASS" : "FAIL");
+    }
 }

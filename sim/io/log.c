@@ -76,6 +76,7 @@ struct af_log {
     int ending; /* after the steps closed: a copy at tmp, opened without SWMR, takes the end */
     char path[4096];
     char made[4096];  /* the topmost folder af_log_create made for path ("" for none) */
+    int holder;       /* 1 + the descriptor holding the writer's lock (common/logfile.h), or 0 */
     char tmp[4112];   /* where a run log is built until af_log_begin, and its end after it */
     char trace[4096]; /* AGEFENCE_LOG_TRACE: a file that gets a line per commit */
     hid_t steps_group;
@@ -338,6 +339,9 @@ static void log_free(af_log_t *log)
         return;
     }
     (void)writer_stop(log);
+    if (log->holder > 0) {
+        close(log->holder - 1);
+    }
     for (int i = 0; i < AF_NCOLUMNS; ++i) {
         if (log->col[i] > 0) {
             H5Dclose(log->col[i]);
@@ -765,6 +769,11 @@ af_result_t af_log_create(af_log_t **out, const char *path, int nranks, int64_t 
         H5Sclose(sp);
         AF_REQUIRE_GOTO(w >= 0 && H5Fflush(log->file, H5F_SCOPE_GLOBAL) >= 0, AF_ERR_HDF5, rc,
                         fail);
+        /* Held from now until the log is finished, so that a reader tells this log, still
+         * being written, from a killed run's (common/logfile.h). Without the lock the log is
+         * only read as a killed run's while it runs. */
+        int fd = af_logfile_hold(log->tmp);
+        log->holder = fd >= 0 ? fd + 1 : 0;
     }
     hsize_t chunk = (hsize_t)(flush_interval < 64     ? 64
                               : flush_interval > 4096 ? 4096
@@ -1376,6 +1385,9 @@ af_result_t af_log_close(af_log_t **plog)
     memcpy(tmp, log->tmp, sizeof tmp);
     memcpy(path, log->path, sizeof path);
     memcpy(trace_path, log->trace, sizeof trace_path);
+    /* The writer's lock stays until the finished log is at the path. */
+    int holder = log->holder;
+    log->holder = 0;
     log_free(log);
     *plog = NULL;
     /* A log that never went live (the run failed before its first step), and the end of one
@@ -1390,6 +1402,9 @@ af_result_t af_log_close(af_log_t **plog)
         af_log_t t = {.file = -1};
         snprintf(t.trace, sizeof t.trace, "%s", trace_path);
         trace(&t, "final");
+    }
+    if (holder > 0) {
+        close(holder - 1);
     }
     return rc;
 }
