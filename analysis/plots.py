@@ -233,7 +233,7 @@ def containment(log, out, written):
     ax.set_ylim(0, max(1.0, 1.05 * top))
     ax.set_xlabel("executed step")
     ax.set_ylabel("cumulative count")
-    ax.legend(loc="upper left", fontsize=9, title="total in ()", title_fontsize=8)
+    ax.legend(loc="upper left", fontsize=9, title="counter (run total)", title_fontsize=8)
     ax.set_title(log.title("Containment counters over the run"))
     ax.grid(True, alpha=0.3)
     save(fig, out, "containment.png", written)
