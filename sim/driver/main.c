@@ -85,6 +85,13 @@ static int cmd_config(int argc, char **argv)
         fprintf(stderr, "agefence: %s\n", o.usage_error);
         return rc;
     }
+    if (o.output != NULL) {
+        /* -o names a run's log; config writes nothing but its standard output. */
+        fprintf(stderr, "agefence: config: -o %s: config writes no log; it prints the resolved "
+                        "scenario on standard output (agefence config ... > FILE.ini)\n",
+                o.output);
+        return 2;
+    }
     if (keys) {
         af_config_print_keys();
         return 0;
