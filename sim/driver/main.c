@@ -87,8 +87,9 @@ static int cmd_config(int argc, char **argv)
     }
     if (o.output != NULL) {
         /* -o names a run's log; config writes nothing but its standard output. */
-        fprintf(stderr, "agefence: config: -o %s: config writes no log; it prints the resolved "
-                        "scenario on standard output (agefence config ... > FILE.ini)\n",
+        fprintf(stderr,
+                "agefence: config: -o %s: config writes no log; it prints the resolved "
+                "scenario on standard output (agefence config ... > FILE.ini)\n",
                 o.output);
         return 2;
     }

@@ -552,7 +552,8 @@ static int set_value(parse_ctx_t *c, int ki, const char *value)
         int64_t x = 0;
         if (!parse_int(value, &x) || (double)x < k->min || (double)x > k->max) {
             if (strpbrk(value, "xX") != NULL) {
-                ctx_fail(c, "%s.%s = '%s' is invalid: expected %s (decimal: hexadecimal is not "
+                ctx_fail(c,
+                         "%s.%s = '%s' is invalid: expected %s (decimal: hexadecimal is not "
                          "taken)",
                          k->section, k->key, value, range);
                 return 0;
@@ -569,8 +570,7 @@ static int set_value(parse_ctx_t *c, int ki, const char *value)
             /* `auto`: NaN (which parse_real never yields) until resolve_auto() replaces it. */
             x = NAN;
         } else if (!parse_real(value, &x) || x < k->min || x > k->max) {
-            ctx_fail(c, "%s.%s = '%s' is invalid: expected %s%s", k->section, k->key, value,
-                     range,
+            ctx_fail(c, "%s.%s = '%s' is invalid: expected %s%s", k->section, k->key, value, range,
                      strpbrk(value, "xX") != NULL ? " (decimal: hexadecimal is not taken)" : "");
             return 0;
         }
