@@ -449,43 +449,6 @@ static void fmt_secs(char *out, size_t n, double s)
     }
 }
 
-/* Rank 0, before the first step: the seconds the final check will take, the serial reference
- * over every step of the whole grid. Timed on the grid itself when it takes at most 64 MiB,
- * else on a slice of whole blocks of about that size, scaled to the grid: k and 2k steps from
- * the initial state (k doubled until 2k steps take 20 ms), so that the initial state's cost
- * drops out; -1 when it cannot be timed. The buffer is taken and freed before the allocator's
- * seal. */
-static double reference_estimate_s(const run_t *r)
-{
-    af_config_t c = r->s.cfg;
-    int64_t fit = r->s.T < (1 << 23) ? (1 << 23) / r->s.T : 1;
-    int64_t nb = r->s.B < fit ? r->s.B : fit;
-    c.blocks = nb;
-    double *u = malloc(sizeof(double) * (size_t)(nb * r->s.T));
-    if (u == NULL) {
-        return -1.0;
-    }
-    double per = -1.0;
-    for (int64_t k = 1; k <= (1 << 20); k *= 2) {
-        double t0 = af_now_us();
-        if (af_reference_run(&c, k, u) != AF_OK) {
-            break;
-        }
-        double t1 = af_now_us();
-        if (af_reference_run(&c, 2 * k, u) != AF_OK) {
-            break;
-        }
-        double t2 = af_now_us();
-        if (t2 - t1 >= 2e4 || 2 * k >= r->s.cfg.steps) {
-            double d = (t2 - t1) - (t1 - t0);
-            per = (d > 0 ? d : t2 - t1) * 1e-6 / ((double)(d > 0 ? k : 2 * k) * (double)nb);
-            break;
-        }
-    }
-    free(u);
-    return per < 0 ? -1.0 : per * (double)r->s.B * (double)r->s.cfg.steps;
-}
-
 /* Rank 0, before the first step unless -q: the size of the work, so that a long run says what
  * it is about to do before it does it. */
 static void start_notice(const run_t *r)
@@ -771,7 +734,7 @@ int af_run_in_world(const af_run_opts_t *opts, const af_world_t *world)
                                                    : AF_PROGRESS_OFF;
         r->prog.ref_s = -1.0;
         if (!opts->quiet || r->prog.mode != AF_PROGRESS_OFF) {
-            r->prog.ref_s = reference_estimate_s(r);
+            r->prog.ref_s = af_verdict_estimate_s(r);
         }
         if (!opts->quiet) {
             start_notice(r);
@@ -841,17 +804,6 @@ int af_run_in_world(const af_run_opts_t *opts, const af_world_t *world)
      * its SIGKILL: the state is gathered and logged, the serial reference skipped (a signal to
      * the ranks themselves, as Slurm's scancel sends, keeps the check). */
     int verify = !(r->prog.stop_signal && af_stop_signal() == SIGCONT);
-    if (verify && r->s.world.rank == 0 && !r->prog.stop_signal &&
-        (!opts->quiet || r->prog.mode != AF_PROGRESS_OFF)) {
-        /* The check is serial and may outlast the steps: said before it starts. */
-        char t_ref[32];
-        fmt_secs(t_ref, sizeof t_ref, r->prog.ref_s);
-        fprintf(stderr,
-                "agefence: checking the final state against the serial reference (%lld steps on "
-                "one core, about %s)\n",
-                (long long)r->s.state_step, t_ref);
-        fflush(stderr);
-    }
     af_step_release(r); /* what no step reads again: the verdict's room */
     AF_CHECK_GOTO(af_verdict_finish(r, &v, verify), rc, fail);
     AF_CHECK_GOTO(af_memory_measures(r), rc, fail);
