@@ -1467,8 +1467,11 @@ static void check_final(chk_t *c, int cols_ok)
     if (obj_kind(c->f, "/final") == H5I_BADID) {
         /* The writer links /final (and /units) into the file only at the end. */
         viol(c,
-             "/final@exit_reason: missing: the run did not finish (killed before it wrote /final "
-             "and /units); /steps holds the %lld steps up to its last flush",
+             c->lf->writing ? "/final@exit_reason: missing: the run is still writing the log (its "
+                              "writer holds it); /steps holds the %lld steps up to its last flush"
+                            : "/final@exit_reason: missing: the run did not finish (killed before "
+                              "it wrote /final and /units); /steps holds the %lld steps up to its "
+                              "last flush",
              (long long)c->nrows);
         return;
     }

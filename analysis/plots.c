@@ -1,6 +1,8 @@
 /* agefence-report --plots (see plots.h). */
 #include "plots.h"
 
+#include "../common/af_path.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <spawn.h>
@@ -84,12 +86,22 @@ int af_plots_check_dir(const char *dir, FILE *msg)
 {
     struct stat st;
     const char *why = NULL;
+    if (dir[0] == '\0') {
+        fprintf(msg, "agefence-report: --plots '': the folder name is empty: name a folder\n");
+        return -1;
+    }
     if (stat(dir, &st) != 0) {
         if (errno != ENOENT) {
             why = strerror(errno);
-        } else if (mkdir(dir, 0777) != 0) {
-            why = errno == ENOENT ? "cannot create it: its parent folder does not exist"
-                                  : strerror(errno);
+        } else {
+            /* The rule of every tool's output folder (common/af_path.h): made with its missing
+             * parents, unless the path runs through a file or an unwritable folder. */
+            char made[4096];
+            if (af_path_check_folder(dir, dir) != AF_OK ||
+                af_path_make_folder(dir, dir, made, sizeof made) != AF_OK) {
+                fprintf(msg, "agefence-report: --plots %s\n", af_error_message());
+                return -1;
+            }
         }
     } else if (!S_ISDIR(st.st_mode)) {
         why = "not a folder";

@@ -26,10 +26,10 @@ enum {
  * naming the variable, its value and what is wrong with it (bad input: the caller exits 2). */
 int af_plots_check_env(FILE *msg);
 
-/* 0 when dir can take the figures: a writable directory, or a new one made now in an existing
- * directory (a missing parent is not made: a mistyped path is not taken for a new tree); else
- * -1 after one line on msg naming the folder and what is wrong with it (bad input: the caller
- * exits 2 before any output of the report). */
+/* 0 when dir can take the figures: a writable directory, or a new one made now with its missing
+ * parents (the rule of every tool's output folder, common/af_path.h); else -1 after one line on
+ * msg naming the folder and what is wrong with it (the empty name, a path through a file, an
+ * unwritable folder: bad input, the caller exits 2 before any output of the report). */
 int af_plots_check_dir(const char *dir, FILE *msg);
 
 /* Writes the PNG figures of the log at path into dir (created if needed). Messages go to msg,

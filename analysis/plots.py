@@ -233,7 +233,7 @@ def containment(log, out, written):
     ax.set_ylim(0, max(1.0, 1.05 * top))
     ax.set_xlabel("executed step")
     ax.set_ylabel("cumulative count")
-    ax.legend(loc="upper left", fontsize=9, title="total in ()", title_fontsize=8)
+    ax.legend(loc="upper left", fontsize=9, title="counter (run total)", title_fontsize=8)
     ax.set_title(log.title("Containment counters over the run"))
     ax.grid(True, alpha=0.3)
     save(fig, out, "containment.png", written)
@@ -267,8 +267,12 @@ def latency_by_blackout(log, out, written):
 def pacing(log, out, written):
     st = log.phase("step_us")
     sk = log.phase("sink_us")
-    if st is None or sk is None or not (sk > 0).any():
-        skip("pacing.png", "no pacing wait in this run (pacing.mode = off)")
+    if st is None or sk is None:
+        skip("pacing.png", "/ranks/step_us or /ranks/sink_us missing")
+        return
+    if not (sk > 0).any():
+        # A run without pacing (pacing.mode = off, the default) has no such figure to draw:
+        # said by nothing, as every other figure that does not apply.
         return
     fig, ax = plt.subplots(figsize=(9, 4))
     x = np.arange(1, st.shape[0] + 1)

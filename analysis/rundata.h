@@ -56,6 +56,7 @@ typedef struct af_opt_f64 {
 typedef struct af_run {
     char path[512];
     int64_t schema_version;
+    int writing; /* unfinished, and its run still writes it (common/logfile.h, af_logfile_held) */
 
     /* Root attributes ("" or ok = 0 when absent). */
     char scenario[128];

@@ -161,10 +161,25 @@ static void run_section(const af_summary_t *s, FILE *out)
             or_unknown(r->start_time), or_unknown(r->end_time));
     char lim[64];
     pct(lim, sizeof lim, r->max_blackout_limit.v);
-    if (r->exit_reason[0] == '\0') {
+    if (r->exit_reason[0] == '\0' && r->writing) {
+        fprintf(out,
+                "  exit         LIVE: the run is still writing this log (its writer holds it); "
+                "read up to its last flush\n");
+    } else if (r->exit_reason[0] == '\0') {
         fprintf(out,
                 "  exit         UNKNOWN: the run did not finish (no /final@exit_reason: killed "
                 "before its end?)\n");
+    } else if (r->exit_code.ok && r->exit_code.v == AF_EXIT_SIGNAL) {
+        /* A stop the user asked for is not a failure: its verdict says what was checked. */
+        fprintf(out,
+                "  exit         %s (exit code %lld): verdict %s after step %lld of %lld "
+                "on request, %s\n",
+                r->exit_reason, (long long)r->exit_code.v,
+                r->bitwise_equal.ok && r->bitwise_equal.v == 0 ? "FAIL: stopped" : "STOPPED",
+                (long long)s->steps_logical, (long long)r->steps_planned.v,
+                !r->bitwise_equal.ok || r->bitwise_equal.v < 0 ? "not verified"
+                : r->bitwise_equal.v == 1                      ? "the state reached verified"
+                                          : "the state reached DIFFERS from the reference");
     } else {
         fprintf(out, "  exit         %s (exit code %lld)%s%s\n", r->exit_reason,
                 (long long)r->exit_code.v, r->exhausted_why[0] ? ": " : "", r->exhausted_why);
@@ -561,6 +576,10 @@ void af_report_text(const af_summary_t *s, FILE *out)
     const af_run_t *r = s->run;
     fprintf(out, "agefence run report: %s (log schema %lld)\n", r->path,
             (long long)r->schema_version);
+    if (r->writing) {
+        fprintf(out, "LIVE LOG: its run is still writing it (the writer holds the file); this "
+                     "report reads it up to the writer's last flush\n");
+    }
     if (r->nmissing > 0) {
         fprintf(out, "INCOMPLETE LOG (agefence-report --check says more):\n");
         for (int i = 0; i < r->nmissing; ++i) {

@@ -8,7 +8,9 @@
 
 /* One error state per thread: the log's writer thread (sim/io/log.c) records its own error, and
  * the step thread takes over the message when it collects the writer's result. */
-static _Thread_local char af_message[512];
+/* Room for three of the longest paths a tool takes (4096 bytes each) and the reason: a message
+ * names the file first and must not lose the reason at its end. */
+static _Thread_local char af_message[3 * 4096 + 512];
 static _Thread_local char af_crumbs[AF_MAX_CRUMBS][160];
 static _Thread_local int af_ncrumbs;
 

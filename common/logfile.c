@@ -1,6 +1,9 @@
+#define _GNU_SOURCE /* F_OFD_SETLK, F_OFD_GETLK */
 #include "logfile.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <math.h>
 #include <stdarg.h>
 #include <hdf5.h>
@@ -73,6 +76,7 @@ af_result_t af_logfile_open(af_logfile_t *lf, const char *path, char *err, size_
     }
     lf->finished = H5Lexists(file, "/final", H5P_DEFAULT) > 0 &&
                    H5Aexists_by_name(file, "/final", "exit_reason", H5P_DEFAULT) > 0;
+    lf->writing = !lf->finished && af_logfile_held(path);
     int64_t committed[2] = {0, 0};
     if (!lf->finished && af_logfile_committed(lf, committed) == AF_OK) {
         lf->rows_limit = committed[0];
@@ -156,6 +160,45 @@ static hsize_t counted_rows(const af_logfile_t *lf, const char *path, hsize_t le
         limit = lf->events_limit;
     }
     return limit >= 0 && (hsize_t)limit < len ? (hsize_t)limit : len;
+}
+
+static int writer_lock(int fd, int cmd, short type)
+{
+    struct flock fl;
+    memset(&fl, 0, sizeof fl);
+    fl.l_type = type;
+    fl.l_whence = SEEK_SET;
+    fl.l_start = (off_t)AF_LOGFILE_WRITER_BYTE;
+    fl.l_len = 1;
+    if (fcntl(fd, cmd, &fl) != 0) {
+        return -1;
+    }
+    return fl.l_type;
+}
+
+int af_logfile_hold(const char *path)
+{
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0) {
+        return -1;
+    }
+    if (writer_lock(fd, F_OFD_SETLK, F_WRLCK) < 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+int af_logfile_held(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return 0;
+    }
+    /* A read lock would conflict with the writer's write lock: GETLK names it, if any. */
+    int type = writer_lock(fd, F_OFD_GETLK, F_RDLCK);
+    close(fd);
+    return type == F_WRLCK;
 }
 
 void af_logfile_close(af_logfile_t *lf)

@@ -15,6 +15,7 @@ typedef struct af_logfile {
     int64_t schema_version;
     char path[512];
     int live;             /* opened with SWMR read access: its writer was killed (or still runs) */
+    int writing;          /* not finished, and its writer still holds it (af_logfile_held) */
     int finished;         /* /final@exit_reason is there */
     int64_t rows_limit;   /* rows of /steps and /ranks that count (-1: all there are) */
     int64_t events_limit; /* rows of /events that count (-1: all there are) */
@@ -29,6 +30,18 @@ typedef struct af_logfile {
  * prefix (sim/io/log.h, "Crash consistency"). */
 af_result_t af_logfile_open(af_logfile_t *lf, const char *path, char *err, size_t errlen);
 void af_logfile_close(af_logfile_t *lf);
+
+/* A run's writer holds its log while it writes it: a write lock of its own open file
+ * description (Linux's OFD locks: not dropped when another descriptor of the file closes) on one
+ * byte far beyond any data, AF_LOGFILE_WRITER_BYTE, which HDF5 never locks or writes. A reader
+ * tells a log still being written (read up to its last flush) from one whose writer was killed
+ * (the lock goes with the process). af_logfile_hold takes the lock on a new descriptor of path
+ * and returns it (-1 when the file cannot be opened or locked: the log is then read as a
+ * killed run's until it is finished); closing the descriptor releases it. af_logfile_held is 1
+ * when another open file description holds the lock, 0 otherwise. */
+#define AF_LOGFILE_WRITER_BYTE ((long long)1 << 62)
+int af_logfile_hold(const char *path);
+int af_logfile_held(const char *path);
 
 /* Whether path is an agefence log: a regular file that HDF5 opens (with SWMR read access when
  * a killed writer left it marked) and whose root has the attribute schema_version, of any

@@ -183,9 +183,10 @@ case_ attention_too_big_for_memory "bytes on a node" --set workload.kind=attenti
   --set scenario.devices=64
 # An unwritable output path is refused before the run starts.
 n=$((n + 1))
-"$mpiexec" -n 2 "$agefence" run -q -o /nonexistent-dir/x.h5 >stdout 2>stderr
+echo "not a folder" >afile
+"$mpiexec" -n 2 "$agefence" run -q -o afile/sub/x.h5 >stdout 2>stderr
 rc=$?
-if [ "$rc" = 2 ] && grep -q "/nonexistent-dir/x.h5: cannot create the log file" stderr &&
+if [ "$rc" = 2 ] && grep -q "afile/sub/x.h5: cannot create the folder: afile is not a folder" stderr &&
    [ "$(grep -c '^agefence' stderr)" = 1 ]; then
   echo "ok   unwritable_output: $(grep '^agefence' stderr)"
 else

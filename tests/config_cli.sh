@@ -30,6 +30,11 @@
 #                      within it, the printed scenario reads back to the same one, a 2-step run
 #                      uses that dt; an explicit dt above the limit still fails with the limit
 #   keys_readme        the key table of configs/README.md is `agefence config --keys`, verbatim
+#   names              UTF-8 text in a scenario's name is taken and printed back as it is;
+#                      control characters and bytes that are not UTF-8 are refused, each in one
+#                      line; an inline '#' comment is taken as ';' is; hexadecimal values are
+#                      refused as such, -0 is printed 0; -c of a folder says it is a folder;
+#                      `config -o` is refused
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 mode=$1 agefence=$2 report=$3 mpiexec=$4 work=$5 src=$6
@@ -321,6 +326,41 @@ keys_readme)
   diff readme.txt keys.txt >keys.diff ||
     { cat keys.diff; fail "configs/README.md's key table (<) is not agefence config --keys (>)"; }
   ok "configs/README.md's key table is agefence config --keys ($(wc -l <keys.txt) lines)"
+  ;;
+names)
+  printf '[scenario]\nname = flotte-fiabilité-日本  # the fleet\nsteps = 40 ; short\n' >u.ini
+  "$agefence" config -c u.ini >u.out 2>u.err || fail "a UTF-8 name: exit $?: $(cat u.err)"
+  grep -qx "name = flotte-fiabilité-日本" u.out && grep -qx "steps = 40" u.out ||
+    fail "a UTF-8 name with '#' and ';' comments: $(grep -E '^(name|steps)' u.out)"
+  "$agefence" config -c u.out >u2.out 2>&1 && [ "$(keys u.out)" = "$(keys u2.out)" ] ||
+    fail "the printed UTF-8 scenario does not read back to itself"
+  ok "a UTF-8 name and inline '#' and ';' comments"
+  # refused WHAT FRAGMENT ARGS...: exit 2 and one line holding FRAGMENT
+  refused() {
+    local what=$1 frag=$2
+    shift 2
+    "$agefence" config "$@" >r.out 2>r.err
+    local rc=$?
+    [ "$rc" = 2 ] && [ "$(wc -l <r.err)" = 1 ] && grep -qF -- "$frag" r.err ||
+      fail "$what: exit $rc: $(cat r.err)"
+    ok "$what: $(cat r.err)"
+  }
+  printf '[scenario]\nname = a\tb\n' >tab.ini
+  refused "a tab in a name" "tab.ini:2: scenario.name holds a control character" -c tab.ini
+  printf '[scenario]\nname = a\033[31m\n' >esc.ini
+  refused "an escape in a name" "esc.ini:2: scenario.name holds a control character" -c esc.ini
+  printf '[scenario]\nname = caf\xe9\n' >latin1.ini
+  refused "a Latin-1 name" "latin1.ini:2: scenario.name is not UTF-8 text" -c latin1.ini
+  refused "a hexadecimal real" "aging.p_max = '0x1p-4' is invalid: expected a number in [0, 1] (decimal: hexadecimal is not taken)" \
+    --set aging.p_max=0x1p-4
+  refused "a hexadecimal integer" "scenario.steps = '0x10' is invalid: expected an integer in [1, 1000000000] (decimal: hexadecimal is not taken)" \
+    --set scenario.steps=0x10
+  refused "-c a folder" "$src/configs: is a folder, not a scenario file" -c "$src/configs"
+  refused "config -o" "config: -o x.h5: config writes no log" -o x.h5
+  [ ! -e x.h5 ] || fail "config -o made x.h5"
+  "$agefence" config --set aging.p_max=-0 >z.out 2>&1 || fail "-0: exit $?"
+  grep -qx "p_max = 0" z.out || fail "-0 printed as $(grep p_max z.out)"
+  ok "-0 is printed as 0"
   ;;
 *) fail "unknown mode $mode" ;;
 esac

@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
 # What `agefence run -o FILE` may do to the files it finds (docs/log.md, "What `-o` replaces"; agefence(1)):
-#   - a path it cannot take (empty, a folder, a missing folder, a path through a regular
-#     file), a file that is not an agefence log (a text file, the -c scenario itself under its
+#   - a path it cannot take (empty, a folder, a path through a regular file), a file that is
+#     not an agefence log (a text file, the -c scenario itself under its
 #     name or another, a non-log at FILE.tmp): exit 2, one line from rank 0, and every file as
 #     it was, nothing created (the folder listed, hidden files included, and every file's
 #     checksum, before and after); --force changes none of it;
 #   - the memory refusal (AGEFENCE_DEBUG=memavail) leaves the agefence log already at FILE as
 #     it was: exit 2, no backup, no FILE.tmp;
-#   - a run into an agefence log keeps it as "#FILE.N#" (N = 1, 2, ...: the next free one),
-#     says so in one line, and the new log is at FILE;
+#   - a missing folder is made with its parents (docs/running.md, "Where output goes"), and
+#     removed again when the run is refused before its first step;
+#   - a long name keeps the reason at the end of its line;
+#   - a run into an agefence log keeps it as "FILE.~N~" (N = 1, 2, ...: one more than the
+#     highest), says so in one line, and the new log is at FILE; AGEFENCE_BACKUPS=K keeps the
+#     K newest backups (the line names the oldest removed), 0 keeps none, a bad value is
+#     refused;
 #   - --force replaces the agefence log at FILE and keeps no backup;
 #   - `agefence bench -o` refuses the same paths and files before any work.
 #   output_file.sh AGEFENCE REPORT MPIEXEC WORKDIR FIXTURES NP
@@ -54,10 +59,18 @@ refused() {
 refused "empty -o" "the log path is empty" -c s.ini -o '' "${steps[@]}"
 refused "-o a folder with a slash" "sub/: names a folder, not a log file" -c s.ini -o sub/ "${steps[@]}"
 refused "-o a folder" "sub: is a folder, not a log file" -c s.ini -o sub "${steps[@]}"
-refused "-o in a missing folder" "missing/x.h5: cannot create the log file: its folder missing: No such file" \
-  -c s.ini -o missing/x.h5 "${steps[@]}"
-refused "-o through a regular file" "notes.txt/x.h5: cannot create the log file: notes.txt is not a folder" \
+refused "-o through a regular file" "notes.txt/x.h5: cannot create the folder: notes.txt is not a folder" \
   -c s.ini -o notes.txt/x.h5 "${steps[@]}"
+refused "-o through a regular file, deeper" \
+  "notes.txt/a/x.h5: cannot create the folder: notes.txt is not a folder" \
+  -c s.ini -o notes.txt/a/x.h5 "${steps[@]}"
+long=$(printf 'n%.0s' $(seq 200))
+cp notes.txt "$long"
+refused "-o a long name through a file" "is not a folder$" \
+  -c s.ini -o "$long/$(printf 'x%.0s' $(seq 253))" "${steps[@]}"
+rm "$long"
+AGEFENCE_BACKUPS=two refused "AGEFENCE_BACKUPS not a number" \
+  "AGEFENCE_BACKUPS=two: not a whole number from 0 to 999" -c s.ini -o r.h5 "${steps[@]}"
 refused "-o a text file" "notes.txt: the file exists and is not an agefence log" \
   -c s.ini -o notes.txt "${steps[@]}"
 refused "-o a text file, --force" "notes.txt: the file exists and is not an agefence log" \
@@ -94,23 +107,55 @@ rc=$?
 [ "$(state)" = "$before" ] || fail "memory refusal: the folder changed: $(ls -a)"
 [ "$failed" = "$was" ] && echo "ok   the memory refusal leaves the log at -o as it was"
 
-# Two more runs into it: each keeps the one before as the next #run.h5.N#.
+# A missing folder is made with its parents; a run refused before its first step (the memory
+# refusal) leaves none of them behind.
+was=$failed
+before=$(state)
+AGEFENCE_DEBUG=memavail=1000000 run -c s.ini -o new/deep/x.h5 "${steps[@]}"
+rc=$?
+[ "$rc" = 2 ] || fail "memory refusal into new folders: exit $rc: $(cat ../stderr)"
+[ "$(state)" = "$before" ] || fail "memory refusal left folders: $(ls -a)"
+run -c s.ini -o new/deep/x.h5 "${steps[@]}" || fail "-o in missing folders: exit $?: $(cat ../stderr)"
+[ "$("$report" --attr /final exit_reason new/deep/x.h5 2>&1)" = completed ] ||
+  fail "-o in missing folders: no complete log at new/deep/x.h5"
+rm -r new
+[ "$failed" = "$was" ] && echo "ok   -o makes missing folders, and a refused run leaves none"
+
+# Reruns into it: each keeps the one before as run.h5.~N~, N one more than the highest.
 was=$failed
 for n in 1 2; do
   prev=$(md5sum <run.h5)
   before=$(state)
   run -c s.ini -o run.h5 "${steps[@]}" || fail "rerun $n: exit $?: $(cat ../stderr)"
-  [ "$(grep -c "^agefence: run.h5: the earlier log there is kept as #run.h5.$n#$" ../stderr)" = 1 ] ||
+  [ "$(grep -c "^agefence: run.h5: the earlier log there is kept as run.h5.~$n~$" ../stderr)" = 1 ] ||
     fail "rerun $n: not one line saying the backup: $(cat ../stderr)"
-  [ -f "#run.h5.$n#" ] && [ "$(md5sum <"#run.h5.$n#")" = "$prev" ] ||
-    fail "rerun $n: #run.h5.$n# is not the log that was at run.h5"
+  [ -f "run.h5.~$n~" ] && [ "$(md5sum <"run.h5.~$n~")" = "$prev" ] ||
+    fail "rerun $n: run.h5.~$n~ is not the log that was at run.h5"
   [ "$("$report" --attr /final exit_reason run.h5 2>&1)" = completed ] ||
     fail "rerun $n: run.h5 is not the new run's complete log"
   added=$(comm -13 <(echo "$before" | cut -d' ' -f1) <(state | cut -d' ' -f1) | tr '\n' ' ')
-  [ "$added" = "./#run.h5.$n# " ] || fail "rerun $n: new names besides the backup: '$added'"
+  [ "$added" = "./run.h5.~$n~ " ] || fail "rerun $n: new names besides the backup: '$added'"
 done
-[ "$(md5sum <"#run.h5.1#")" = "$first" ] || fail "#run.h5.1# is not the first log"
-[ "$failed" = "$was" ] && echo "ok   reruns into an agefence log keep it as #run.h5.1#, then #run.h5.2#"
+[ "$(md5sum <"run.h5.~1~")" = "$first" ] || fail "run.h5.~1~ is not the first log"
+"$report" --attr / schema_version run.h5.~1~ >/dev/null 2>&1 || fail "run.h5.~1~ does not read"
+[ "$failed" = "$was" ] && echo "ok   reruns into an agefence log keep it as run.h5.~1~, then run.h5.~2~"
+
+# AGEFENCE_BACKUPS bounds them: with 2, the third backup removes the oldest (and says so); a
+# file of a backup's name that is not an agefence log is neither counted nor removed; 0 keeps
+# none.
+was=$failed
+echo "mine" >run.h5.~9~
+AGEFENCE_BACKUPS=2 run -c s.ini -o run.h5 "${steps[@]}" || fail "AGEFENCE_BACKUPS=2: exit $?"
+grep -q "^agefence: run.h5: the earlier log there is kept as run.h5.~3~ (the oldest, run.h5.~1~, removed: AGEFENCE_BACKUPS keeps 2)$" ../stderr ||
+  fail "AGEFENCE_BACKUPS=2: $(cat ../stderr)"
+[ ! -e run.h5.~1~ ] && [ -f run.h5.~2~ ] && [ -f run.h5.~3~ ] && [ "$(cat run.h5.~9~)" = mine ] ||
+  fail "AGEFENCE_BACKUPS=2: left $(ls -a | tr '\n' ' ')"
+rm run.h5.~9~
+before=$(state | cut -d' ' -f1)
+AGEFENCE_BACKUPS=0 run -c s.ini -o run.h5 "${steps[@]}" || fail "AGEFENCE_BACKUPS=0: exit $?"
+grep -q "kept as" ../stderr && fail "AGEFENCE_BACKUPS=0: kept a backup: $(cat ../stderr)"
+[ "$(state | cut -d' ' -f1)" = "$before" ] || fail "AGEFENCE_BACKUPS=0: names changed: $(ls -a)"
+[ "$failed" = "$was" ] && echo "ok   AGEFENCE_BACKUPS keeps the newest backups, 0 none"
 
 # --force: the log replaced, no backup, nothing else new.
 prev=$(md5sum <run.h5)

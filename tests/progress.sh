@@ -2,10 +2,13 @@
 # What a run says while it runs, on rank 0's stderr under mpirun (whose ranks' stderr is always
 # a pipe to mpirun):
 #   - unless -q, the size of the work before the first step and, after the first steps, the
-#     estimated time of the rest;
+#     estimated time of the rest of the steps and of the final check against the serial
+#     reference; before that check, a line saying it starts and how long it takes;
 #   - --progress with stderr to a file: plain progress lines (no \r), each with the step, the
-#     steps planned, the percentage, the elapsed time, the rate and an ETA, the last one at the
-#     last step;
+#     steps planned, the percentage, the elapsed time, the rate and an ETA that includes the
+#     reference check (its share said; "~" and why when the recent pace differs from the
+#     average), the last one at the last step with the check still to come, then the line
+#     saying the check starts (with -q too);
 #   - without --progress, stderr to a file: no progress line;
 #   - on a terminal (a pty from `script`, around mpirun): progress repainted with \r, though
 #     the rank's own stderr is a pipe; with mpirun's stderr sent to a file from that terminal,
@@ -17,7 +20,8 @@ rm -rf "$work" && mkdir -p "$work"
 cd "$work" || exit 1
 fail() { echo "FAIL: $*" >&2; exit 1; }
 steps=400
-line_re="^agefence: step [0-9]+/$steps \([0-9.]+%\)  [0-9.]+ s  [0-9.]+ steps/s  ETA [0-9.]+ (s|min|h)\$"
+t="[0-9.]+ (s|min|h)"
+line_re="^agefence: step [0-9]+/$steps \([0-9.]+%\)  [0-9.]+ s  [0-9.]+ steps/s  ETA ~?$t \($t of it the reference check(, unsure: a step takes [0-9.]+x the average now)?\)\$"
 run() { # run NAME ARGS...: two ranks of the default scenario, $steps steps
   local name=$1
   shift
@@ -34,8 +38,10 @@ grep -E "^agefence: step " lines.err >lines.progress
 [ "$(wc -l <lines.progress)" -ge 2 ] || { cat lines.err; fail "--progress: fewer than 2 progress lines"; }
 bad=$(grep -Evc "$line_re" lines.progress)
 [ "$bad" = 0 ] || { cat lines.progress; fail "--progress: $bad line(s) not of the form step/planned (%) s steps/s ETA"; }
-tail -n 1 lines.progress | grep -q "^agefence: step $steps/$steps (100.0%) .* ETA 0.0 s$" ||
-  fail "--progress: the last line is not the last step: $(tail -n 1 lines.progress)"
+tail -n 1 lines.progress | grep -Eq "^agefence: step $steps/$steps \(100.0%\) .* ETA ~?($t) \(\1 of it the reference check" ||
+  fail "--progress: the last line is not the last step with the check to come: $(tail -n 1 lines.progress)"
+grep -Eq "^agefence: checking the final state against the serial reference \($steps steps on one core, about $t\)$" lines.err ||
+  { cat lines.err; fail "--progress: no line before the reference check"; }
 sed -E 's|^agefence: step ([0-9]+)/.*|\1|' lines.progress | sort -nc ||
   fail "--progress: the step counts go backwards"
 grep -q "cell-steps\|steps in" lines.err && fail "-q still printed the size of the work or the estimate"
@@ -51,7 +57,7 @@ cells=$(sed -n 's/^block_len = //p' plain.ini)
 size=$(printf '%.3g' "$((steps * blocks * cells))")
 grep -q "^agefence: $steps steps x $blocks blocks x $cells cells (burgers) on 2 ranks, $size cell-steps" plain.err ||
   { cat plain.err; fail "no line giving the size of the work"; }
-grep -Eq "^agefence: [0-9]+ steps in [0-9.]+ (s|min|h): about [0-9.]+ (s|min|h) more for the other [0-9]+$" plain.err ||
+grep -Eq "^agefence: [0-9]+ steps in $t: about $t more for the other [0-9]+, then $t for the check against the serial reference \(a first estimate: steps cost more as units fade; the progress line follows them\)$" plain.err ||
   { cat plain.err; fail "no estimate of the time after the first steps"; }
 echo "PASS: without --progress, stderr to a file: no progress; the size of the work and an estimate"
 

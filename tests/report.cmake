@@ -33,7 +33,7 @@ set(AF_REPORT_SH ${CMAKE_CURRENT_SOURCE_DIR}/report.sh)
 set(AF_REPORT_FIX ${CMAKE_CURRENT_SOURCE_DIR}/fixtures)
 
 # The logs, made by the suite's own runs (--force: each run of the suite replaces them rather than
-# keep the last ones beside them as #NAME.N#).
+# keep the last ones beside them as NAME.~N~).
 add_test(NAME report_run_small
          COMMAND ${AF_MPIEXEC} -n 3 $<TARGET_FILE:agefence> run -q --force
                  -c ${AF_REPORT_FIX}/small.ini -o ${AF_REPORT_DIR}/small.h5)

@@ -9,8 +9,9 @@
 #                    simulated time, its goodput_over_time.csv the report's goodput step by step
 #                    (fails without h5py/matplotlib)
 #   plots_no_python  --plots without a usable Python: one line, the report, exit 0; with
-#                    AGEFENCE_PLOTS_PY naming no file, or a --plots DIR that is a file or
-#                    cannot be made: one line naming it, exit 2, no report
+#                    AGEFENCE_PLOTS_PY naming no file, or a --plots DIR that is a file, is
+#                    empty or runs through a file: one line naming it, exit 2, no report; a
+#                    missing DIR is made with its missing parents
 #   bad_input        bad files: exit 2 and one line naming the file; partial logs: the report
 #                    says what is missing, --check names it; a killed run reported as such
 #   killed           a run killed with SIGKILL mid-run (LOG is written; FIXTURES is then
@@ -203,6 +204,8 @@ PY
     grep -q "goodput.png skipped: no simulated time" plots.err || fail "goodput.png: no reason given"
   fi
   grep -q "wrote $want plots" plots.err || fail "--plots did not write $want plots"
+  # A figure that does not apply to the run (pacing.png without pacing) is not announced.
+  grep -q "pacing.png" plots.err && fail "--plots speaks of pacing.png: $(cat plots.err)"
   # shellcheck disable=SC2086
   check_pngs "$py" "$work/plots" $pngs
 }
@@ -226,19 +229,25 @@ mode_plots_no_python() {
     grep -q "AGEFENCE_PLOTS_PY=/nonexistent/plots.py: No such file" err.txt && [ ! -s out.txt ] ||
     fail "--plots with a missing AGEFENCE_PLOTS_PY: exit $rc: $(cat err.txt)"
   # A --plots folder that cannot be one is bad input too, said before any report (checked
-  # here, where no Python is needed): a file in its place, a missing parent, a file as parent.
-  # A missing folder in an existing one is made.
+  # here, where no Python is needed): a file in its place, a file as parent, the empty name.
+  # A missing folder is made with its missing parents (docs/running.md, "Where output goes").
   : >"$work/afile"
-  for dir in "$work/afile" "$work/nothere/plots" "$work/afile/plots"; do
+  for dir in "$work/afile" "$work/afile/plots" ""; do
     "$report" --plots "$dir" "$log" >out.txt 2>err.txt
     rc=$?
-    [ "$rc" = 2 ] && [ "$(wc -l <err.txt)" = 1 ] && grep -q "^agefence-report: --plots $dir: " err.txt &&
-      [ ! -s out.txt ] || fail "--plots $dir: exit $rc, $(wc -c <out.txt) bytes of report: $(cat err.txt)"
+    [ "$rc" = 2 ] && [ "$(wc -l <err.txt)" = 1 ] && grep -q "^agefence-report: --plots $dir" err.txt &&
+      [ ! -s out.txt ] || fail "--plots '$dir': exit $rc, $(wc -c <out.txt) bytes of report: $(cat err.txt)"
   done
-  [ -e "$work/nothere" ] && fail "--plots made the missing parent $work/nothere"
+  grep -q "^agefence-report: --plots '': the folder name is empty" err.txt ||
+    fail "--plots '': not said to be empty: $(cat err.txt)"
   AGEFENCE_PYTHON=/nonexistent/python3 "$report" --plots "$work/newplots" "$log" >out.txt 2>err.txt
   rc=$?
   [ "$rc" = 0 ] && [ -d "$work/newplots" ] || fail "--plots did not make a new folder: exit $rc"
+  AGEFENCE_PYTHON=/nonexistent/python3 "$report" --plots "$work/nothere/a/plots" "$log" \
+    >out.txt 2>err.txt
+  rc=$?
+  [ "$rc" = 0 ] && [ -d "$work/nothere/a/plots" ] ||
+    fail "--plots did not make a folder with its missing parents: exit $rc: $(cat err.txt)"
   ok
   ok
   AGEFENCE_PLOTS_PY=$work "$report" --plots "$work/plots" "$log" >out.txt 2>err.txt

@@ -70,6 +70,40 @@ rows_match "$log" "$done_steps" || fail "the log's rows do not match steps_compl
   fail "SIGTERM to a rank: bitwise_equal is not 1 (the final state was not verified)"
 echo "PASS: stopped after $done_steps steps, log valid, exit_reason=signal, every /steps and" \
   "/ranks dataset has $done_steps rows"
+# A log read while its run writes it is live, not a killed run's: the report says so (the
+# writer holds the file; it reads up to the last flush), with no "killed" and no notice that its
+# tables disagree; --check names it. Then a SIGTERM to the rank, and the summary's verdict says
+# STOPPED with the state reached verified.
+live=$work/live.h5
+"$mpiexec" -n 2 "$agefence" run -o "$live" --set scenario.steps=100000000 \
+  --set log.flush_interval=10 --set aging.sim_hours_per_step=1 >"$work/live.out" 2>"$work/live.err" &
+launcher=$!
+for _ in $(seq 1 100); do
+  [ -f "$live" ] && [ -n "$(pgrep -P "$launcher" -f "$agefence" || true)" ] && break
+  sleep 0.1
+done
+sleep 2
+"$report" "$live" >"$work/live.report" 2>&1 || fail "the report of a live log: exit $?"
+"$report" --check "$live" >"$work/live.check" 2>&1
+pids=$(pgrep -P "$launcher" -f "$agefence" || true)
+[ -n "$pids" ] || fail "live: no agefence ranks found"
+kill -TERM "$(echo "$pids" | head -n 1)"
+wait "$launcher"
+rc=$?
+[ "$rc" = 5 ] || fail "live: exit status $rc, expected 5"
+grep -q "^LIVE LOG: its run is still writing it" "$work/live.report" &&
+  grep -q "^  exit         LIVE: the run is still writing this log (its writer holds it); read up to its last flush$" \
+    "$work/live.report" || fail "the report of a live log does not say it is live: $(head -16 "$work/live.report")"
+grep -qE "killed|INCOMPLETE|/interruptions:" "$work/live.report" &&
+  fail "the report of a live log reads it as a killed run's: $(grep -E "killed|INCOMPLETE|/interruptions:" "$work/live.report")"
+grep -q "^/final@exit_reason: missing: the run is still writing the log (its writer holds it)" \
+  "$work/live.check" || fail "--check of a live log: $(cat "$work/live.check")"
+grep -q "^  verdict        STOPPED after step [0-9]* of 100000000 on request, the state reached verified$" \
+  "$work/live.out" || fail "SIGTERM to a rank: the summary's verdict: $(grep verdict "$work/live.out")"
+"$report" "$live" >"$work/live.final" || fail "the report of the stopped run: exit $?"
+grep -q "verdict STOPPED after step [0-9]* of 100000000 on request, the state reached verified$" "$work/live.final" ||
+  fail "SIGTERM to a rank: the report's exit line does not say STOPPED"
+echo "PASS: a live log reads as live; a stop the user asked for reads as STOPPED"
 # Ctrl-C on mpirun (SIGINT), and SIGTERM to mpirun: Open MPI ends the job by sending every rank
 # SIGCONT, then SIGTERM odls_base_sigkill_timeout seconds later (1 s, set here as the default
 # is), then SIGKILL as long after that. The ranks take the SIGCONT as the stop request, so the
@@ -104,8 +138,8 @@ for sig in INT TERM; do
     fail "SIG$sig to mpirun: the stop did not finish (killed before the log was closed?)"
   grep -q "^  exit reason    signal$" "$work/mpirun-$sig.out" ||
     fail "SIG$sig to mpirun: no summary on stdout (or not exit reason signal)"
-  grep -q "^  verdict        FAIL$" "$work/mpirun-$sig.out" ||
-    fail "SIG$sig to mpirun: the summary has no verdict line"
+  grep -q "^  verdict        STOPPED after step [0-9]* of 100000000 on request, not verified$" \
+    "$work/mpirun-$sig.out" || fail "SIG$sig to mpirun: the summary's verdict is not STOPPED"
   "$report" --check "$mlog" || fail "SIG$sig to mpirun: the log is not valid"
   [ "$("$report" --attr /final exit_reason "$mlog")" = signal ] || fail "SIG$sig to mpirun: exit_reason is not signal"
   [ "$("$report" --attr /final exit_code "$mlog")" = 5 ] || fail "SIG$sig to mpirun: /final@exit_code is not 5"
@@ -114,7 +148,8 @@ for sig in INT TERM; do
   [ "$mdone" -gt 0 ] || fail "SIG$sig to mpirun: no step completed"
   rows_match "$mlog" "$mdone" || fail "SIG$sig to mpirun: the log's rows do not match steps_completed"
   "$report" "$mlog" >"$work/mpirun-$sig.report" || fail "SIG$sig to mpirun: agefence-report cannot read the log"
-  grep -q "signal" "$work/mpirun-$sig.report" || fail "SIG$sig to mpirun: the report does not say signal"
+  grep -q "^  exit         signal (exit code 5): verdict STOPPED after step $mdone of 100000000 on request, not verified$" \
+    "$work/mpirun-$sig.report" || fail "SIG$sig to mpirun: the report's exit line does not say STOPPED"
   [ "$("$report" --attr /final bitwise_equal "$mlog")" = -1 ] &&
     [ "$("$report" --attr /final reference_checksum "$mlog")" = unverified ] ||
     fail "SIG$sig to mpirun: /final does not say the state is not verified"

@@ -21,8 +21,9 @@ static void usage(FILE *f)
                "           logs it to HDF5 and checks the final state bit for bit against the\n"
                "           serial fault-free reference. Progress on stderr where it (or\n"
                "           mpirun's) is a terminal; --progress: plain lines elsewhere too.\n"
-               "           An agefence log already at FILE.h5 is kept as #FILE.h5.N#\n"
-               "           (--force: replaced); any other file there is refused.\n"
+               "           An agefence log already at FILE.h5 is kept as FILE.h5.~N~ (at\n"
+               "           most $AGEFENCE_BACKUPS of them, 5 if unset; --force: replaced);\n"
+               "           any other file there is refused; missing folders are made.\n"
                "  config   prints the fully resolved scenario as INI (save it, run it again);\n"
                "           --keys lists every key with its unit, default and allowed range.\n"
                "\n"
@@ -83,6 +84,14 @@ static int cmd_config(int argc, char **argv)
     if (rc != 0) {
         fprintf(stderr, "agefence: %s\n", o.usage_error);
         return rc;
+    }
+    if (o.output != NULL) {
+        /* -o names a run's log; config writes nothing but its standard output. */
+        fprintf(stderr,
+                "agefence: config: -o %s: config writes no log; it prints the resolved "
+                "scenario on standard output (agefence config ... > FILE.ini)\n",
+                o.output);
+        return 2;
     }
     if (keys) {
         af_config_print_keys();

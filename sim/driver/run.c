@@ -489,15 +489,38 @@ static void progress(run_t *r, int64_t step, double t_start)
     int last = step >= r->s.cfg.steps;
     int warm = step >= 10 || el >= 1.0;
     double rate = el > 0 ? (double)step / el : 0.0;
-    double eta = rate > 0 ? (double)(r->s.cfg.steps - step) / rate : -1.0;
+    /* The steps left at the recent pace (a moving average of the last steps' time): steps
+     * grow dearer as units fade (DMR twins, drains, replays), which the run's average is slow
+     * to show. Unsure while the recent pace and the average differ by more than a quarter. */
+    double dt = r->prog.prev_us > 0 ? now - r->prog.prev_us : now - t_start;
+    r->prog.prev_us = now;
+    /* The mean of the first 20 steps, then a moving average of weight 1/20. */
+    r->prog.timed++;
+    double w = r->prog.timed < 20 ? 1.0 / (double)r->prog.timed : 0.05;
+    r->prog.step_us = (1.0 - w) * r->prog.step_us + w * dt;
+    double avg_us = step > 0 ? el * 1e6 / (double)step : 0.0;
+    double ratio = avg_us > 0 ? r->prog.step_us / avg_us : 1.0;
+    int unsure = ratio > 1.25 || ratio < 0.8;
+    double eta_steps = (double)(r->s.cfg.steps - step) * r->prog.step_us * 1e-6;
+    double eta = eta_steps + (r->prog.ref_s > 0 ? r->prog.ref_s : 0.0);
     char t_eta[32];
     fmt_secs(t_eta, sizeof t_eta, eta);
     if (!r->prog.quiet && !r->prog.estimated && warm && !last) {
         r->prog.estimated = 1;
         char t_el[32];
+        char t_st[32];
+        char t_ref[32];
         fmt_secs(t_el, sizeof t_el, el);
-        fprintf(stderr, "agefence: %lld steps in %s: about %s more for the other %lld\n",
-                (long long)step, t_el, t_eta, (long long)(r->s.cfg.steps - step));
+        fmt_secs(t_st, sizeof t_st, eta_steps);
+        fmt_secs(t_ref, sizeof t_ref, r->prog.ref_s);
+        fprintf(stderr,
+                "agefence: %lld steps in %s: about %s more for the other %lld, then %s for the "
+                "check against the serial reference%s\n",
+                (long long)step, t_el, t_st, (long long)(r->s.cfg.steps - step), t_ref,
+                r->s.cfg.sim_hours_per_step > 0
+                    ? " (a first estimate: steps cost more as units fade; the progress line "
+                      "follows them)"
+                    : "");
         fflush(stderr);
     }
     if (r->prog.mode == AF_PROGRESS_OFF) {
@@ -511,10 +534,18 @@ static void progress(run_t *r, int64_t step, double t_start)
     r->prog.last_us = now;
     double pct = r->s.cfg.steps > 0 ? 100.0 * (double)step / (double)r->s.cfg.steps : 100.0;
     /* A slow run's rate keeps its digits: "0.35 steps/s", not "0 steps/s". */
-    fprintf(stderr, "%sagefence: step %lld/%lld (%.1f%%)  %.1f s  %.*f steps/s  ETA %s%s",
+    char t_ref[32];
+    char why[96] = "";
+    fmt_secs(t_ref, sizeof t_ref, r->prog.ref_s);
+    if (unsure) {
+        snprintf(why, sizeof why, ", unsure: a step takes %.1fx the average now", ratio);
+    }
+    fprintf(stderr,
+            "%sagefence: step %lld/%lld (%.1f%%)  %.1f s  %.*f steps/s  ETA %s%s (%s of it the "
+            "reference check%s)%s",
             r->prog.mode == AF_PROGRESS_REPAINT ? "\r" : "", (long long)step,
-            (long long)r->s.cfg.steps, pct, el, rate >= 10 ? 0 : 2, rate, t_eta,
-            r->prog.mode == AF_PROGRESS_REPAINT ? "   " : "\n");
+            (long long)r->s.cfg.steps, pct, el, rate >= 10 ? 0 : 2, rate, unsure ? "~" : "", t_eta,
+            t_ref, why, r->prog.mode == AF_PROGRESS_REPAINT ? "   " : "\n");
     fflush(stderr);
 }
 
@@ -720,6 +751,10 @@ int af_run_in_world(const af_run_opts_t *opts, const af_world_t *world)
         r->prog.mode = af_launch_stderr_terminal() ? AF_PROGRESS_REPAINT
                        : opts->progress            ? AF_PROGRESS_LINES
                                                    : AF_PROGRESS_OFF;
+        r->prog.ref_s = -1.0;
+        if (!opts->quiet || r->prog.mode != AF_PROGRESS_OFF) {
+            r->prog.ref_s = af_verdict_estimate_s(r);
+        }
         if (!opts->quiet) {
             start_notice(r);
         }

@@ -18,7 +18,7 @@ typedef struct af_run_opts {
     int nsets;
     const char *output;    /* NULL: log.path of the scenario */
     int force;             /* --force: an agefence log at the output path is replaced, not
-                              kept as "#NAME.N#" (sim/io/log.h, af_log_claim) */
+                              kept as "NAME.~N~" (sim/io/log.h, af_log_claim) */
     int quiet;             /* no summary on stdout, no estimate of the run's time on stderr */
     int progress;          /* --progress: progress lines on rank 0's stderr even where neither
                               it nor the launcher's is a terminal */

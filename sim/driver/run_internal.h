@@ -71,6 +71,10 @@ typedef struct af_progress {
     int estimated;  /* rank 0: the estimate after the first steps is done */
     int shown;      /* rank 0: a progress line was written */
     double last_us; /* rank 0: when the last one was */
+    double ref_s;   /* rank 0: the serial reference check's estimated seconds (-1: none) */
+    double step_us; /* rank 0: recent wall time a step (moving average), for the ETA */
+    double prev_us; /* rank 0: when the last step ended */
+    int64_t timed;  /* rank 0: steps in step_us */
 } af_progress_t;
 
 /* Memory: this rank's budget, its resident memory before start-up, and (after the verdict)

@@ -26,6 +26,11 @@ void af_iso_time(char *out, size_t n);
 /* Gathers the final state to rank 0 and, when `verify`, compares it with the serial reference
  * (bitwise_equal -1 without: not verified). Collective. */
 af_result_t af_verdict_finish(af_run_state_t *r, verdict_t *v, int verify);
+
+/* Rank 0, before the first step (before the allocator's seal: it takes and frees a buffer of
+ * at most 64 MiB): the seconds af_verdict_finish's serial reference over every step will take,
+ * timed on the grid or a slice of it and scaled; -1 when it cannot be timed. */
+double af_verdict_estimate_s(const af_run_state_t *r);
 /* The /units columns (rank 0 writes what every rank's own units give). Collective. */
 af_result_t af_write_units(af_run_state_t *r);
 /* The memory figures of /final, the largest over the ranks. Collective. */

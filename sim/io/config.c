@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 enum { T_INT, T_REAL, T_STR, T_ENUM };
 
@@ -412,14 +413,62 @@ static int parse_int(const char *v, int64_t *out)
 
 static int parse_real(const char *v, double *out)
 {
+    /* Decimal only: strtod would also take "0x10" (16) and "0x1p-4"; a scenario is written
+     * in decimal, and a hexadecimal value is taken for a mistake. */
+    if (strpbrk(v, "xX") != NULL) {
+        return 0;
+    }
     char *end = NULL;
     errno = 0;
     double x = strtod(v, &end);
     if (errno != 0 || end == v || *end != '\0' || !isfinite(x)) {
         return 0;
     }
-    *out = x;
+    /* -0 is 0: the resolved scenario says "0", not "-0". */
+    *out = x == 0.0 ? 0.0 : x;
     return 1;
+}
+
+/* What makes value unfit as a text key's value, as a phrase after the key's name, or NULL:
+ * UTF-8 text is taken (a scenario named in any language); control characters (C0, DEL, C1)
+ * and bytes that are not UTF-8 are not. */
+static const char *text_problem(const char *value)
+{
+    const unsigned char *s = (const unsigned char *)value;
+    while (*s != '\0') {
+        unsigned cp;
+        int more;
+        if (*s < 0x80) {
+            cp = *s;
+            more = 0;
+        } else if ((*s & 0xE0) == 0xC0) {
+            cp = *s & 0x1Fu;
+            more = 1;
+        } else if ((*s & 0xF0) == 0xE0) {
+            cp = *s & 0x0Fu;
+            more = 2;
+        } else if ((*s & 0xF8) == 0xF0) {
+            cp = *s & 0x07u;
+            more = 3;
+        } else {
+            return "is not UTF-8 text (a byte that starts no character)";
+        }
+        for (int i = 1; i <= more; ++i) {
+            if ((s[i] & 0xC0) != 0x80) {
+                return "is not UTF-8 text (a character cut short)";
+            }
+            cp = (cp << 6) | (s[i] & 0x3Fu);
+        }
+        static const unsigned least[] = {0, 0x80, 0x800, 0x10000};
+        if (cp < least[more] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
+            return "is not UTF-8 text (an overlong or invalid character)";
+        }
+        if (cp < 0x20 || cp == 0x7F || (cp >= 0x80 && cp < 0xA0)) {
+            return "holds a control character (tab, newline, escape, ...)";
+        }
+        s += 1 + more;
+    }
+    return NULL;
 }
 
 static void range_text(const key_def_t *k, char *out, size_t n)
@@ -493,6 +542,13 @@ static int set_value(parse_ctx_t *c, int ki, const char *value)
     case T_INT: {
         int64_t x = 0;
         if (!parse_int(value, &x) || (double)x < k->min || (double)x > k->max) {
+            if (strpbrk(value, "xX") != NULL) {
+                ctx_fail(c,
+                         "%s.%s = '%s' is invalid: expected %s (decimal: hexadecimal is not "
+                         "taken)",
+                         k->section, k->key, value, range);
+                return 0;
+            }
             ctx_fail(c, "%s.%s = '%s' is invalid: expected %s", k->section, k->key, value, range);
             return 0;
         }
@@ -505,7 +561,8 @@ static int set_value(parse_ctx_t *c, int ki, const char *value)
             /* `auto`: NaN (which parse_real never yields) until resolve_auto() replaces it. */
             x = NAN;
         } else if (!parse_real(value, &x) || x < k->min || x > k->max) {
-            ctx_fail(c, "%s.%s = '%s' is invalid: expected %s", k->section, k->key, value, range);
+            ctx_fail(c, "%s.%s = '%s' is invalid: expected %s%s", k->section, k->key, value, range,
+                     strpbrk(value, "xX") != NULL ? " (decimal: hexadecimal is not taken)" : "");
             return 0;
         }
         memcpy(base + k->offset, &x, sizeof x);
@@ -526,19 +583,19 @@ static int set_value(parse_ctx_t *c, int ki, const char *value)
             ctx_fail(c, "%s.%s is too long: expected %s", k->section, k->key, range);
             return 0;
         }
-        for (size_t i = 0; i < len; ++i) {
-            if (!isprint((unsigned char)value[i])) {
-                ctx_fail(c, "%s.%s holds a non-printable character", k->section, k->key);
-                return 0;
-            }
+        const char *why = text_problem(value);
+        if (why != NULL) {
+            ctx_fail(c, "%s.%s %s", k->section, k->key, why);
+            return 0;
         }
         /* What an INI reader would strip could not be read back from `agefence config`. */
         if (len > 0 &&
             (isspace((unsigned char)value[0]) || isspace((unsigned char)value[len - 1]) ||
-             strstr(value, " ;") != NULL || strstr(value, "\t;") != NULL)) {
+             strstr(value, " ;") != NULL || strstr(value, "\t;") != NULL ||
+             strstr(value, " #") != NULL || strstr(value, "\t#") != NULL)) {
             ctx_fail(c,
                      "%s.%s = '%s' cannot be written back to a scenario file: no leading or "
-                     "trailing blanks, and no ';' after a blank (an INI comment)",
+                     "trailing blanks, and no ';' or '#' after a blank (an INI comment)",
                      k->section, k->key, value);
             return 0;
         }
@@ -753,6 +810,14 @@ static char *reader(char *str, int num, void *stream)
             }
         }
     }
+    /* An inline comment starts with ';' or '#' after a blank, as INI readers take both: inih
+     * (built with ';' alone) is handed a ';' for the '#'. */
+    for (int j = 1; j < i; ++j) {
+        if (str[j] == '#' && (str[j - 1] == ' ' || str[j - 1] == '\t')) {
+            str[j] = ';';
+            break;
+        }
+    }
     if (i == num - 1 && str[i - 1] != '\n' && t[i] != '\0' && !c->failed) {
         ctx_fail(c, "line longer than %d characters (agefence reads at most %d)", num - 1,
                  AF_MAX_LINE);
@@ -891,6 +956,11 @@ af_result_t af_config_parse_text(af_config_t *cfg, const char *text, const char 
 
 static char *read_file(const char *path, char *err, size_t errlen)
 {
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        snprintf(err, errlen, "%s: is a folder, not a scenario file (-c takes an INI file)", path);
+        return NULL;
+    }
     FILE *f = fopen(path, "rb");
     if (f == NULL) {
         snprintf(err, errlen, "%s: cannot open the scenario file: %s", path, strerror(errno));

@@ -9,6 +9,7 @@
 #define _GNU_SOURCE /* SCHED_BATCH */
 #include "log.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <hdf5.h>
@@ -25,6 +26,7 @@
 #include <unistd.h>
 
 #include "../../common/af_alloc.h"
+#include "../../common/af_path.h"
 #include "../../common/af_time.h"
 #include "../../common/logfile.h"
 #include "../../common/percentile.h"
@@ -73,6 +75,8 @@ struct af_log {
     int live;   /* after af_log_begin: SWMR appending, and the file is at its path */
     int ending; /* after the steps closed: a copy at tmp, opened without SWMR, takes the end */
     char path[4096];
+    char made[4096];  /* the topmost folder af_log_create made for path ("" for none) */
+    int holder;       /* 1 + the descriptor holding the writer's lock (common/logfile.h), or 0 */
     char tmp[4112];   /* where a run log is built until af_log_begin, and its end after it */
     char trace[4096]; /* AGEFENCE_LOG_TRACE: a file that gets a line per commit */
     hid_t steps_group;
@@ -335,6 +339,9 @@ static void log_free(af_log_t *log)
         return;
     }
     (void)writer_stop(log);
+    if (log->holder > 0) {
+        close(log->holder - 1);
+    }
     for (int i = 0; i < AF_NCOLUMNS; ++i) {
         if (log->col[i] > 0) {
             H5Dclose(log->col[i]);
@@ -435,19 +442,6 @@ static af_result_t make_commit_record(af_log_t *log)
     return write_commit_record(log);
 }
 
-/* The folder of path ("." when it names none), in dir. */
-static void folder_of(const char *path, char *dir, size_t n)
-{
-    const char *slash = strrchr(path, '/');
-    if (slash == NULL) {
-        snprintf(dir, n, ".");
-    } else if (slash == path) {
-        snprintf(dir, n, "/");
-    } else {
-        snprintf(dir, n, "%.*s", (int)(slash - path), path);
-    }
-}
-
 /* Whether st is the file the scenario was read from (same device and inode: another name of
  * it, a hard link, a symbolic link to it count). */
 static int is_scenario(const struct stat *st, const char *scenario)
@@ -495,6 +489,77 @@ static af_result_t may_replace(const char *file, const char *what, const char *s
     return AF_OK;
 }
 
+af_result_t af_log_backups(int *keep)
+{
+    const char *env = getenv("AGEFENCE_BACKUPS");
+    *keep = AF_LOG_BACKUPS_DEFAULT;
+    if (env == NULL || env[0] == '\0') {
+        return AF_OK;
+    }
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(env, &end, 10);
+    if (errno != 0 || *end != '\0' || env[0] < '0' || env[0] > '9' || v > AF_LOG_BACKUPS_MAX) {
+        af_error_set("AGEFENCE_BACKUPS=%s: not a whole number from 0 to %d (how many earlier logs "
+                     "to keep at -o)",
+                     env, AF_LOG_BACKUPS_MAX);
+        return AF_ERR_USAGE;
+    }
+    *keep = (int)v;
+    return AF_OK;
+}
+
+static int cmp_long(const void *a, const void *b)
+{
+    long x = *(const long *)a;
+    long y = *(const long *)b;
+    return (x > y) - (x < y);
+}
+
+/* The numbers N of the agefence logs "name.~N~" in dir, in increasing order, at most max of
+ * them (the highest): how many were found. Other files of such names are not backups the run
+ * made: they are neither counted nor removed. */
+static int backups_of(const char *dir, const char *name, long *numbers, int max)
+{
+    DIR *d = opendir(dir);
+    if (d == NULL) {
+        return 0;
+    }
+    size_t len = strlen(name);
+    int found = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        const char *s = e->d_name;
+        if (strncmp(s, name, len) != 0 || strncmp(s + len, ".~", 2) != 0 || s[len + 2] < '1' ||
+            s[len + 2] > '9') {
+            continue;
+        }
+        char *end = NULL;
+        long v = strtol(s + len + 2, &end, 10);
+        if (end[0] != '~' || end[1] != '\0') {
+            continue;
+        }
+        char full[8320];
+        snprintf(full, sizeof full, "%s/%s", dir, s);
+        if (!af_logfile_is_log(full)) {
+            continue;
+        }
+        /* Past max, the lowest number falls out: the highest ones are kept. */
+        if (found < max) {
+            numbers[found++] = v;
+        } else {
+            int lo = 0;
+            for (int i = 1; i < found; ++i) {
+                lo = numbers[i] < numbers[lo] ? i : lo;
+            }
+            numbers[lo] = v > numbers[lo] ? v : numbers[lo];
+        }
+    }
+    qsort(numbers, (size_t)found, sizeof *numbers, cmp_long);
+    closedir(d);
+    return found;
+}
+
 af_result_t af_log_check_path(const char *path, const char *scenario)
 {
     if (path[0] == '\0') {
@@ -510,22 +575,12 @@ af_result_t af_log_check_path(const char *path, const char *scenario)
         af_error_set("%s: names a folder, not a log file (-o takes a file name)", path);
         return AF_ERR_USAGE;
     }
+    /* A missing folder is made when the log is created (common/af_path.h). */
     char dir[4096];
-    folder_of(path, dir, sizeof dir);
-    struct stat st;
-    if (stat(dir, &st) != 0) {
-        af_error_set("%s: cannot create the log file: its folder %s: %s", path, dir,
-                     strerror(errno));
-        return AF_ERR_USAGE;
-    }
-    if (!S_ISDIR(st.st_mode)) {
-        af_error_set("%s: cannot create the log file: %s is not a folder", path, dir);
-        return AF_ERR_USAGE;
-    }
-    if (access(dir, W_OK | X_OK) != 0) {
-        af_error_set("%s: cannot create the log file: its folder %s is not writable", path, dir);
-        return AF_ERR_USAGE;
-    }
+    af_path_folder_of(path, dir, sizeof dir);
+    AF_CHECK(af_path_check_folder(path, dir));
+    int keep = 0;
+    AF_CHECK(af_log_backups(&keep));
     AF_CHECK(may_replace(path, "the file", scenario));
     char tmp[4112];
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
@@ -554,14 +609,30 @@ af_result_t af_log_claim(af_log_t *log, int force, char *kept, size_t n)
         }
         return AF_OK;
     }
-    /* "#NAME.N#" beside it, N the first number free (GROMACS's backups). link() never replaces
-     * a file, so a backup made meanwhile by another run is not lost. */
+    /* "NAME.~N~" beside it, N one more than the highest there (GNU's numbered backups: a
+     * name no shell treats as special), then the oldest beyond AGEFENCE_BACKUPS removed.
+     * link() never replaces a file, so a backup made meanwhile by another run is not lost. */
+    int keep = 0;
+    AF_CHECK(af_log_backups(&keep));
+    if (keep == 0) {
+        if (unlink(log->path) != 0) {
+            af_error_set("%s: cannot remove the earlier log (AGEFENCE_BACKUPS=0): %s", log->path,
+                         strerror(errno));
+            return AF_ERR_IO;
+        }
+        return AF_OK;
+    }
+    char dir[4096];
+    af_path_folder_of(log->path, dir, sizeof dir);
     const char *slash = strrchr(log->path, '/');
     const char *name = slash != NULL ? slash + 1 : log->path;
-    for (long i = 1; i < 1000000; ++i) {
-        char backup[8320];
-        snprintf(backup, sizeof backup, "%.*s#%s.%ld#", (int)(name - log->path), log->path, name,
-                 i);
+    long numbers[AF_LOG_BACKUPS_SCAN];
+    int found = backups_of(dir, name, numbers, AF_LOG_BACKUPS_SCAN);
+    long next = found > 0 ? numbers[found - 1] + 1 : 1;
+    char backup[8320];
+    for (;; ++next) {
+        snprintf(backup, sizeof backup, "%.*s%s.~%ld~", (int)(name - log->path), log->path, name,
+                 next);
         if (link(log->path, backup) == 0) {
             if (unlink(log->path) != 0) {
                 af_error_set("%s: cannot move the earlier log to %s: %s", log->path, backup,
@@ -569,8 +640,7 @@ af_result_t af_log_claim(af_log_t *log, int force, char *kept, size_t n)
                 unlink(backup);
                 return AF_ERR_IO;
             }
-            snprintf(kept, n, "%s", backup);
-            return AF_OK;
+            break;
         }
         if (errno == EEXIST) {
             continue;
@@ -585,11 +655,29 @@ af_result_t af_log_claim(af_log_t *log, int force, char *kept, size_t n)
                          strerror(errno));
             return AF_ERR_IO;
         }
-        snprintf(kept, n, "%s", backup);
-        return AF_OK;
+        break;
     }
-    af_error_set("%s: too many backups of earlier logs beside it", log->path);
-    return AF_ERR_IO;
+    /* The oldest agefence logs among the backups go, until `keep` are left. */
+    found = backups_of(dir, name, numbers, AF_LOG_BACKUPS_SCAN);
+    int removed = 0;
+    long first_removed = 0;
+    for (int i = 0; found - removed > keep && i < found; ++i) {
+        char old[8320];
+        snprintf(old, sizeof old, "%.*s%s.~%ld~", (int)(name - log->path), log->path, name,
+                 numbers[i]);
+        if (unlink(old) == 0) {
+            first_removed = removed == 0 ? numbers[i] : first_removed;
+            ++removed;
+        }
+    }
+    if (removed == 0) {
+        snprintf(kept, n, "%s", backup);
+    } else {
+        snprintf(kept, n, "%s (%s %s.~%ld~%s removed: AGEFENCE_BACKUPS keeps %d)", backup,
+                 removed == 1 ? "the oldest," : "the oldest, from", name, first_removed,
+                 removed == 1 ? "," : " on,", keep);
+    }
+    return AF_OK;
 }
 
 af_result_t af_log_create(af_log_t **out, const char *path, int nranks, int64_t flush_interval)
@@ -655,6 +743,11 @@ af_result_t af_log_create(af_log_t **out, const char *path, int nranks, int64_t 
     /* The root's many attributes in dense storage from the first: they never move through
      * (or spill out of) the header chunk that holds the links. */
     AF_REQUIRE_GOTO(H5Pset_attr_phase_change(fcpl, 0, 0) >= 0, AF_ERR_HDF5, rc, fail);
+    {
+        char dir[4096];
+        af_path_folder_of(path, dir, sizeof dir);
+        AF_CHECK_GOTO(af_path_make_folder(path, dir, log->made, sizeof log->made), rc, fail);
+    }
     log->file = H5Fcreate(log->tmp, H5F_ACC_TRUNC, fcpl, fapl);
     if (log->file < 0) {
         af_error_set("%s: cannot create the log file (is the folder there and writable?)", path);
@@ -676,6 +769,11 @@ af_result_t af_log_create(af_log_t **out, const char *path, int nranks, int64_t 
         H5Sclose(sp);
         AF_REQUIRE_GOTO(w >= 0 && H5Fflush(log->file, H5F_SCOPE_GLOBAL) >= 0, AF_ERR_HDF5, rc,
                         fail);
+        /* Held from now until the log is finished, so that a reader tells this log, still
+         * being written, from a killed run's (common/logfile.h). Without the lock the log is
+         * only read as a killed run's while it runs. */
+        int fd = af_logfile_hold(log->tmp);
+        log->holder = fd >= 0 ? fd + 1 : 0;
     }
     hsize_t chunk = (hsize_t)(flush_interval < 64     ? 64
                               : flush_interval > 4096 ? 4096
@@ -751,14 +849,22 @@ fail:
     if (fcpl >= 0) {
         H5Pclose(fcpl);
     }
-    if (log != NULL && log->file > 0) {
+    if (log != NULL) {
+        /* The temporary file and the folders made for it go. */
         char tmp[sizeof log->tmp];
+        char dir[4096];
+        char made[sizeof log->made];
+        int created = log->file > 0;
         memcpy(tmp, log->tmp, sizeof tmp);
+        af_path_folder_of(log->path, dir, sizeof dir);
+        snprintf(made, sizeof made, "%s", log->made);
         log_free(log);
-        unlink(tmp);
+        if (created) {
+            unlink(tmp);
+        }
+        af_path_unmake_folder(dir, made);
         return rc;
     }
-    log_free(log);
     return rc;
 }
 
@@ -794,6 +900,12 @@ af_result_t af_log_create_plain(af_log_t **out, const char *path)
     log->plain = 1;
     log->flush_interval = 1;
     snprintf(log->path, sizeof log->path, "%s", path);
+    char dir[4096];
+    af_path_folder_of(path, dir, sizeof dir);
+    if (af_path_make_folder(path, dir, log->made, sizeof log->made) != AF_OK) {
+        log_free(log);
+        return AF_ERR_IO;
+    }
     log->file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
     if (log->file < 0) {
         af_error_set("%s: cannot create the file (is the folder there and writable?)", path);
@@ -1273,6 +1385,9 @@ af_result_t af_log_close(af_log_t **plog)
     memcpy(tmp, log->tmp, sizeof tmp);
     memcpy(path, log->path, sizeof path);
     memcpy(trace_path, log->trace, sizeof trace_path);
+    /* The writer's lock stays until the finished log is at the path. */
+    int holder = log->holder;
+    log->holder = 0;
     log_free(log);
     *plog = NULL;
     /* A log that never went live (the run failed before its first step), and the end of one
@@ -1288,6 +1403,9 @@ af_result_t af_log_close(af_log_t **plog)
         snprintf(t.trace, sizeof t.trace, "%s", trace_path);
         trace(&t, "final");
     }
+    if (holder > 0) {
+        close(holder - 1);
+    }
     return rc;
 }
 
@@ -1300,7 +1418,14 @@ void af_log_discard(af_log_t **plog)
     char name[sizeof log->tmp];
     snprintf(name, sizeof name, "%s",
              log->plain || (log->live && !log->ending) ? log->path : log->tmp);
+    /* The folders made for the log go with it (a run refused before its first step leaves
+     * nothing behind). */
+    char dir[4096];
+    char made[sizeof log->made];
+    af_path_folder_of(log->path, dir, sizeof dir);
+    snprintf(made, sizeof made, "%s", log->made);
     log_free(log);
     *plog = NULL;
     unlink(name);
+    af_path_unmake_folder(dir, made);
 }

@@ -50,12 +50,14 @@
 typedef struct af_log af_log_t;
 
 /* Whether a run may write its log to path, touching nothing: AF_OK, or AF_ERR_USAGE with one
- * line (af_error_message) when path is empty, names a folder, lies in a folder that is missing,
- * not a folder or not writable, or when a file is at path or at "<path>.tmp" that is not an
- * agefence log (common/logfile.h, af_logfile_is_log), a folder, or the scenario file being read
- * (scenario, NULL for none; compared by device and inode). An agefence log at either name is
- * allowed: af_log_claim keeps or removes the one at path; the one at "<path>.tmp" is a killed
- * run's leftover, replaced by af_log_create. */
+ * line (af_error_message) when path is empty, names a folder, lies in a folder that is not a
+ * folder or not writable, or under a missing folder that cannot be made there (its nearest
+ * existing ancestor is not a writable folder: common/af_path.h; af_log_create makes it), when
+ * AGEFENCE_BACKUPS is not a number af_log_backups takes, or when a file is at path or at
+ * "<path>.tmp" that is not an agefence log (common/logfile.h, af_logfile_is_log), a folder, or the
+ * scenario file being read (scenario, NULL for none; compared by device and inode). An agefence log
+ * at either name is allowed: af_log_claim keeps or removes the one at path; the one at "<path>.tmp"
+ * is a killed run's leftover, replaced by af_log_create. */
 af_result_t af_log_check_path(const char *path, const char *scenario);
 
 /* Creates the log under "<path>.tmp" (replacing a killed run's leftover there) with every group
@@ -71,10 +73,18 @@ af_result_t af_log_create(af_log_t **out, const char *path, int nranks, int64_t 
 
 /* Clears the log's path once the run is accepted (every check of the scenario, the launch and
  * the memory passed), before the first write that can land there: an agefence log at path is
- * kept as "#NAME.N#" in its folder, N the first number free, whose name goes to kept (empty
- * when nothing was there); with force it is removed instead. A file there that is not an
+ * kept as "NAME.~N~" in its folder (GNU's numbered backups), N one more than the highest
+ * there, whose name goes to kept (empty when nothing was there) with a note of the oldest
+ * backups removed so that at most AGEFENCE_BACKUPS are left (af_log_backups); with force, or
+ * AGEFENCE_BACKUPS=0, it is removed instead. A file there that is not an
  * agefence log is left alone: AF_ERR_USAGE. AF_ERR_IO when it cannot be moved or removed. */
 af_result_t af_log_claim(af_log_t *log, int force, char *kept, size_t n);
+
+/* How many earlier logs af_log_claim keeps beside a log's path: AGEFENCE_BACKUPS from the
+ * environment (a whole number from 0 to AF_LOG_BACKUPS_MAX), AF_LOG_BACKUPS_DEFAULT when it is
+ * unset or empty; AF_ERR_USAGE with one line for anything else. */
+enum { AF_LOG_BACKUPS_DEFAULT = 5, AF_LOG_BACKUPS_MAX = 999, AF_LOG_BACKUPS_SCAN = 1024 };
+af_result_t af_log_backups(int *keep);
 
 /* Everything written so far is what a killed run keeps besides its rows: starts crash-
  * consistent (SWMR) writing and moves the file to its path. Call it once, before the first
