@@ -6,10 +6,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../../common/af_alloc.h"
 #include "../../common/af_time.h"
+#include "../../common/log_schema.h"
+#include "../../fabric/fabric.h"
+#include "../../kernels/kernels.h"
 #include "../io/backend.h"
+#include "../io/config.h"
+#include "../io/launch.h"
+#include "../io/version.h"
+#include "../plan/placement.h"
 #include "run_internal.h"
 #include "../io/stop.h"
 
@@ -267,4 +275,120 @@ af_result_t af_step_log(af_run_state_t *r, int final)
     }
     r->slog.n_batch -= complete;
     return AF_OK;
+}
+
+/* ---- the run's root attributes and hostnames (rank 0 writes, at start-up) ---------------- */
+
+af_result_t af_steplog_root_attrs(af_run_state_t *r)
+{
+    af_log_t *log = r->slog.log;
+    char buf[256];
+    size_t len = af_config_format(&r->s.cfg, NULL, 0);
+    char *text = malloc(len + 1);
+    if (text == NULL) {
+        return AF_ERR_NOMEM;
+    }
+    af_config_format(&r->s.cfg, text, len + 1);
+    af_result_t rc = af_log_attr_str(log, "/", "config", text);
+    free(text);
+    AF_CHECK(rc);
+    AF_CHECK(af_log_attr_i64(log, "/", "schema_version", AF_SCHEMA_VERSION));
+    AF_CHECK(af_log_attr_str(log, "/", "agefence_version", af_version));
+    AF_CHECK(af_log_attr_str(log, "/", "git_revision", af_git_revision));
+    AF_CHECK(af_log_attr_str(log, "/", "scenario", r->s.cfg.name));
+    AF_CHECK(af_log_attr_i64(log, "/", "seed", r->s.cfg.seed));
+    AF_CHECK(af_log_attr_i64(log, "/", "ranks", r->s.world.size));
+    AF_CHECK(af_log_attr_i64(log, "/", "devices", r->s.D));
+    AF_CHECK(af_log_attr_i64(log, "/", "units_per_device", r->s.cfg.units_per_device));
+    AF_CHECK(af_log_attr_i64(log, "/", "blocks", r->s.B));
+    AF_CHECK(af_log_attr_i64(log, "/", "block_len", r->s.T));
+    AF_CHECK(af_log_attr_str(log, "/", "workload", r->s.wl->name));
+    {
+        af_wl_config_t wc = af_config_workload(&r->s.cfg);
+        AF_CHECK(af_log_attr_i64(log, "/", "workload_dim", r->s.wl->features(&wc)));
+    }
+    AF_CHECK(af_log_attr_i64(log, "/", "capacity", r->s.pl.capacity));
+    AF_CHECK(af_log_attr_i64(log, "/", "steps_planned", r->s.cfg.steps));
+    AF_CHECK(af_log_attr_f64(log, "/", "max_blackout", r->s.cfg.max_blackout));
+    AF_CHECK(af_log_attr_str(log, "/", "compute_backend", r->s.k->ops->name));
+    AF_CHECK(af_log_attr_str(log, "/", "fabric_backend",
+                             r->s.nccl != NULL ? r->s.nccl->ops->name : r->s.fab->ops->name));
+    AF_CHECK(af_log_attr_str(log, "/", "backend_choice", r->graph.backend_why));
+    AF_CHECK(af_log_attr_str(log, "/", "step_graph", r->graph.why));
+    AF_CHECK(af_log_attr_str(log, "/", "kernel_path", r->s.k->path != NULL ? r->s.k->path : "?"));
+    af_launch_info_t li;
+    af_launch_info(&li);
+    AF_CHECK(af_log_attr_str(log, "/", "launcher", li.launcher));
+    AF_CHECK(af_log_attr_str(log, "/", "slurm_job_id", li.job_id));
+    AF_CHECK(af_log_attr_str(log, "/", "slurm_job_name", li.job_name));
+    AF_CHECK(af_log_attr_str(log, "/", "slurm_nodelist", li.nodelist));
+    AF_CHECK(af_log_attr_str(log, "/", "slurm_tasks_per_node", li.tasks_per_node));
+    AF_CHECK(af_log_attr_i64(log, "/", "slurm_ntasks", li.ntasks));
+    AF_CHECK(af_log_attr_i64(log, "/", "slurm_nnodes", li.nnodes));
+    AF_CHECK(af_log_attr_str(log, "/", "device_versions", af_device_versions()));
+    af_iso_time(buf, sizeof buf);
+    AF_CHECK(af_log_attr_str(log, "/", "start_time", buf));
+    af_world_versions(buf, sizeof buf);
+    AF_CHECK(af_log_attr_str(log, "/", "mpi_version", buf));
+    /* The machine rank 0 ran on, for judging its timings. */
+    AF_CHECK(af_log_attr_i64(log, "/host", "cores", sysconf(_SC_NPROCESSORS_ONLN)));
+    AF_CHECK(af_log_attr_str(log, "/host", "mpi_version", buf));
+    AF_CHECK(af_log_attr_str(log, "/host", "device_versions", af_device_versions()));
+    double load[3] = {0, 0, 0};
+    if (getloadavg(load, 3) > 0) {
+        AF_CHECK(af_log_attr_f64(log, "/host", "loadavg_1min_before", load[0]));
+        /* Rewritten in place at the end (sim/io/log.h): NaN in the log of a run that did not
+         * finish. */
+        AF_CHECK(af_log_attr_f64(log, "/host", "loadavg_1min_after", NAN));
+    }
+    /* Memory of the static layout vs a fault-free one (two buffers per block, no spare slots). */
+    double slots = (double)r->s.D * (double)r->s.cfg.units_per_device * (double)r->s.pl.capacity;
+    AF_CHECK(af_log_attr_f64(log, "/", "state_bytes_static",
+                             slots * 2.0 * (double)r->s.T * sizeof(double)));
+    AF_CHECK(af_log_attr_f64(log, "/", "state_bytes_fault_free",
+                             (double)r->s.B * 2.0 * (double)r->s.T * sizeof(double)));
+    /* What the ranks really hold for it: a pooled backend's buffers (two slots a block at
+     * most, af_shard_pool_slots), else every slot's. It depends on the number of ranks. */
+    double held = 0;
+    for (int q = 0; q < r->s.world.size; ++q) {
+        int64_t lo = 0;
+        int64_t hi = 0;
+        af_rank_devices(r->s.D, r->s.world.size, q, &lo, &hi);
+        int64_t local = (hi - lo) * r->s.cfg.units_per_device * r->s.pl.capacity;
+        held +=
+            r->s.k->ops->release_slot != NULL ? af_shard_pool_slots(local, r->s.B) : (double)local;
+    }
+    AF_CHECK(af_log_attr_f64(log, "/", "state_bytes_held",
+                             held * 2.0 * (double)r->s.T * sizeof(double)));
+    return AF_OK;
+}
+
+af_result_t af_steplog_hostnames(af_run_state_t *r)
+{
+    char *names = NULL;
+    if (r->s.world.rank == 0) {
+        names = malloc((size_t)r->s.world.size * 64);
+        if (names == NULL) {
+            return AF_ERR_NOMEM;
+        }
+    }
+    af_result_t rc = af_world_hostnames(&r->s.world, names);
+    if (rc == AF_OK && r->s.world.rank == 0) {
+        size_t cap = (size_t)r->s.world.size * 65 + 1;
+        char *joined = malloc(cap);
+        if (joined == NULL) {
+            free(names);
+            return AF_ERR_NOMEM;
+        }
+        joined[0] = '\0';
+        size_t at = 0;
+        for (int i = 0; i < r->s.world.size; ++i) {
+            at += (size_t)snprintf(joined + at, cap - at, "%s%.*s", i ? "," : "", 63,
+                                   names + (size_t)i * 64);
+        }
+        rc = af_log_attr_str(r->slog.log, "/", "hostnames", joined);
+        free(joined);
+    }
+    free(names);
+    return rc;
 }

@@ -44,5 +44,10 @@ void af_log_death_interruption(struct af_run_state *r, const af_health_change_t 
 void af_log_interrupt(struct af_run_state *r, const af_jobintr_hit_t *x);
 /* The log phase (final: flush whatever is batched). Collective. */
 af_result_t af_step_log(struct af_run_state *r, int final);
+/* Rank 0, once the log is created: the run's root attributes (the resolved configuration,
+ * versions, shape, backends, launch, host and memory figures). */
+af_result_t af_steplog_root_attrs(struct af_run_state *r);
+/* Collective: every rank's hostname, written by rank 0 as the root attribute `hostnames`. */
+af_result_t af_steplog_hostnames(struct af_run_state *r);
 
 #endif

@@ -28,14 +28,6 @@
 
 typedef af_run_state_t run_t;
 
-void af_iso_time(char *out, size_t n)
-{
-    time_t now = time(NULL);
-    struct tm tm;
-    gmtime_r(&now, &tm);
-    strftime(out, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
 /* Cells rank 0 receives in one round of the final gather, at most. */
 #define AF_GATHER_CELLS ((int64_t)1 << 20)
 

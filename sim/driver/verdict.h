@@ -21,8 +21,6 @@ typedef struct verdict {
     double ref_seconds;
 } verdict_t;
 
-/* The time now as ISO 8601 UTC (the log's start and end attributes). */
-void af_iso_time(char *out, size_t n);
 /* Gathers the final state to rank 0 and, when `verify`, compares it with the serial reference
  * (bitwise_equal -1 without: not verified). Collective. */
 af_result_t af_verdict_finish(af_run_state_t *r, verdict_t *v, int verify);
