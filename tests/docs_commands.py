@@ -35,8 +35,10 @@ NOT_RUN = {
     "sbatch": "submits to Slurm (tests/slurm.sh)",
 }
 RUN_PAGES = ("README.md", "docs/running.md", "docs/report.md", "docs/log.md")
-# Files a page's command reads that no page makes: such a command is not run.
-NOT_MADE = ("other.h5",)
+# Files a page's command reads that the run pages do not make: such a command is not run.
+# ens/ is an ensemble directory (scripts/ensemble.sh, docs/goodput.md; tests/ensemble_report.sh
+# runs --grid on one).
+NOT_MADE = ("other.h5", "ens/")
 MAX_RANKS = 2
 
 
@@ -169,7 +171,7 @@ def runnable(cmd, mpiexec):
         return None, NOT_RUN[words[0]]
     for f in NOT_MADE:
         if f in words:
-            return None, f"reads {f}, which no page makes"
+            return None, f"reads {f}, which the run pages do not make"
     if words[0] in ("mpirun", "scripts/mpirun.sh"):
         rest = words[1:]
         launch = [mpiexec] if words[0] == "mpirun" else [words[0]]

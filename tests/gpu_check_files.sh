@@ -24,6 +24,6 @@ got=$(cd "$res" && ls -A | sort | tr '\n' ' ')
 [ "$got" = "gpu-check.tar.gz summary.txt " ] || fail "RESULTS holds '$got'"
 grep -q "no prefix at $work/no-prefix" "$res/summary.txt" ||
   fail "the summary does not name the missing prefix: $(cat "$res/summary.txt")"
-tar -tzf "$res/gpu-check.tar.gz" | grep -qx './env.txt' ||
-  fail "the archive lacks env.txt: $(tar -tzf "$res/gpu-check.tar.gz" 2>&1)"
+listing=$(tar -tzf "$res/gpu-check.tar.gz") || fail "the archive is not a valid tar.gz"
+grep -qx './env.txt' <<<"$listing" || fail "the archive lacks env.txt: $listing"
 echo "ok: RESULTS holds summary.txt and gpu-check.tar.gz"
