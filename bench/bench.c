@@ -167,6 +167,9 @@ void af_bench_progress(af_bench_ctx_t *b, const char *what, int done, int total)
         fmt_left(took, sizeof took, (now - b->prog_t0_us) * 1e-6);
         snprintf(eta, sizeof eta, "done in %s", took);
     }
+    /* What the benchmark printed so far goes first: its table and result lines are stdout's,
+     * and a reader of both (2>&1) must not find this line inside one of them. */
+    fflush(stdout);
     fprintf(stderr, "%sagefence bench: %s (%d/%d), %s%s", b->progress == 1 ? "\r" : "", what, done,
             total, eta, b->progress == 1 && done < total ? "   " : "\n");
     fflush(stderr);

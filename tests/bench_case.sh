@@ -17,9 +17,11 @@ name=$1
 shift
 rm -rf "$work" && mkdir -p "$work"
 out=$work/$name.h5
-"$mpiexec" -n 2 "$agefence" bench "$name" --quick "$@" -o "$out" >"$work/stdout" 2>&1
+# stdout and stderr apart: the launcher forwards them apart, so a progress line (stderr) may
+# land inside a table or result line (stdout) in one file.
+"$mpiexec" -n 2 "$agefence" bench "$name" --quick "$@" -o "$out" >"$work/stdout" 2>"$work/stderr"
 rc=$?
-cat "$work/stdout"
+cat "$work/stdout" "$work/stderr"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 if [ "$expect_unmeasured" = 1 ]; then
   # Nothing harmful injected: no containment figure, no MET, a note that says "not measured"

@@ -22,12 +22,14 @@ bench() { # bench EXPECTED_EXIT NAME OPTION... (--quick unless full=1)
   [ "${full:-0}" = 1 ] && quick=
   out=$work/$name.$np.h5
   timeout -k 5 "$limit" "$mpiexec" -n "$np" "$agefence" bench "$name" $quick "${set_wl[@]}" \
-    "$@" -o "$out" >"$work/$name.stdout" 2>&1
+    "$@" -o "$out" >"$work/$name.stdout" 2>"$work/$name.stderr"
   rc=$?
+  # Two files: the launcher forwards the ranks' stdout and stderr apart, so a progress line
+  # (stderr) may land inside a result line (stdout) in one file.
   [ "$rc" = 124 ] || [ "$rc" = 137 ] &&
-    { tail -5 "$work/$name.stdout"; fail "bench $name on $np ranks ($workload): no end within ${limit} s"; }
+    { tail -5 "$work/$name.stdout" "$work/$name.stderr"; fail "bench $name on $np ranks ($workload): no end within ${limit} s"; }
   [ "$rc" = "$want" ] ||
-    { tail -20 "$work/$name.stdout"; fail "bench $name on $np ranks ($workload): exit $rc, expected $want"; }
+    { tail -20 "$work/$name.stdout" "$work/$name.stderr"; fail "bench $name on $np ranks ($workload): exit $rc, expected $want"; }
   echo "ok: bench $name $* on $np ranks ($workload): exit $rc"
 }
 if [ "$workload" != disagree ]; then
